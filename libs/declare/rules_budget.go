@@ -1,0 +1,157 @@
+package declare
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/queen-mq/gate/libs/cost"
+	"github.com/queen-mq/gate/libs/graph"
+	"github.com/queen-mq/gate/libs/plan"
+)
+
+// Budget limits of the declare rules.
+const (
+	MinTimeMs      = 100
+	MaxSubWindows  = 3600
+	MaxBatch       = 1000
+	MaxMaxAttempts = 20
+)
+
+// sharedSeen is the first declaration of a sharedKey in this document.
+type sharedSeen struct {
+	node, id      string
+	count, timeMs int64
+	n             int64
+}
+
+func (c *checker) budgets() {
+	d := c.doc
+	if d.MaxAttempts != nil && (*d.MaxAttempts < 1 || *d.MaxAttempts > MaxMaxAttempts) {
+		c.add(RuleMaxAttemptsRange, "/maxAttempts", fmt.Sprintf("maxAttempts is %d, outside 1..%d: 0 would refuse every re-entry, and an unbounded count lets a failing item livelock its partition; set it between 1 and %d (absent means %d)", *d.MaxAttempts, MaxMaxAttempts, MaxMaxAttempts, plan.DefaultMaxAttempts),
+			map[string]float64{"maxAttempts": float64(*d.MaxAttempts), "min": 1, "max": MaxMaxAttempts})
+	}
+	shared := map[string]sharedSeen{}
+	for _, name := range c.names {
+		c.nodeBudgets(name, d.Nodes[name], shared)
+	}
+}
+
+func (c *checker) nodeBudgets(name string, n *graph.Node, shared map[string]sharedSeen) {
+	watching := c.doc.Watching()
+	costOK := true
+	switch {
+	case !n.Cost.Object && n.Cost.Fixed < 1:
+		costOK = false
+		c.add(RuleCostInteger, nodeAt(name, "cost"), fmt.Sprintf("node %q has cost %d: an item cost is a whole number of at least 1 because the counter is an integer; to charge fractions, count tenths: multiply the cost and every budget count of the node by ten", name, n.Cost.Fixed),
+			map[string]float64{"cost": float64(n.Cost.Fixed), "min": 1})
+	case n.Cost.Object && n.Cost.Default < 1:
+		costOK = false
+		c.add(RuleCostInteger, nodeAt(name, "cost", "default"), fmt.Sprintf("node %q has cost.default %d: the default cost must be at least 1, or an item without a usable payload value would charge nothing; set default to 1 or more", name, n.Cost.Default),
+			map[string]float64{"default": float64(n.Cost.Default), "min": 1})
+	}
+	if n.Cost.Object {
+		if !cost.ValidPath(n.Cost.Path) {
+			c.add(RuleCostPath, nodeAt(name, "cost", "path"), fmt.Sprintf("node %q reads its cost from %q, which is not a payload path: use payload.field or payload.a.b", name, n.Cost.Path), nil)
+		} else if cost.AddressesStamp(n.Cost.Path) {
+			c.add(RuleCostPath, nodeAt(name, "cost", "path"), fmt.Sprintf("node %q reads its cost from %q, inside payload._gate, the stamp Gate overwrites on every routed message: read a field of your own payload, e.g. payload.units", name, n.Cost.Path), nil)
+		}
+		if n.Cost.Max != nil && *n.Cost.Max < n.Cost.Default {
+			costOK = false
+			c.add(RuleCostMax, nodeAt(name, "cost", "max"), fmt.Sprintf("node %q has cost.max %d below cost.default %d: the default cost is itself inadmissible, so every item without a usable value would be refused; raise max to at least %d or lower default", name, *n.Cost.Max, n.Cost.Default, n.Cost.Default),
+				map[string]float64{"max": float64(*n.Cost.Max), "default": float64(n.Cost.Default)})
+		}
+	}
+	if n.Batch != nil && (*n.Batch < 1 || *n.Batch > MaxBatch) {
+		c.add(RuleBatchRange, nodeAt(name, "batch"), fmt.Sprintf("node %q has batch %d, outside 1..%d: 0 claims nothing, and a claim's distinct scope values set the width of one kv call, so a larger batch makes one admission call too wide; set batch between 1 and %d (absent means %d)", name, *n.Batch, MaxBatch, MaxBatch, plan.DefaultStageBatch),
+			map[string]float64{"batch": float64(*n.Batch), "min": 1, "max": MaxBatch})
+	}
+	if !watching {
+		if len(n.Budgets) == 0 {
+			c.add(RuleNodeBudget, nodeAt(name, "budgets"), fmt.Sprintf("node %q has no budgets: it would relay without limiting anything, a queue with extra steps; declare at least one budget (count per timeMs), or put the graph in watch to observe traffic first", name),
+				map[string]float64{"budgets": 0})
+			return
+		}
+		unconditional := 0
+		for i := range n.Budgets {
+			if n.Budgets[i].Unconditional() {
+				unconditional++
+			}
+		}
+		if unconditional == 0 {
+			c.add(RuleNodeUnscopedBudget, nodeAt(name, "budgets"), fmt.Sprintf("node %q has %d budget(s), all scoped or op-filtered: a node needs one budget with neither scopeBy nor whenOp, because the ETA divides by it and a backoff spends it; add one, e.g. {\"id\": \"global\", \"count\": 100, \"timeMs\": 1000}", name, len(n.Budgets)),
+				map[string]float64{"budgets": float64(len(n.Budgets)), "unconditional": 0})
+		}
+	}
+	maxCost := n.Cost.Maximum()
+	ids := map[string]int{}
+	for i := range n.Budgets {
+		b := &n.Budgets[i]
+		id := plan.BudgetID(b, i)
+		at := nodeAt(name, "budgets", strconv.Itoa(i))
+		valid := true
+		if j, dup := ids[id]; dup {
+			c.add(RuleBudgetUnique, graph.Pointer(at, "id"), fmt.Sprintf("budget %q of node %q is declared twice (budgets %d and %d): the id is the kv key, so the second budget would spend the first one's counter; give each budget its own id", id, name, j, i),
+				map[string]float64{"first": float64(j), "index": float64(i)})
+		} else {
+			ids[id] = i
+		}
+		if b.Count < 1 {
+			valid = false
+			c.add(RuleBudgetCount, graph.Pointer(at, "count"), fmt.Sprintf("budget %q of node %q has count %d: nothing ever refills a counter below 1, so no item would ever pass; set count to at least 1", id, name, b.Count),
+				map[string]float64{"count": float64(b.Count), "min": 1})
+		}
+		if b.TimeMs < MinTimeMs {
+			valid = false
+			c.add(RuleBudgetWindow, graph.Pointer(at, "timeMs"), fmt.Sprintf("budget %q of node %q has timeMs %d: the floor is %d ms, and a window below 1000 ms is enforced per second anyway; set timeMs to at least %d, e.g. 1000", id, name, b.TimeMs, MinTimeMs, MinTimeMs),
+				map[string]float64{"timeMs": float64(b.TimeMs), "min": MinTimeMs})
+		}
+		if sw := b.SubWindows; sw != nil {
+			switch {
+			case *sw < 1 || *sw > MaxSubWindows:
+				valid = false
+				c.add(RuleSubwindowRange, graph.Pointer(at, "subWindows"), fmt.Sprintf("budget %q of node %q has subWindows %d, outside 1..%d; set it in that range, or omit it to derive it from the window", id, name, *sw, MaxSubWindows),
+					map[string]float64{"subWindows": float64(*sw), "min": 1, "max": MaxSubWindows})
+			case int64(*sw) > max(b.Count, 1):
+				valid = false
+				c.add(RuleSubwindowFits, graph.Pointer(at, "subWindows"), fmt.Sprintf("budget %q of node %q splits count %d into %d sub-windows: each would get %d/%d, less than one unit, so it would enforce %d per window instead of %d; lower subWindows to at most %d or raise count", id, name, b.Count, *sw, b.Count, *sw, *sw, b.Count, max(b.Count, 1)),
+					map[string]float64{"count": float64(b.Count), "subWindows": float64(*sw), "enforced": float64(*sw)})
+			}
+		}
+		w := plan.Subdivide(b.Count, b.TimeMs, b.SubWindows)
+		if valid && costOK && !watching && maxCost > w.CountSub {
+			c.add(RuleCostFits, at, fmt.Sprintf("node %q's largest item costs %d but budget %q admits only %d per sub-window (%d per %dms in %d sub-windows): that item can never be admitted; it parks the head of its partition for ever and never reaches the DLQ; raise the budget, lower cost.max, or lower subWindows", name, maxCost, id, w.CountSub, b.Count, b.TimeMs, w.N),
+				map[string]float64{"maxCost": float64(maxCost), "countSub": float64(w.CountSub), "subWindows": float64(w.N), "count": float64(b.Count), "timeMs": float64(b.TimeMs)})
+		}
+		if b.ScopeBy != nil {
+			switch {
+			case !cost.ValidPath(*b.ScopeBy):
+				c.add(RuleScopePath, graph.Pointer(at, "scopeBy"), fmt.Sprintf("budget %q of node %q scopes by %q, which is not a payload path: use payload.field or payload.a.b", id, name, *b.ScopeBy), nil)
+			case cost.AddressesStamp(*b.ScopeBy):
+				c.add(RuleScopePath, graph.Pointer(at, "scopeBy"), fmt.Sprintf("budget %q of node %q scopes by %q, inside payload._gate, the stamp Gate overwrites on every routed message: scope by a field of your own payload, e.g. payload.accountId", id, name, *b.ScopeBy), nil)
+			}
+		}
+		if b.WhenOp != nil && len(b.WhenOp) == 0 {
+			c.add(RuleWhenopEmpty, graph.Pointer(at, "whenOp"), fmt.Sprintf("budget %q of node %q has whenOp []: it would charge nothing; drop the field to charge every item, or list the ops, e.g. [\"photo.delete\"] or [\"photo.*\"]", id, name),
+				map[string]float64{"ops": 0})
+		}
+		if b.Confidence == graph.ConfidenceDocumented && (b.Source == "" || b.AsOf == "") {
+			missing := "source or asOf"
+			switch {
+			case b.Source != "":
+				missing = "asOf"
+			case b.AsOf != "":
+				missing = "source"
+			}
+			c.add(RuleProvenance, at, fmt.Sprintf("budget %q of node %q is confidence documented but has no %s: a documented limit says where it was read and when; add %s, or mark it inferred or assumed", id, name, missing, missing), nil)
+		}
+		if b.SharedKey != nil && valid && !watching {
+			k := *b.SharedKey
+			if first, ok := shared[k]; !ok {
+				shared[k] = sharedSeen{node: name, id: id, count: b.Count, timeMs: b.TimeMs, n: w.N}
+			} else if first.count != b.Count || first.timeMs != b.TimeMs || first.n != w.N {
+				c.add(RuleSharedConflict, graph.Pointer(at, "sharedKey"), fmt.Sprintf("sharedKey %q is declared as %d per %dms in %d sub-windows in node %q (budget %q) and as %d per %dms in %d sub-windows in node %q (budget %q): both spend one counter, which has one window and one count; make the declarations agree or use different keys", k, first.count, first.timeMs, first.n, first.node, first.id, b.Count, b.TimeMs, w.N, name, id),
+					map[string]float64{"count": float64(b.Count), "timeMs": float64(b.TimeMs), "subWindows": float64(w.N), "firstCount": float64(first.count), "firstTimeMs": float64(first.timeMs), "firstSubWindows": float64(first.n)})
+			}
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package miniqueen
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+func writeKVError(w http.ResponseWriter, e *kvError) {
+	h := w.Header()
+	if e.status == http.StatusServiceUnavailable || e.status == http.StatusTooManyRequests {
+		h.Set("Retry-After", "1")
+	}
+	writeJSON(w, e.status, map[string]string{"error": e.code, "reason": e.reason, "detail": e.detail})
+}
+
+// runKV validates and executes one KV call; on a lost required gate it
+// rolls back and returns the verdict.
+func (s *Server) runKV(cmds []kvCmd) ([]kvRes, *kvVerdict) {
+	res := make([]kvRes, len(cmds))
+	required := false
+	for i := range cmds {
+		required = required || cmds[i].required
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	s.sweepKV(now)
+	if !required {
+		s.execKV(cmds, res, now)
+		return res, nil
+	}
+	j := newJournal(len(s.dlq))
+	s.j = j
+	v := s.execKV(cmds, res, now)
+	if v != nil {
+		s.undo(j)
+	}
+	s.j = nil
+	return res, v
+}
+
+func writeVerdict(w http.ResponseWriter, v *kvVerdict) {
+	jb := getJW()
+	defer putJW(jb)
+	jb.raw("{")
+	writeVerdictFields(jb, v, v.index)
+	jb.raw("}")
+	writeRaw(w, http.StatusOK, jb.b)
+}
+
+func (s *Server) handleKVBatch(w http.ResponseWriter, r *http.Request) {
+	b, release, err := readBody(r)
+	if err != nil {
+		writeKVError(w, kvBad("kv_bad_body", "reading the body: %v", err))
+		return
+	}
+	defer release()
+	b = bytes.TrimSpace(b)
+	var ops []kvOpWire
+	switch {
+	case len(b) > 0 && b[0] == '[':
+		err = json.Unmarshal(b, &ops)
+	case len(b) > 0 && b[0] == '{':
+		var body struct {
+			Operations *[]kvOpWire `json:"operations"`
+		}
+		err = json.Unmarshal(b, &body)
+		if err == nil && body.Operations == nil {
+			writeKVError(w, kvBad("kv_bad_body", "the body needs an operations array: {\"operations\":[…]}"))
+			return
+		}
+		if body.Operations != nil {
+			ops = *body.Operations
+		}
+	default:
+		writeKVError(w, kvBad("kv_bad_body", "the body must be {\"operations\":[…]} or a JSON array of operations"))
+		return
+	}
+	if err != nil {
+		writeKVError(w, kvBad("kv_bad_body", "bad JSON: %v", err))
+		return
+	}
+	cmds, kerr := validateKV(ops, false, "operations")
+	if kerr != nil {
+		writeKVError(w, kerr)
+		return
+	}
+	res, v := s.runKV(cmds)
+	if v != nil {
+		writeVerdict(w, v)
+		return
+	}
+	jb := getJW()
+	defer putJW(jb)
+	jb.raw(`{"results":[`)
+	for i := range res {
+		if i > 0 {
+			jb.comma()
+		}
+		jb.raw(`{"index":`)
+		jb.int(int64(i))
+		jb.comma()
+		writeKVRes(jb, &res[i])
+		jb.raw("}")
+	}
+	jb.raw("]}")
+	writeRaw(w, http.StatusOK, jb.b)
+}
+
+// pathOp builds the single operation of a path route, refusing query
+// strings and path fields in the body.
+func pathOp(r *http.Request, op string, body []byte) (kvOpWire, *kvError) {
+	w := kvOpWire{Op: op, NS: r.PathValue("ns"), Key: r.PathValue("key")}
+	if r.URL.RawQuery != "" || r.URL.ForceQuery {
+		return w, kvBad("kv_no_query_string", "KV path routes take no query string; put options in the JSON body")
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return w, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return w, kvBad("kv_bad_body", "bad JSON body: %v", err)
+	}
+	for _, f := range []string{"op", "ns", "namespace", "key"} {
+		if _, ok := fields[f]; ok {
+			return w, kvBad("kv_field_in_path", "the body field %q is given by the URL path; remove it", f)
+		}
+	}
+	if err := json.Unmarshal(body, &w); err != nil {
+		return w, kvBad("kv_bad_body", "bad JSON body: %v", err)
+	}
+	w.Op, w.NS, w.Key = op, r.PathValue("ns"), r.PathValue("key")
+	return w, nil
+}
+
+func (s *Server) handleKVPath(w http.ResponseWriter, r *http.Request, op string) {
+	var body []byte
+	if op != "get" {
+		b, release, err := readBody(r)
+		if err != nil {
+			writeKVError(w, kvBad("kv_bad_body", "reading the body: %v", err))
+			return
+		}
+		defer release()
+		body = b
+	}
+	if op == "put" && len(bytes.TrimSpace(body)) == 0 {
+		writeKVError(w, kvBad("kv_bad_body", "PUT needs a body {\"value\":…,\"ttlSeconds\":N} or {\"value\":…,\"forever\":true}"))
+		return
+	}
+	wire, kerr := pathOp(r, op, body)
+	if kerr != nil {
+		writeKVError(w, kerr)
+		return
+	}
+	cmds, kerr := validateKV([]kvOpWire{wire}, false, "request")
+	if kerr != nil {
+		writeKVError(w, kerr)
+		return
+	}
+	res, v := s.runKV(cmds)
+	if v != nil {
+		writeVerdict(w, v)
+		return
+	}
+	jb := getJW()
+	defer putJW(jb)
+	jb.raw(`{"index":0,`)
+	writeKVRes(jb, &res[0])
+	jb.raw("}")
+	if op == "get" && res[0].found {
+		w.Header().Set("ETag", `"`+strconv.FormatInt(res[0].e.version, 10)+`"`)
+	}
+	writeRaw(w, http.StatusOK, jb.b)
+}
+
+func (s *Server) handleKVGet(w http.ResponseWriter, r *http.Request) { s.handleKVPath(w, r, "get") }
+func (s *Server) handleKVPut(w http.ResponseWriter, r *http.Request) { s.handleKVPath(w, r, "put") }
+func (s *Server) handleKVDelete(w http.ResponseWriter, r *http.Request) {
+	s.handleKVPath(w, r, "delete")
+}

@@ -1,0 +1,790 @@
+package miniqueen
+
+import (
+	"sort"
+	"strings"
+	"time"
+)
+
+// queueModeGroup is the literal group name the broker stores queue-mode
+// (group-less) consumption under.
+const queueModeGroup = "__QUEUE_MODE__"
+
+// defaultPartition is the partition a push lands in when it names none.
+const defaultPartition = "Default"
+
+// queueOptions is the resolved option set of one queue (§2.2 defaults).
+type queueOptions struct {
+	LeaseTime                   int64  `json:"leaseTime"`
+	RetryLimit                  int64  `json:"retryLimit"`
+	RetryDelay                  int64  `json:"retryDelay"`
+	DeadLetterQueue             bool   `json:"deadLetterQueue"`
+	DLQAfterMaxRetries          bool   `json:"dlqAfterMaxRetries"`
+	Priority                    int64  `json:"priority"`
+	MaxSize                     int64  `json:"maxSize"`
+	TTL                         int64  `json:"ttl"`
+	DelayedProcessing           int64  `json:"delayedProcessing"`
+	WindowBuffer                int64  `json:"windowBuffer"`
+	RetentionEnabled            bool   `json:"retentionEnabled"`
+	RetentionSeconds            int64  `json:"retentionSeconds"`
+	CompletedRetentionSeconds   int64  `json:"completedRetentionSeconds"`
+	MaxWaitTimeSeconds          int64  `json:"maxWaitTimeSeconds"`
+	DedupWindowSeconds          int64  `json:"dedupWindowSeconds"`
+	EncryptionEnabled           bool   `json:"encryptionEnabled"`
+	MinPopWaitTime              int64  `json:"minPopWaitTime"`
+	RetentionSinkHold           string `json:"retentionSinkHold"`
+	RetentionSinkHoldMaxSeconds int64  `json:"retentionSinkHoldMaxSeconds"`
+}
+
+func defaultQueueOptions() queueOptions {
+	return queueOptions{
+		LeaseTime:                   300,
+		RetryLimit:                  3,
+		RetryDelay:                  1000,
+		DeadLetterQueue:             true,
+		DLQAfterMaxRetries:          true,
+		TTL:                         3600,
+		DedupWindowSeconds:          3600,
+		RetentionSinkHoldMaxSeconds: 604800,
+	}
+}
+
+// subscription is a group's registration on a queue: where its cursors start
+// on partitions it meets.
+type subscription struct {
+	mode      string // "all", "new" or "timestamp"
+	ts        time.Time
+	createdAt time.Time
+}
+
+type queue struct {
+	name, id        string
+	namespace, task string
+	createdAt       time.Time
+	opts            queueOptions
+	parts           map[string]*partition
+	partList        []*partition // creation order
+	subs            map[string]*subscription
+	notify          chan struct{} // closed on any change a parked pop cares about; nil if nobody waits
+}
+
+type message struct {
+	id         string
+	txn        string
+	trace      string
+	data       []byte
+	created    time.Time
+	createdStr string
+}
+
+type txnRec struct {
+	msgID  string
+	offset int64
+	at     time.Time
+}
+
+type txnLogRec struct {
+	txn    string
+	at     time.Time
+	offset int64
+}
+
+type partition struct {
+	q         *queue
+	name, id  string
+	createdAt time.Time
+	msgs      []message // msgs[i] has offset base+i
+	base      int64
+	next      int64 // offset the next push gets; last offset = next-1
+	lastWrite time.Time
+	txns      map[string]txnRec
+	txnLog    []txnLogRec
+	cursors   map[string]*cursor
+}
+
+func (p *partition) lastOffset() int64 { return p.next - 1 }
+
+func (p *partition) msgAt(off int64) *message { return &p.msgs[off-p.base] }
+
+type cursor struct {
+	p              *partition
+	group          string
+	committed      int64
+	lease          string
+	leaseExp       time.Time
+	batchEnd       int64
+	retries        int64
+	consumed       bool
+	lastConsumedAt time.Time
+}
+
+func (c *cursor) leaseLive(now time.Time) bool {
+	return c.lease != "" && now.Before(c.leaseExp)
+}
+
+// pending is the number of retained messages after the cursor.
+func (c *cursor) pending() int64 {
+	return pendingFrom(c.p, c.committed)
+}
+
+func pendingFrom(p *partition, committed int64) int64 {
+	from := committed
+	if p.base-1 > from {
+		from = p.base - 1
+	}
+	n := p.lastOffset() - from
+	if n < 0 {
+		return 0
+	}
+	return n
+}
+
+type deadLetter struct {
+	id, txn, partitionID, queue, partition, group string
+	errMsg                                        string
+	retries                                       int64
+	data                                          []byte
+	created, failed                               time.Time
+}
+
+// journal records the state a transaction or KV batch changed so a lost
+// required gate, a duplicate push or a rejected ack can undo all of it.
+type journal struct {
+	kv         map[kvKey]kvSaved
+	cursors    map[*cursor]cursor
+	newCursors []*cursor
+	leases     map[string][]*cursor
+	leaseHad   map[string]bool
+	parts      map[*partition]partSaved
+	txnOld     []txnUndo
+	newParts   []*partition
+	newQueues  []*queue
+	dlqLen     int
+	touched    map[*queue]bool
+	reclaim    map[*partition]bool
+}
+
+type kvSaved struct {
+	e   *kvEntry
+	had bool
+}
+
+type partSaved struct {
+	msgs      int
+	next      int64
+	lastWrite time.Time
+	txnLog    int
+}
+
+type txnUndo struct {
+	p   *partition
+	txn string
+	old txnRec
+	had bool
+}
+
+func newJournal(dlqLen int) *journal {
+	return &journal{dlqLen: dlqLen}
+}
+
+// undo restores every recorded change, newest structures last.
+func (s *Server) undo(j *journal) {
+	for k, sv := range j.kv {
+		ns := s.kv[k.ns]
+		if sv.had {
+			if ns == nil {
+				ns = map[string]*kvEntry{}
+				s.kv[k.ns] = ns
+			}
+			ns[k.key] = sv.e
+		} else if ns != nil {
+			delete(ns, k.key)
+			if len(ns) == 0 {
+				delete(s.kv, k.ns)
+			}
+		}
+	}
+	for c, saved := range j.cursors {
+		*c = saved
+	}
+	for _, c := range j.newCursors {
+		delete(c.p.cursors, c.group)
+	}
+	for id, refs := range j.leases {
+		if j.leaseHad[id] {
+			s.leases[id] = refs
+		} else {
+			delete(s.leases, id)
+		}
+	}
+	for i := len(j.txnOld) - 1; i >= 0; i-- {
+		u := j.txnOld[i]
+		if u.had {
+			u.p.txns[u.txn] = u.old
+		} else {
+			delete(u.p.txns, u.txn)
+		}
+	}
+	for p, sv := range j.parts {
+		p.msgs = p.msgs[:sv.msgs]
+		p.next = sv.next
+		p.lastWrite = sv.lastWrite
+		p.txnLog = p.txnLog[:sv.txnLog]
+	}
+	for _, p := range j.newParts {
+		delete(p.q.parts, p.name)
+		for i, x := range p.q.partList {
+			if x == p {
+				p.q.partList = append(p.q.partList[:i:i], p.q.partList[i+1:]...)
+				break
+			}
+		}
+		delete(s.partByID, p.id)
+	}
+	for _, q := range j.newQueues {
+		delete(s.queues, q.name)
+	}
+	s.dlq = s.dlq[:j.dlqLen]
+}
+
+func (j *journal) saveCursor(c *cursor) {
+	if j == nil {
+		return
+	}
+	if j.cursors == nil {
+		j.cursors = map[*cursor]cursor{}
+	}
+	if _, ok := j.cursors[c]; !ok {
+		j.cursors[c] = *c
+	}
+}
+
+func (s *Server) saveLease(id string) {
+	j := s.j
+	if j == nil || id == "" {
+		return
+	}
+	if j.leases == nil {
+		j.leases = map[string][]*cursor{}
+		j.leaseHad = map[string]bool{}
+	}
+	if _, ok := j.leases[id]; ok {
+		return
+	}
+	refs, had := s.leases[id]
+	j.leases[id] = append([]*cursor(nil), refs...)
+	j.leaseHad[id] = had
+}
+
+// deriveTags gives an implicitly created queue its namespace and task from
+// its dotted name (first and second segment).
+func deriveTags(name string) (ns, task string) {
+	parts := strings.SplitN(name, ".", 3)
+	if len(parts) >= 2 {
+		ns = parts[0]
+		task = parts[1]
+	}
+	return ns, task
+}
+
+// queueFor returns the queue, creating it when create is true.
+func (s *Server) queueFor(name string, create bool) *queue {
+	q := s.queues[name]
+	if q != nil || !create {
+		return q
+	}
+	now := s.now()
+	ns, task := deriveTags(name)
+	q = &queue{
+		name:      name,
+		id:        s.ids.next(now),
+		namespace: ns,
+		task:      task,
+		createdAt: now,
+		opts:      defaultQueueOptions(),
+		parts:     map[string]*partition{},
+		subs:      map[string]*subscription{},
+	}
+	s.queues[name] = q
+	if s.j != nil {
+		s.j.newQueues = append(s.j.newQueues, q)
+	}
+	return q
+}
+
+// partitionFor returns the partition, creating it (and seeding registered
+// groups on it) when create is true.
+func (s *Server) partitionFor(q *queue, name string, create bool) *partition {
+	p := q.parts[name]
+	if p != nil || !create {
+		return p
+	}
+	now := s.now()
+	p = &partition{
+		q:         q,
+		name:      name,
+		id:        s.ids.next(now),
+		createdAt: now,
+		txns:      map[string]txnRec{},
+		cursors:   map[string]*cursor{},
+	}
+	q.parts[name] = p
+	q.partList = append(q.partList, p)
+	s.partByID[p.id] = p
+	if s.j != nil {
+		s.j.newParts = append(s.j.newParts, p)
+	}
+	// A partition created later is seeded from each group's stored
+	// subscription; it is empty now, so every group starts before its first
+	// message unless the subscription instant is still in the future.
+	for g, sub := range q.subs {
+		if sub.mode == "timestamp" && sub.ts.After(now) {
+			continue
+		}
+		p.cursors[g] = &cursor{p: p, group: g, committed: -1, batchEnd: -1}
+	}
+	return p
+}
+
+// register records a group's subscription on a queue on first contact and
+// seeds a cursor on every existing partition.
+func (s *Server) register(q *queue, group string, sub subscription) {
+	if _, ok := q.subs[group]; ok {
+		return
+	}
+	now := s.now()
+	sub.createdAt = now
+	if group == queueModeGroup {
+		sub = subscription{mode: "all", createdAt: now}
+	}
+	q.subs[group] = &sub
+	for _, p := range q.partList {
+		if _, ok := p.cursors[group]; ok {
+			continue
+		}
+		c := &cursor{p: p, group: group, batchEnd: -1}
+		switch sub.mode {
+		case "new":
+			c.committed = p.lastOffset()
+		default:
+			c.committed = seedAt(p, sub)
+		}
+		p.cursors[group] = c
+	}
+}
+
+// seedAt is the committed offset a group with sub starts at on p.
+func seedAt(p *partition, sub subscription) int64 {
+	if sub.mode == "all" {
+		return p.base - 1
+	}
+	ts := sub.ts
+	// First retained message created at/after ts; tail if none.
+	i := sort.Search(len(p.msgs), func(i int) bool { return !p.msgs[i].created.Before(ts) })
+	return p.base + int64(i) - 1
+}
+
+// cursorFor returns the group's cursor on p, creating and seeding it on first
+// contact.
+func (s *Server) cursorFor(p *partition, group string) *cursor {
+	if c := p.cursors[group]; c != nil {
+		return c
+	}
+	sub := subscription{mode: "all"}
+	if rec := p.q.subs[group]; rec != nil {
+		sub = *rec
+	}
+	c := &cursor{p: p, group: group, committed: seedAt(p, sub), batchEnd: -1}
+	p.cursors[group] = c
+	if s.j != nil {
+		s.j.newCursors = append(s.j.newCursors, c)
+	}
+	return c
+}
+
+// releaseLease clears c's lease and drops c from the lease index.
+func (s *Server) releaseLease(c *cursor) {
+	if c.lease == "" {
+		return
+	}
+	id := c.lease
+	s.j.saveCursor(c)
+	s.saveLease(id)
+	refs := s.leases[id]
+	out := refs[:0:0]
+	for _, r := range refs {
+		if r != c {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		delete(s.leases, id)
+	} else {
+		s.leases[id] = out
+	}
+	c.lease = ""
+	c.leaseExp = time.Time{}
+	c.batchEnd = -1
+}
+
+// wake tells parked pops of q that something changed.
+func (s *Server) wake(q *queue) {
+	if s.j != nil {
+		if s.j.touched == nil {
+			s.j.touched = map[*queue]bool{}
+		}
+		s.j.touched[q] = true
+		return
+	}
+	if q.notify != nil {
+		close(q.notify)
+		q.notify = nil
+	}
+	if s.anyNotify != nil {
+		close(s.anyNotify)
+		s.anyNotify = nil
+	}
+}
+
+func (q *queue) waitChan() chan struct{} {
+	if q.notify == nil {
+		q.notify = make(chan struct{})
+	}
+	return q.notify
+}
+
+// pushItem is one message to store.
+type pushItem struct {
+	queue, partition string
+	txn, trace       string
+	data             []byte
+}
+
+type pushOutcome struct {
+	msgID     string
+	txn       string
+	duplicate bool // already stored within the dedup window (or earlier in the call)
+	inCall    bool // the duplicate is an earlier item of the same call
+}
+
+// push stores items in order. createdAt is shared by every item of one
+// call to one partition.
+func (s *Server) push(items []pushItem, out []pushOutcome) {
+	now := s.now()
+	created := fmtCreated(now)
+	type callKey struct{ q, p, txn string }
+	var seen map[callKey]string
+	for i := range items {
+		it := &items[i]
+		q := s.queueFor(it.queue, true)
+		p := s.partitionFor(q, it.partition, true)
+		s.trimPartition(p, now)
+		id := s.ids.next(now)
+		txn := it.txn
+		if txn == "" {
+			txn = id
+		}
+		if it.txn != "" {
+			if seen != nil {
+				if first, ok := seen[callKey{it.queue, it.partition, txn}]; ok {
+					out[i] = pushOutcome{msgID: first, txn: txn, duplicate: true, inCall: true}
+					continue
+				}
+			}
+			if rec, ok := p.txns[txn]; ok && now.Sub(rec.at) < time.Duration(q.opts.DedupWindowSeconds)*time.Second {
+				out[i] = pushOutcome{msgID: rec.msgID, txn: txn, duplicate: true}
+				continue
+			}
+		}
+		if j := s.j; j != nil {
+			if j.parts == nil {
+				j.parts = map[*partition]partSaved{}
+			}
+			if _, ok := j.parts[p]; !ok {
+				j.parts[p] = partSaved{msgs: len(p.msgs), next: p.next, lastWrite: p.lastWrite, txnLog: len(p.txnLog)}
+			}
+			old, had := p.txns[txn]
+			j.txnOld = append(j.txnOld, txnUndo{p: p, txn: txn, old: old, had: had})
+		}
+		off := p.next
+		if len(p.msgs) == 0 {
+			p.base = off
+		}
+		p.msgs = append(p.msgs, message{id: id, txn: txn, trace: it.trace, data: it.data, created: now, createdStr: created})
+		p.next++
+		p.lastWrite = now
+		p.txns[txn] = txnRec{msgID: id, offset: off, at: now}
+		p.txnLog = append(p.txnLog, txnLogRec{txn: txn, at: now, offset: off})
+		if it.txn != "" {
+			if seen == nil {
+				seen = map[callKey]string{}
+			}
+			seen[callKey{it.queue, it.partition, txn}] = id
+		}
+		out[i] = pushOutcome{msgID: id, txn: txn}
+		s.wake(q)
+	}
+}
+
+// trimPartition applies the time-based retention rules (retentionSeconds
+// with retention on, maxWaitTimeSeconds always) and prunes the dedup index.
+func (s *Server) trimPartition(p *partition, now time.Time) {
+	if s.j != nil {
+		return // never reclaim inside a unit that may roll back
+	}
+	o := &p.q.opts
+	var cut time.Time
+	if o.RetentionEnabled && o.RetentionSeconds > 0 {
+		cut = now.Add(-time.Duration(o.RetentionSeconds) * time.Second)
+	}
+	if o.MaxWaitTimeSeconds > 0 {
+		c2 := now.Add(-time.Duration(o.MaxWaitTimeSeconds) * time.Second)
+		if c2.After(cut) {
+			cut = c2
+		}
+	}
+	if !cut.IsZero() {
+		n := 0
+		for n < len(p.msgs) && !p.msgs[n].created.After(cut) {
+			n++
+		}
+		s.dropFront(p, n)
+	}
+	s.pruneTxns(p, now)
+}
+
+// reclaim drops completed messages every registered group has passed, as
+// far as retention allows.
+func (s *Server) reclaim(p *partition, now time.Time) {
+	if s.j != nil || len(p.msgs) == 0 {
+		return
+	}
+	q := p.q
+	if len(q.subs) == 0 {
+		return
+	}
+	min := p.lastOffset()
+	for g := range q.subs {
+		c := p.cursors[g]
+		if c == nil {
+			return
+		}
+		if c.committed < min {
+			min = c.committed
+		}
+	}
+	n := int(min - p.base + 1)
+	if n <= 0 {
+		return
+	}
+	o := &q.opts
+	if o.RetentionEnabled {
+		if o.CompletedRetentionSeconds <= 0 {
+			return // retention on with 0 = keep completed messages
+		}
+		cut := now.Add(-time.Duration(o.CompletedRetentionSeconds) * time.Second)
+		k := 0
+		for k < n && !p.msgs[k].created.After(cut) {
+			k++
+		}
+		n = k
+	}
+	s.dropFront(p, n)
+	s.pruneTxns(p, now)
+}
+
+func (s *Server) dropFront(p *partition, n int) {
+	if n <= 0 {
+		return
+	}
+	if n > len(p.msgs) {
+		n = len(p.msgs)
+	}
+	p.base += int64(n)
+	rest := p.msgs[n:]
+	switch {
+	case len(rest) == 0:
+		p.msgs = nil
+	case len(rest) < cap(rest)/4 && cap(rest) > 64:
+		// Copy into a fresh array so the reclaimed prefix can be collected;
+		// the old array is never written again (readers outside the lock may
+		// still hold sub-slices of it).
+		fresh := make([]message, len(rest), len(rest)*2)
+		copy(fresh, rest)
+		p.msgs = fresh
+	default:
+		p.msgs = rest
+	}
+}
+
+// pruneTxns forgets transaction ids whose dedup window passed and whose
+// message is no longer retained.
+func (s *Server) pruneTxns(p *partition, now time.Time) {
+	win := time.Duration(p.q.opts.DedupWindowSeconds) * time.Second
+	i := 0
+	for i < len(p.txnLog) {
+		r := p.txnLog[i]
+		if r.offset >= p.base || now.Sub(r.at) < win {
+			break
+		}
+		if cur, ok := p.txns[r.txn]; ok && cur.offset == r.offset {
+			delete(p.txns, r.txn)
+		}
+		i++
+	}
+	if i > 0 {
+		rest := p.txnLog[i:]
+		if len(rest) == 0 {
+			p.txnLog = nil
+		} else if len(rest) < cap(rest)/4 && cap(rest) > 64 {
+			p.txnLog = append(make([]txnLogRec, 0, len(rest)*2), rest...)
+		} else {
+			p.txnLog = rest
+		}
+	}
+}
+
+// claimReq describes one pop.
+type claimReq struct {
+	group     string
+	batch     int
+	parts     int
+	lease     time.Duration // 0 = queue leaseTime
+	autoAck   bool
+	partition string // "" = wildcard
+	named     bool
+}
+
+// claimedPart is what one partition yielded.
+type claimedPart struct {
+	p    *partition
+	msgs []message
+}
+
+// claim takes up to req.batch messages from eligible partitions of q in
+// random order. next is the earliest instant at which something not
+// claimable now may become claimable (zero if unknown).
+func (s *Server) claim(q *queue, req claimReq, leaseID *string, out []claimedPart) ([]claimedPart, time.Time) {
+	now := s.now()
+	var next time.Time
+	soon := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	var cands []*partition
+	if req.named {
+		p := q.parts[req.partition]
+		if p == nil {
+			return out, next
+		}
+		cands = s.scratch[:0]
+		cands = append(cands, p)
+	} else {
+		cands = s.scratch[:0]
+		for _, p := range q.partList {
+			if p.next == 0 {
+				continue
+			}
+			c := p.cursors[req.group]
+			if c != nil {
+				if c.leaseLive(now) {
+					soon(c.leaseExp)
+					continue
+				}
+				if c.committed >= p.lastOffset() {
+					continue
+				}
+			}
+			cands = append(cands, p)
+		}
+	}
+	budget := req.batch
+	yielded := 0
+	o := &q.opts
+	for n := len(cands); n > 0 && budget > 0; n-- {
+		k := 0
+		if n > 1 {
+			k = s.rnd.IntN(n)
+		}
+		p := cands[k]
+		cands[k] = cands[n-1]
+		s.trimPartition(p, now)
+		c := s.cursorFor(p, req.group)
+		if c.leaseLive(now) {
+			soon(c.leaseExp)
+			continue
+		}
+		if c.lease != "" {
+			s.releaseLease(c) // expired: re-offer from committed+1, budget untouched
+		}
+		start := c.committed + 1
+		if start < p.base {
+			start = p.base
+		}
+		avail := p.next - start
+		if avail <= 0 {
+			if c.committed < p.lastOffset() {
+				c.committed = p.lastOffset() // seal a partition retention emptied
+			}
+			continue
+		}
+		if o.WindowBuffer > 0 {
+			open := p.lastWrite.Add(time.Duration(o.WindowBuffer) * time.Second)
+			if now.Before(open) {
+				soon(open)
+				continue
+			}
+		}
+		take := int64(budget)
+		if avail < take {
+			take = avail
+		}
+		if o.DelayedProcessing > 0 {
+			d := time.Duration(o.DelayedProcessing) * time.Second
+			var m int64
+			for m < take {
+				ready := p.msgAt(start + m).created.Add(d)
+				if now.Before(ready) {
+					soon(ready)
+					break
+				}
+				m++
+			}
+			take = m
+			if take == 0 {
+				continue
+			}
+		}
+		lo := start - p.base
+		msgs := p.msgs[lo : lo+take : lo+take]
+		if req.autoAck {
+			c.committed = start + take - 1
+			c.consumed = true
+			c.lastConsumedAt = now
+		} else {
+			if *leaseID == "" {
+				*leaseID = s.ids.next(now)
+			}
+			c.lease = *leaseID
+			lt := req.lease
+			if lt <= 0 {
+				lt = time.Duration(o.LeaseTime) * time.Second
+			}
+			c.leaseExp = now.Add(lt)
+			c.batchEnd = start + take - 1
+			s.leases[c.lease] = append(s.leases[c.lease], c)
+		}
+		out = append(out, claimedPart{p: p, msgs: msgs})
+		budget -= int(take)
+		yielded++
+		if req.autoAck {
+			s.reclaim(p, now)
+		}
+		if req.named || yielded >= req.parts {
+			break
+		}
+	}
+	s.scratch = cands[:0]
+	return out, next
+}

@@ -1,0 +1,185 @@
+package miniqueen
+
+import (
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Time layouts used on the wire.
+const (
+	// createdLayout renders message createdAt in UTC with millis and Z.
+	createdLayout = "2006-01-02T15:04:05.000Z"
+	// pgLayout renders KV timestamps the way Postgres jsonb renders timestamptz.
+	pgLayout = "2006-01-02T15:04:05.000000-07:00"
+	// leaseLayout renders lease expiry instants (micros, Z).
+	leaseLayout = "2006-01-02T15:04:05.000000Z"
+)
+
+// jw is a tiny append-only JSON writer used on the hot paths so responses are
+// encoded without reflection.
+type jw struct {
+	b []byte
+}
+
+func (w *jw) raw(s string)  { w.b = append(w.b, s...) }
+func (w *jw) rawb(b []byte) { w.b = append(w.b, b...) }
+func (w *jw) str(s string)  { w.b = appendJSONString(w.b, s) }
+func (w *jw) int(n int64)   { w.b = strconv.AppendInt(w.b, n, 10) }
+func (w *jw) bool(v bool)   { w.b = strconv.AppendBool(w.b, v) }
+func (w *jw) key(k string) {
+	w.b = append(w.b, '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, '"', ':')
+}
+func (w *jw) comma() { w.b = append(w.b, ',') }
+func (w *jw) strOrNull(s string) {
+	if s == "" {
+		w.raw("null")
+		return
+	}
+	w.str(s)
+}
+
+// json writes a raw JSON value, or null when it is empty.
+func (w *jw) json(v []byte) {
+	if len(v) == 0 {
+		w.raw("null")
+		return
+	}
+	w.b = append(w.b, v...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string literal. Invalid UTF-8 becomes
+// U+FFFD; control characters and the JS line separators are escaped.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// idGen mints UUIDv7 strings: 48 bits of unix millis from the injected
+// clock, then a counter that starts at a random point, so ids are unique and
+// (with a forward clock) ordered.
+type idGen struct {
+	seq uint64
+}
+
+func (g *idGen) next(now time.Time) string {
+	g.seq++
+	ms := uint64(now.UnixMilli())
+	var u [16]byte
+	u[0] = byte(ms >> 40)
+	u[1] = byte(ms >> 32)
+	u[2] = byte(ms >> 24)
+	u[3] = byte(ms >> 16)
+	u[4] = byte(ms >> 8)
+	u[5] = byte(ms)
+	hi := g.seq >> 62 // top bits go into rand_a
+	u[6] = 0x70 | byte(hi>>8)&0x0f
+	u[7] = byte(hi)
+	lo := g.seq & (1<<62 - 1)
+	u[8] = 0x80 | byte(lo>>56)&0x3f
+	u[9] = byte(lo >> 48)
+	u[10] = byte(lo >> 40)
+	u[11] = byte(lo >> 32)
+	u[12] = byte(lo >> 24)
+	u[13] = byte(lo >> 16)
+	u[14] = byte(lo >> 8)
+	u[15] = byte(lo)
+	var out [36]byte
+	j := 0
+	for i := 0; i < 16; i++ {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			out[j] = '-'
+			j++
+		}
+		out[j] = hexDigits[u[i]>>4]
+		out[j+1] = hexDigits[u[i]&0xf]
+		j += 2
+	}
+	return string(out[:])
+}
+
+// isUUID reports whether s looks like a canonical UUID string.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func fmtPG(t time.Time) string      { return t.UTC().Format(pgLayout) }
+func fmtCreated(t time.Time) string { return t.UTC().Format(createdLayout) }
+func fmtLease(t time.Time) string   { return t.UTC().Format(leaseLayout) }
+
+// parseInstant parses RFC 3339 with optional fraction, Z or numeric offset,
+// tolerating a space instead of T.
+func parseInstant(s string) (time.Time, bool) {
+	if len(s) > 10 && s[10] == ' ' {
+		s = s[:10] + "T" + s[11:]
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999Z0700", "2006-01-02T15:04:05.999999999-07", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}

@@ -1,0 +1,104 @@
+package plan
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"strconv"
+)
+
+// DefaultKVNamespace is GATE_KV_NAMESPACE's default: where counters,
+// breaker records and stored documents live.
+const DefaultKVNamespace = "gate"
+
+// DefaultApplication is the application the flat routes pin.
+const DefaultApplication = "default"
+
+// Namespace is the broker namespace of an application's Gate-owned queues.
+func Namespace(app string) string { return "gate." + app }
+
+// IngressQueue is the Gate-owned ingress queue of a node.
+func IngressQueue(app, graph, node string) string {
+	return "gate." + app + "." + graph + "." + node + ".ingress"
+}
+
+// InteriorQueue is the queue upstream hops push into for a node.
+func InteriorQueue(app, graph, node string) string {
+	return "gate." + app + "." + graph + "." + node + ".in"
+}
+
+// Group is the consumer group of the stage of path at node.
+func Group(app, graph, path, node string) string {
+	return "gate." + app + "." + graph + "." + path + "." + node
+}
+
+// DefaultBudgetID is the id of the budget at index i when it declares none.
+func DefaultBudgetID(i int) string { return "b" + strconv.Itoa(i) }
+
+// BudgetKey is the kv key of a node-local budget.
+func BudgetKey(app, graph, node, id string) string {
+	return "b:" + app + ":" + graph + ":" + node + ":" + id
+}
+
+// SharedBudgetKey is the kv key of an application-wide shared budget: every
+// node of every graph of app that names sharedKey spends it.
+func SharedBudgetKey(app, sharedKey string) string {
+	return "b:" + app + ":shared:" + sharedKey
+}
+
+// ScopedKey is the runtime key of one scope value of a scoped budget (shared
+// scoped budgets included).
+func ScopedKey(key, scopeValue string) string { return key + ":" + scopeValue }
+
+// BreakerKey is the kv key of a node's backoff record.
+func BreakerKey(app, graph, node string) string {
+	return "brk:" + app + ":" + graph + ":" + node
+}
+
+// DocumentKey is the kv key a v2 document is stored under.
+func DocumentKey(app, graph string) string { return "graph:" + app + ":" + graph }
+
+// LegacyTargetKey is the kv key of a stored v1 target document.
+func LegacyTargetKey(app, name string) string { return "spec:" + app + ":" + name }
+
+// HopLabel is the transaction-id label of a relay push into destNode.
+func HopLabel(app, graph, path, destNode string) string {
+	return app + "/" + graph + "/" + path + "/" + destNode
+}
+
+// TerminalLabel is the transaction-id label of the terminal push at node.
+func TerminalLabel(app, graph, path, node string) string {
+	return app + "/" + graph + "/" + path + "/" + node + "/out"
+}
+
+// ReentryLabel is the transaction-id label of re-entry attempt n.
+func ReentryLabel(attempt int) string { return "r" + strconv.Itoa(attempt) }
+
+// transactionNamespace is the UUID 6ba7b814-9dad-11d1-80b4-00c04fd430c8.
+var transactionNamespace = [16]byte{0x6b, 0xa7, 0xb8, 0x14, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8}
+
+// DeriveTransactionID is the name-based (version 5) UUID of parent and label:
+// SHA-1 over the namespace 6ba7b814-9dad-11d1-80b4-00c04fd430c8, the parent
+// id's bytes (hashed as a string, never parsed), the byte 0x1F and the
+// label's bytes; rendered lowercase 8-4-4-4-12.
+func DeriveTransactionID(parent, label string) string {
+	h := sha1.New()
+	h.Write(transactionNamespace[:])
+	h.Write([]byte(parent))
+	h.Write([]byte{0x1F})
+	h.Write([]byte(label))
+	var sum [sha1.Size]byte
+	u := h.Sum(sum[:0])[:16]
+	u[6] = u[6]&0x0F | 0x50
+	u[8] = u[8]&0x3F | 0x80
+	var out [36]byte
+	hex.Encode(out[0:8], u[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], u[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], u[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], u[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:36], u[10:16])
+	return string(out[:])
+}

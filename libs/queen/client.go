@@ -1,0 +1,254 @@
+package queen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Client talks to one Queen broker over HTTP. It is safe for concurrent use
+// by many goroutines (many parked long-polls at once); create one per broker
+// URL and share it.
+type Client struct {
+	base  string
+	token string
+	hc    *http.Client
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithToken sends "Authorization: Bearer <token>" on every call (brokers
+// running with JWT require it on every route except /health and the
+// metrics). The empty token sends no header, which is what Gate does.
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
+// WithHTTPClient replaces the shared HTTP client. Give it no overall
+// Timeout: a long-poll's deadline comes from the context and the pop's own
+// timeout. A nil client keeps the default.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) {
+		if hc != nil {
+			c.hc = hc
+		}
+	}
+}
+
+// sharedHTTP is the process-wide client every Client uses unless told
+// otherwise, so all of them draw from one connection pool.
+var sharedHTTP = &http.Client{Transport: NewTransport()}
+
+// NewTransport returns the transport the default client uses: HTTP/1.1
+// keep-alive sized for many concurrent long-polls against one broker
+// (no per-host connection cap, 1024 idle connections kept per host), no
+// response compression (the broker is normally close), and dial/TLS
+// timeouts but no response timeout (a parked pop legitimately waits).
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   10 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		MaxIdleConns:          0,
+		MaxIdleConnsPerHost:   1024,
+		MaxConnsPerHost:       0,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     false,
+	}
+}
+
+// New returns a client for the broker at baseURL (for example
+// "http://127.0.0.1:6632"; a trailing slash is ignored). The URL must be
+// absolute http or https.
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimSpace(baseURL))
+	if err != nil {
+		return nil, fmt.Errorf("queen: base URL %q: %w", baseURL, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("queen: base URL %q must be absolute http(s), e.g. http://127.0.0.1:6632", baseURL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("queen: base URL %q must not carry a query or fragment", baseURL)
+	}
+	c := &Client{base: strings.TrimRight(u.String(), "/"), hc: sharedHTTP}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// BaseURL returns the broker URL the client was built with (no trailing
+// slash).
+func (c *Client) BaseURL() string { return c.base }
+
+// HTTPClient returns the HTTP client the calls go through.
+func (c *Client) HTTPClient() *http.Client { return c.hc }
+
+// RawResponse is a broker answer exactly as received.
+type RawResponse struct {
+	// Status is the HTTP status code.
+	Status int
+	// Header holds the response headers.
+	Header http.Header
+	// Body is the whole response body (empty for 204).
+	Body []byte
+}
+
+// Do sends one request verbatim: method, a path under the base URL that may
+// carry a query string (e.g. "/api/v1/kv/ns/k?x=1"), and a JSON body (nil
+// for none). It returns an error only when no answer arrived; every status,
+// 4xx/5xx included, comes back in the RawResponse. It exists for probing the
+// broker with shapes the typed methods never produce.
+func (c *Client) Do(ctx context.Context, method, path string, body []byte) (RawResponse, error) {
+	p, q, _ := strings.Cut(path, "?")
+	resp, buf, err := c.roundTrip(ctx, method, p, q, body)
+	if err != nil {
+		return RawResponse{}, err
+	}
+	defer putBuf(buf)
+	return RawResponse{Status: resp.StatusCode, Header: resp.Header, Body: bytes.Clone(buf.Bytes())}, nil
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func getBuf() *bytes.Buffer { b := bufPool.Get().(*bytes.Buffer); b.Reset(); return b }
+
+func putBuf(b *bytes.Buffer) {
+	if b.Cap() > 4<<20 {
+		return
+	}
+	bufPool.Put(b)
+}
+
+// roundTrip sends the request and reads the whole body into a pooled buffer
+// the caller must return with putBuf.
+func (c *Client) roundTrip(ctx context.Context, method, path, rawQuery string, body []byte) (*http.Response, *bytes.Buffer, error) {
+	u := c.base + path
+	if rawQuery != "" {
+		u += "?" + rawQuery
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, nil, fmt.Errorf("queen: %s %s: %w", method, path, err)
+	}
+	req.Header["Accept"] = jsonHeader
+	if body != nil {
+		req.Header["Content-Type"] = jsonHeader
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("queen: %s %s: %w", method, path, err)
+	}
+	buf := getBuf()
+	_, err = buf.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		putBuf(buf)
+		return nil, nil, fmt.Errorf("queen: %s %s: reading answer (HTTP %d): %w", method, path, resp.StatusCode, err)
+	}
+	return resp, buf, nil
+}
+
+var jsonHeader = []string{"application/json"}
+
+// call sends a request and hands a 2xx body to decode (status and body;
+// body is empty for 204). A non-2xx answer becomes an *Error. decode may be
+// nil when the body does not matter.
+func (c *Client) call(ctx context.Context, method, path, rawQuery string, body []byte, decode func(status int, body []byte) error) error {
+	resp, buf, err := c.roundTrip(ctx, method, path, rawQuery, body)
+	if err != nil {
+		return err
+	}
+	defer putBuf(buf)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return newError(method, path, resp.StatusCode, resp.Header, buf.Bytes())
+	}
+	if decode == nil {
+		return nil
+	}
+	if err := decode(resp.StatusCode, buf.Bytes()); err != nil {
+		if e, ok := err.(*Error); ok {
+			return e
+		}
+		return fmt.Errorf("queen: %s %s: decoding HTTP %d answer: %w", method, path, resp.StatusCode, err)
+	}
+	return nil
+}
+
+// callJSON is call with a plain json.Unmarshal of a non-empty 2xx body into
+// out.
+func (c *Client) callJSON(ctx context.Context, method, path, rawQuery string, body []byte, out any) error {
+	return c.call(ctx, method, path, rawQuery, body, func(_ int, b []byte) error {
+		if len(bytes.TrimSpace(b)) == 0 {
+			return nil
+		}
+		return json.Unmarshal(b, out)
+	})
+}
+
+// marshal encodes a request body with encoding/json.
+func marshal(method, path string, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("queen: %s %s: encoding request: %w", method, path, err)
+	}
+	return b, nil
+}
+
+// escape percent-encodes one path segment, leaving only RFC 3986 unreserved
+// characters as they are ("/" becomes %2F, ":" becomes %3A).
+func escape(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !unreserved(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	const hexDigits = "0123456789ABCDEF"
+	out := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if unreserved(ch) {
+			out = append(out, ch)
+			continue
+		}
+		out = append(out, '%', hexDigits[ch>>4], hexDigits[ch&15])
+	}
+	return string(out)
+}
+
+func unreserved(ch byte) bool {
+	return ch >= 'A' && ch <= 'Z' || ch >= 'a' && ch <= 'z' || ch >= '0' && ch <= '9' ||
+		ch == '-' || ch == '.' || ch == '_' || ch == '~'
+}
+
+// need returns an error naming an empty required argument.
+func need(call, field, value string) error {
+	if value == "" {
+		return fmt.Errorf("queen: %s: %s is empty; name one", call, field)
+	}
+	return nil
+}

@@ -1,0 +1,207 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/queen"
+)
+
+// ListLimit is the most documents read per key prefix; a longer listing is
+// reported as incomplete, never silently cut.
+const ListLimit = 1000
+
+// revisionKey is the change signal: an integer bumped on every document
+// write or delete, so a relay notices a declaration within one short poll.
+const revisionKey = "rev:graphs"
+
+// Store reads and writes Gate's state in one kv namespace. The zero value is
+// not usable; build one with New.
+type Store struct {
+	c  *queen.Client
+	ns string
+}
+
+// New returns a Store over client in kv namespace ns ("" means
+// plan.DefaultKVNamespace, "gate").
+func New(c *queen.Client, ns string) *Store {
+	if ns == "" {
+		ns = plan.DefaultKVNamespace
+	}
+	return &Store{c: c, ns: ns}
+}
+
+// Namespace is the kv namespace this store writes.
+func (s *Store) Namespace() string { return s.ns }
+
+// Client is the broker client the store talks through.
+func (s *Store) Client() *queen.Client { return s.c }
+
+// Document is one stored declaration.
+type Document struct {
+	// App and Graph name the declaration.
+	App   string `json:"application"`
+	Graph string `json:"graph"`
+	// Key is the kv key it was read from.
+	Key string `json:"key"`
+	// Legacy is true for a v1 target stored under "spec:".
+	Legacy bool `json:"legacy,omitempty"`
+	// Body is the document exactly as stored.
+	Body json.RawMessage `json:"body"`
+}
+
+// Listing is every stored document. Complete is false when a page was
+// truncated or a row was unreadable; a reconcile must not stop a graph on an
+// incomplete listing.
+type Listing struct {
+	Documents []Document
+	Complete  bool
+}
+
+// Find returns the stored document of app/graph in the listing.
+func (l Listing) Find(app, graph string) (Document, bool) {
+	var legacy *Document
+	for i := range l.Documents {
+		d := &l.Documents[i]
+		if d.App == app && d.Graph == graph {
+			if !d.Legacy {
+				return *d, true
+			}
+			legacy = d
+		}
+	}
+	if legacy != nil {
+		return *legacy, true
+	}
+	return Document{}, false
+}
+
+// Put stores body as the document of app/graph, with no expiry, and bumps
+// the change signal in the same kv call.
+func (s *Store) Put(ctx context.Context, app, graph string, body json.RawMessage) error {
+	key := plan.DocumentKey(app, graph)
+	res, err := s.c.KV(ctx,
+		queen.KVPut(s.ns, key, body, queen.PutOpts{Forever: true}),
+		queen.KVIncr(s.ns, revisionKey, 1, queen.IncrOpts{Forever: true}),
+	)
+	if err != nil {
+		return fmt.Errorf("storing %s: %w", key, err)
+	}
+	if err := res.Err(); err != nil {
+		return fmt.Errorf("storing %s: %w", key, err)
+	}
+	if len(res.Results) < 1 || !res.Results[0].Applied {
+		return fmt.Errorf("storing %s: the broker did not apply the put", key)
+	}
+	return nil
+}
+
+// Get reads the stored document of app/graph: the v2 row, else a legacy v1
+// target row. found is false when neither exists.
+func (s *Store) Get(ctx context.Context, app, graph string) (doc Document, found bool, err error) {
+	key := plan.DocumentKey(app, graph)
+	legacy := plan.LegacyTargetKey(app, graph)
+	res, err := s.c.KV(ctx, queen.KVGet(s.ns, key), queen.KVGet(s.ns, legacy))
+	if err != nil {
+		return Document{}, false, fmt.Errorf("reading %s: %w", key, err)
+	}
+	if len(res.Results) != 2 {
+		return Document{}, false, fmt.Errorf("reading %s: the broker answered %d results for 2 reads", key, len(res.Results))
+	}
+	for i, r := range res.Results {
+		if r.Found {
+			return Document{App: app, Graph: graph, Key: r.Key, Legacy: i == 1, Body: r.Value}, true, nil
+		}
+	}
+	return Document{}, false, nil
+}
+
+// Delete removes the stored document of app/graph (and a legacy v1 row of
+// the same name) and bumps the change signal. existed reports whether the
+// v2 row was live. Queues, messages and counters are untouched.
+func (s *Store) Delete(ctx context.Context, app, graph string) (existed bool, err error) {
+	key := plan.DocumentKey(app, graph)
+	res, err := s.c.KV(ctx,
+		queen.KVDelete(s.ns, key, queen.DeleteOpts{}),
+		queen.KVDelete(s.ns, plan.LegacyTargetKey(app, graph), queen.DeleteOpts{}),
+		queen.KVIncr(s.ns, revisionKey, 1, queen.IncrOpts{Forever: true}),
+	)
+	if err != nil {
+		return false, fmt.Errorf("deleting %s: %w", key, err)
+	}
+	if err := res.Err(); err != nil {
+		return false, fmt.Errorf("deleting %s: %w", key, err)
+	}
+	if len(res.Results) < 1 {
+		return false, fmt.Errorf("deleting %s: the broker answered no results", key)
+	}
+	return res.Results[0].Applied, nil
+}
+
+// Revision reads the change signal: a number that differs after any
+// document write or delete (0 before the first).
+func (s *Store) Revision(ctx context.Context) (int64, error) {
+	res, err := s.c.KV(ctx, queen.KVGet(s.ns, revisionKey))
+	if err != nil {
+		return 0, fmt.Errorf("reading the change signal: %w", err)
+	}
+	if len(res.Results) != 1 || !res.Results[0].Found {
+		return 0, nil
+	}
+	n, err := res.Results[0].Int64()
+	if err != nil {
+		return 0, fmt.Errorf("reading the change signal: %w", err)
+	}
+	return n, nil
+}
+
+// List reads every stored document under "graph:" and "spec:", at most
+// ListLimit of each.
+func (s *Store) List(ctx context.Context) (Listing, error) {
+	res, err := s.c.KV(ctx,
+		queen.KVGetPrefix(s.ns, "graph:", queen.PrefixOpts{Limit: ListLimit}),
+		queen.KVGetPrefix(s.ns, "spec:", queen.PrefixOpts{Limit: ListLimit}),
+	)
+	if err != nil {
+		return Listing{}, fmt.Errorf("listing stored graphs: %w", err)
+	}
+	if len(res.Results) != 2 {
+		return Listing{}, fmt.Errorf("listing stored graphs: the broker answered %d results for 2 listings", len(res.Results))
+	}
+	out := Listing{Complete: true}
+	for i, r := range res.Results {
+		if r.Truncated {
+			out.Complete = false
+		}
+		for _, row := range r.Rows {
+			app, graph, ok := splitDocumentKey(row.Key)
+			if !ok || len(row.Value) == 0 || string(row.Value) == "null" || !json.Valid(row.Value) {
+				out.Complete = false
+				continue
+			}
+			out.Documents = append(out.Documents, Document{App: app, Graph: graph, Key: row.Key, Legacy: i == 1, Body: row.Value})
+		}
+	}
+	return out, nil
+}
+
+// splitDocumentKey parses "graph:{app}:{graph}" or "spec:{app}:{name}".
+// Application and graph names never contain ':'.
+func splitDocumentKey(key string) (app, graph string, ok bool) {
+	_, rest, found := strings.Cut(key, ":")
+	if !found {
+		return "", "", false
+	}
+	app, graph, found = strings.Cut(rest, ":")
+	if !found || app == "" || graph == "" || strings.Contains(graph, ":") {
+		return "", "", false
+	}
+	return app, graph, true
+}
+
+// ErrNotFound is returned by reads of records that do not exist.
+var ErrNotFound = errors.New("not found")
