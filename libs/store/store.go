@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -160,20 +159,19 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 }
 
 // List reads every stored document under "graph:" and "spec:", at most
-// ListLimit of each.
+// ListLimit of each. Each prefix is its own kv call: a listing counts its
+// limit against the broker's per-call key budget (1024).
 func (s *Store) List(ctx context.Context) (Listing, error) {
-	res, err := s.c.KV(ctx,
-		queen.KVGetPrefix(s.ns, "graph:", queen.PrefixOpts{Limit: ListLimit}),
-		queen.KVGetPrefix(s.ns, "spec:", queen.PrefixOpts{Limit: ListLimit}),
-	)
-	if err != nil {
-		return Listing{}, fmt.Errorf("listing stored graphs: %w", err)
-	}
-	if len(res.Results) != 2 {
-		return Listing{}, fmt.Errorf("listing stored graphs: the broker answered %d results for 2 listings", len(res.Results))
-	}
 	out := Listing{Complete: true}
-	for i, r := range res.Results {
+	for _, prefix := range []string{"graph:", "spec:"} {
+		res, err := s.c.KV(ctx, queen.KVGetPrefix(s.ns, prefix, queen.PrefixOpts{Limit: ListLimit}))
+		if err != nil {
+			return Listing{}, fmt.Errorf("listing stored graphs under %q: %w", prefix, err)
+		}
+		if len(res.Results) != 1 {
+			return Listing{}, fmt.Errorf("listing stored graphs under %q: the broker answered %d results for 1 listing", prefix, len(res.Results))
+		}
+		r := res.Results[0]
 		if r.Truncated {
 			out.Complete = false
 		}
@@ -183,7 +181,7 @@ func (s *Store) List(ctx context.Context) (Listing, error) {
 				out.Complete = false
 				continue
 			}
-			out.Documents = append(out.Documents, Document{App: app, Graph: graph, Key: row.Key, Legacy: i == 1, Body: row.Value})
+			out.Documents = append(out.Documents, Document{App: app, Graph: graph, Key: row.Key, Legacy: prefix == "spec:", Body: row.Value})
 		}
 	}
 	return out, nil
@@ -202,6 +200,3 @@ func splitDocumentKey(key string) (app, graph string, ok bool) {
 	}
 	return app, graph, true
 }
-
-// ErrNotFound is returned by reads of records that do not exist.
-var ErrNotFound = errors.New("not found")

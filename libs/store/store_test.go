@@ -1,0 +1,149 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/gate/libs/gatetest"
+	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/store"
+)
+
+func newStore(t *testing.T) *store.Store {
+	t.Helper()
+	b := gatetest.NewBroker(t)
+	c, err := queen.New(b.URL)
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	return store.New(c, b.Namespace())
+}
+
+func TestDocumentsRoundTripAndSignalChanges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+
+	rev0, err := s.Revision(ctx)
+	if err != nil {
+		t.Fatalf("revision: %v", err)
+	}
+	doc := json.RawMessage(`{"version":1,"nodes":{}}`)
+	if err := s.Put(ctx, "shop", "orders", doc); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	if err := s.Put(ctx, "shop", "refunds", json.RawMessage(`{"version":2}`)); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	rev1, err := s.Revision(ctx)
+	if err != nil {
+		t.Fatalf("revision: %v", err)
+	}
+	if rev1 == rev0 {
+		t.Fatalf("the change signal did not move after two writes (still %d)", rev1)
+	}
+
+	got, found, err := s.Get(ctx, "shop", "orders")
+	if err != nil || !found {
+		t.Fatalf("get: found=%v err=%v", found, err)
+	}
+	if string(got.Body) != string(doc) || got.Legacy || got.Key != "graph:shop:orders" {
+		t.Fatalf("get returned %+v", got)
+	}
+
+	list, err := s.List(ctx)
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	if !list.Complete || len(list.Documents) != 2 {
+		t.Fatalf("list = %+v, want two documents, complete", list)
+	}
+	if d, ok := list.Find("shop", "refunds"); !ok || d.Graph != "refunds" {
+		t.Fatalf("find refunds: %+v %v", d, ok)
+	}
+
+	existed, err := s.Delete(ctx, "shop", "orders")
+	if err != nil || !existed {
+		t.Fatalf("delete: existed=%v err=%v", existed, err)
+	}
+	if _, found, _ := s.Get(ctx, "shop", "orders"); found {
+		t.Fatal("the deleted document is still readable")
+	}
+	existed, err = s.Delete(ctx, "shop", "orders")
+	if err != nil || existed {
+		t.Fatalf("second delete: existed=%v err=%v, want false, nil", existed, err)
+	}
+	rev2, _ := s.Revision(ctx)
+	if rev2 == rev1 {
+		t.Fatal("the change signal did not move after a delete")
+	}
+}
+
+func TestRelayStatusExpiresWithItsTTL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := gatetest.NewBroker(t)
+	mini := b.RequireMini(t, "the status TTL is checked with the fake broker's clock")
+	c, err := queen.New(b.URL)
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	s := store.New(c, b.Namespace())
+
+	st := store.RelayStatus{
+		Replica: "r1",
+		At:      time.Now().UnixMilli(),
+		Graphs: []store.GraphStatus{{
+			App: "shop", Graph: "orders", Version: 3, Running: true,
+			Stages: []store.StageStatus{{Path: "main", Node: "limit", Counters: store.Counters{Popped: 10, Forwarded: 8, Commits: 2}}},
+		}},
+	}
+	for i := 0; i < store.MaxStatusDenials+10; i++ {
+		st.Denials = append(st.Denials, store.Denial{Outcome: "denied", BudgetID: "b0"})
+	}
+	if err := s.PutStatus(ctx, st, 3*time.Second); err != nil {
+		t.Fatalf("put status: %v", err)
+	}
+	all, err := s.Statuses(ctx)
+	if err != nil || len(all) != 1 {
+		t.Fatalf("statuses = %v, %v", all, err)
+	}
+	g, ok := all[0].Graph("shop", "orders")
+	if !ok || g.Version != 3 || g.Stages[0].Counters.Forwarded != 8 {
+		t.Fatalf("status read back as %+v", all[0])
+	}
+	if n := len(all[0].Denials); n != store.MaxStatusDenials {
+		t.Fatalf("published %d denials, want the bound %d", n, store.MaxStatusDenials)
+	}
+	if ipc := g.Stages[0].Counters.ItemsPerCommit(); ipc == nil || *ipc != 4 {
+		t.Fatalf("items per commit = %v, want 4", ipc)
+	}
+
+	mini.FastForward(4 * time.Second)
+	all, err = s.Statuses(ctx)
+	if err != nil {
+		t.Fatalf("statuses: %v", err)
+	}
+	if len(all) != 0 {
+		t.Fatalf("a status past its TTL is still listed: %+v", all)
+	}
+}
+
+func TestCountersAddSumsEveryField(t *testing.T) {
+	t.Parallel()
+	a := store.Counters{Popped: 1, Admitted: 2, Deferred: 3, Parked: 4, Released: 5, Forwarded: 6, Commits: 7,
+		Duplicates: 8, Foreign: 9, Deadlettered: 10, Leaked: 11, Wedged: 12, CostAdmitted: 13}
+	var sum store.Counters
+	sum.Add(a)
+	sum.Add(a)
+	want := store.Counters{Popped: 2, Admitted: 4, Deferred: 6, Parked: 8, Released: 10, Forwarded: 12, Commits: 14,
+		Duplicates: 16, Foreign: 18, Deadlettered: 20, Leaked: 22, Wedged: 24, CostAdmitted: 26}
+	if sum != want {
+		t.Fatalf("sum = %+v, want %+v", sum, want)
+	}
+	if (store.Counters{}).ItemsPerCommit() != nil {
+		t.Fatal("items per commit before any commit must be null")
+	}
+}
