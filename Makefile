@@ -24,3 +24,15 @@ fmt-check:
 ## miniqueen: the in-memory Queen-compatible test broker on 127.0.0.1:6632
 miniqueen:
 	$(GO) run ./libs/miniqueen/cmd/miniqueen --addr 127.0.0.1:6632
+
+## run: a local stack (miniqueen unless QUEEN_URL answers, NATS, gate-api, gate-relay) with a demo graph; Ctrl-C stops it
+run:
+	$(GO) run ./libs/stack/cmd/gate-run
+
+## e2e: did the declared ceiling hold? gate-e2e load 50 3000 20 on an embedded stack
+e2e:
+	$(GO) run ./gate-e2e --embedded load 50 3000 20
+
+## bench: what does Gate itself cost? every gate-bench scenario on an embedded stack
+bench:
+	$(GO) run ./gate-bench --embedded all

@@ -1,6 +1,8 @@
 package declare
 
 import (
+	"strings"
+
 	"github.com/queen-mq/gate/libs/finding"
 	"github.com/queen-mq/gate/libs/graph"
 	"github.com/queen-mq/gate/libs/plan"
@@ -67,7 +69,9 @@ type Input struct {
 	// Stored are the other graphs (and this graph's previous version) the
 	// cross-graph rules check against; nil means unknown (offline) and those
 	// rules are listed in Result.Unchecked. An empty non-nil slice means
-	// there are none.
+	// there are none. A caller's PUT passes the registry and the store; a
+	// reconcile or restore, which must not be refused for a version or a
+	// store-wide conflict, passes nil and ignores Unchecked.
 	Stored []Stored
 	// Options are the server knobs of the returned plan; the zero value is
 	// the default compile.
@@ -117,6 +121,10 @@ func (r *Result) Warnings() []string { return render(r.Findings.Warnings()) }
 
 // Errors returns the error findings rendered "[rule] detail".
 func (r *Result) Errors() []string { return render(r.Findings.Errors()) }
+
+// ErrorText is the refusal as the API's `{"error": ...}` carries it: the
+// rendered errors joined by "; ". It is "" for an accepted result.
+func (r *Result) ErrorText() string { return strings.Join(r.Errors(), "; ") }
 
 // Response is the 200 body of the PUT; nil when the result was refused.
 func (r *Result) Response() *plan.Response {

@@ -2,7 +2,6 @@ package declare
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/graph"
@@ -87,51 +86,50 @@ func (c *checker) nodeBudgets(name string, n *graph.Node, shared map[string]shar
 	for i := range n.Budgets {
 		b := &n.Budgets[i]
 		id := plan.BudgetID(b, i)
-		at := nodeAt(name, "budgets", strconv.Itoa(i))
 		valid := true
 		if j, dup := ids[id]; dup {
-			c.add(RuleBudgetUnique, graph.Pointer(at, "id"), fmt.Sprintf("budget %q of node %q is declared twice (budgets %d and %d): the id is the kv key, so the second budget would spend the first one's counter; give each budget its own id", id, name, j, i),
+			c.add(RuleBudgetUnique, budgetAt(name, i, "id"), fmt.Sprintf("budget %q of node %q is declared twice (budgets %d and %d): the id is the kv key, so the second budget would spend the first one's counter; give each budget its own id", id, name, j, i),
 				map[string]float64{"first": float64(j), "index": float64(i)})
 		} else {
 			ids[id] = i
 		}
 		if b.Count < 1 {
 			valid = false
-			c.add(RuleBudgetCount, graph.Pointer(at, "count"), fmt.Sprintf("budget %q of node %q has count %d: nothing ever refills a counter below 1, so no item would ever pass; set count to at least 1", id, name, b.Count),
+			c.add(RuleBudgetCount, budgetAt(name, i, "count"), fmt.Sprintf("budget %q of node %q has count %d: nothing ever refills a counter below 1, so no item would ever pass; set count to at least 1", id, name, b.Count),
 				map[string]float64{"count": float64(b.Count), "min": 1})
 		}
 		if b.TimeMs < MinTimeMs {
 			valid = false
-			c.add(RuleBudgetWindow, graph.Pointer(at, "timeMs"), fmt.Sprintf("budget %q of node %q has timeMs %d: the floor is %d ms, and a window below 1000 ms is enforced per second anyway; set timeMs to at least %d, e.g. 1000", id, name, b.TimeMs, MinTimeMs, MinTimeMs),
+			c.add(RuleBudgetWindow, budgetAt(name, i, "timeMs"), fmt.Sprintf("budget %q of node %q has timeMs %d: the floor is %d ms, and a window below 1000 ms is enforced per second anyway; set timeMs to at least %d, e.g. 1000", id, name, b.TimeMs, MinTimeMs, MinTimeMs),
 				map[string]float64{"timeMs": float64(b.TimeMs), "min": MinTimeMs})
 		}
 		if sw := b.SubWindows; sw != nil {
 			switch {
 			case *sw < 1 || *sw > MaxSubWindows:
 				valid = false
-				c.add(RuleSubwindowRange, graph.Pointer(at, "subWindows"), fmt.Sprintf("budget %q of node %q has subWindows %d, outside 1..%d; set it in that range, or omit it to derive it from the window", id, name, *sw, MaxSubWindows),
+				c.add(RuleSubwindowRange, budgetAt(name, i, "subWindows"), fmt.Sprintf("budget %q of node %q has subWindows %d, outside 1..%d; set it in that range, or omit it to derive it from the window", id, name, *sw, MaxSubWindows),
 					map[string]float64{"subWindows": float64(*sw), "min": 1, "max": MaxSubWindows})
 			case int64(*sw) > max(b.Count, 1):
 				valid = false
-				c.add(RuleSubwindowFits, graph.Pointer(at, "subWindows"), fmt.Sprintf("budget %q of node %q splits count %d into %d sub-windows: each would get %d/%d, less than one unit, so it would enforce %d per window instead of %d; lower subWindows to at most %d or raise count", id, name, b.Count, *sw, b.Count, *sw, *sw, b.Count, max(b.Count, 1)),
+				c.add(RuleSubwindowFits, budgetAt(name, i, "subWindows"), fmt.Sprintf("budget %q of node %q splits count %d into %s: each would get %d/%d, less than one unit, so it would enforce %d per window instead of %d; lower subWindows to at most %d or raise count", id, name, b.Count, subs(int64(*sw)), b.Count, *sw, *sw, b.Count, max(b.Count, 1)),
 					map[string]float64{"count": float64(b.Count), "subWindows": float64(*sw), "enforced": float64(*sw)})
 			}
 		}
 		w := plan.Subdivide(b.Count, b.TimeMs, b.SubWindows)
 		if valid && costOK && !watching && maxCost > w.CountSub {
-			c.add(RuleCostFits, at, fmt.Sprintf("node %q's largest item costs %d but budget %q admits only %d per sub-window (%d per %dms in %d sub-windows): that item can never be admitted; it parks the head of its partition for ever and never reaches the DLQ; raise the budget, lower cost.max, or lower subWindows", name, maxCost, id, w.CountSub, b.Count, b.TimeMs, w.N),
+			c.add(RuleCostFits, budgetAt(name, i), fmt.Sprintf("node %q's largest item costs %d but budget %q admits only %d per sub-window (%d per %dms in %s): that item can never be admitted; it parks the head of its partition for ever and never reaches the DLQ; raise the budget, lower cost.max, or lower subWindows", name, maxCost, id, w.CountSub, b.Count, b.TimeMs, subs(w.N)),
 				map[string]float64{"maxCost": float64(maxCost), "countSub": float64(w.CountSub), "subWindows": float64(w.N), "count": float64(b.Count), "timeMs": float64(b.TimeMs)})
 		}
 		if b.ScopeBy != nil {
 			switch {
 			case !cost.ValidPath(*b.ScopeBy):
-				c.add(RuleScopePath, graph.Pointer(at, "scopeBy"), fmt.Sprintf("budget %q of node %q scopes by %q, which is not a payload path: use payload.field or payload.a.b", id, name, *b.ScopeBy), nil)
+				c.add(RuleScopePath, budgetAt(name, i, "scopeBy"), fmt.Sprintf("budget %q of node %q scopes by %q, which is not a payload path: use payload.field or payload.a.b", id, name, *b.ScopeBy), nil)
 			case cost.AddressesStamp(*b.ScopeBy):
-				c.add(RuleScopePath, graph.Pointer(at, "scopeBy"), fmt.Sprintf("budget %q of node %q scopes by %q, inside payload._gate, the stamp Gate overwrites on every routed message: scope by a field of your own payload, e.g. payload.accountId", id, name, *b.ScopeBy), nil)
+				c.add(RuleScopePath, budgetAt(name, i, "scopeBy"), fmt.Sprintf("budget %q of node %q scopes by %q, inside payload._gate, the stamp Gate overwrites on every routed message: scope by a field of your own payload, e.g. payload.accountId", id, name, *b.ScopeBy), nil)
 			}
 		}
 		if b.WhenOp != nil && len(b.WhenOp) == 0 {
-			c.add(RuleWhenopEmpty, graph.Pointer(at, "whenOp"), fmt.Sprintf("budget %q of node %q has whenOp []: it would charge nothing; drop the field to charge every item, or list the ops, e.g. [\"photo.delete\"] or [\"photo.*\"]", id, name),
+			c.add(RuleWhenopEmpty, budgetAt(name, i, "whenOp"), fmt.Sprintf("budget %q of node %q has whenOp []: it would charge nothing; drop the field to charge every item, or list the ops, e.g. [\"photo.delete\"] or [\"photo.*\"]", id, name),
 				map[string]float64{"ops": 0})
 		}
 		if b.Confidence == graph.ConfidenceDocumented && (b.Source == "" || b.AsOf == "") {
@@ -142,14 +140,14 @@ func (c *checker) nodeBudgets(name string, n *graph.Node, shared map[string]shar
 			case b.AsOf != "":
 				missing = "source"
 			}
-			c.add(RuleProvenance, at, fmt.Sprintf("budget %q of node %q is confidence documented but has no %s: a documented limit says where it was read and when; add %s, or mark it inferred or assumed", id, name, missing, missing), nil)
+			c.add(RuleProvenance, budgetAt(name, i), fmt.Sprintf("budget %q of node %q is confidence documented but has no %s: a documented limit says where it was read and when; add %s, or mark it inferred or assumed", id, name, missing, missing), nil)
 		}
 		if b.SharedKey != nil && valid && !watching {
 			k := *b.SharedKey
 			if first, ok := shared[k]; !ok {
 				shared[k] = sharedSeen{node: name, id: id, count: b.Count, timeMs: b.TimeMs, n: w.N}
 			} else if first.count != b.Count || first.timeMs != b.TimeMs || first.n != w.N {
-				c.add(RuleSharedConflict, graph.Pointer(at, "sharedKey"), fmt.Sprintf("sharedKey %q is declared as %d per %dms in %d sub-windows in node %q (budget %q) and as %d per %dms in %d sub-windows in node %q (budget %q): both spend one counter, which has one window and one count; make the declarations agree or use different keys", k, first.count, first.timeMs, first.n, first.node, first.id, b.Count, b.TimeMs, w.N, name, id),
+				c.add(RuleSharedConflict, budgetAt(name, i, "sharedKey"), fmt.Sprintf("sharedKey %q is declared as %d per %dms in %s in node %q (budget %q) and as %d per %dms in %s in node %q (budget %q): both spend one counter, which has one window and one count; make the declarations agree or use different keys", k, first.count, first.timeMs, subs(first.n), first.node, first.id, b.Count, b.TimeMs, subs(w.N), name, id),
 					map[string]float64{"count": float64(b.Count), "timeMs": float64(b.TimeMs), "subWindows": float64(w.N), "firstCount": float64(first.count), "firstTimeMs": float64(first.timeMs), "firstSubWindows": float64(first.n)})
 			}
 		}

@@ -38,6 +38,14 @@ func nodeAt(name string, tokens ...string) string {
 	return graph.Pointer("/nodes", append([]string{name}, tokens...)...)
 }
 
+func budgetAt(node string, i int, tokens ...string) string {
+	return graph.Pointer("/nodes", append([]string{node, "budgets", strconv.Itoa(i)}, tokens...)...)
+}
+
+func hopAt(path, hop int, tokens ...string) string {
+	return graph.Pointer("/paths", append([]string{strconv.Itoa(path), "nodes", strconv.Itoa(hop)}, tokens...)...)
+}
+
 func (c *checker) naming() {
 	d := c.doc
 	if !ValidName(d.Application) {
@@ -91,32 +99,32 @@ func (c *checker) shape() {
 		}
 		last := len(p.Nodes) - 1
 		for i, el := range p.Nodes {
-			at := pathAt(pi, "nodes", strconv.Itoa(i))
 			if el.Fanout && len(el.Names) < 2 {
-				c.add(RuleFanoutBranch, at, fmt.Sprintf("path %q hop %d is a fan-out of %d node name(s): a fan-out is a flat array of at least two node names; write a single node as a string, or add the other branch", p.Name, i, len(el.Names)),
+				c.add(RuleFanoutBranch, hopAt(pi, i), fmt.Sprintf("path %q hop %d is a fan-out of %d node name(s): a fan-out is a flat array of at least two node names; write a single node as a string, or add the other branch", p.Name, i, len(el.Names)),
 					map[string]float64{"hop": float64(i), "branches": float64(len(el.Names)), "minimum": 2})
 			}
 			if el.Fanout && len(el.Names) >= 2 && i != last {
-				c.add(RuleFanoutTerminal, at, fmt.Sprintf("path %q fans out to [%s] at hop %d, but the path has %d hops: a fan-out pushes each branch to its egress and cannot relay further; make the fan-out the last hop, or give each branch its own path", p.Name, strings.Join(el.Names, ", "), i, len(p.Nodes)),
+				c.add(RuleFanoutTerminal, hopAt(pi, i), fmt.Sprintf("path %q fans out to [%s] at hop %d, but the path has %d hops: a fan-out pushes each branch to its egress and cannot relay further; make the fan-out the last hop, or give each branch its own path", p.Name, strings.Join(el.Names, ", "), i, len(p.Nodes)),
 					map[string]float64{"hop": float64(i), "hops": float64(len(p.Nodes))})
 			}
 			for bi, name := range el.Names {
-				nat := at
-				if el.Fanout {
-					nat = graph.Pointer(at, strconv.Itoa(bi))
+				nat := func() string {
+					if el.Fanout {
+						return hopAt(pi, i, strconv.Itoa(bi))
+					}
+					return hopAt(pi, i)
 				}
 				n, ok := d.Nodes[name]
 				if !ok {
-					c.add(RulePathNode, nat, fmt.Sprintf("path %q hop %d names node %q, which is not declared (declared nodes: %s); declare it or fix the name", p.Name, i, name, declared),
+					c.add(RulePathNode, nat(), fmt.Sprintf("path %q hop %d names node %q, which is not declared (declared nodes: %s); declare it or fix the name", p.Name, i, name, declared),
 						map[string]float64{"hop": float64(i)})
 					continue
 				}
 				if i == 0 && n.Ingress == nil {
-					c.add(RulePathEntry, nat, fmt.Sprintf("path %q starts at node %q, which has no ingress: nothing can enter the path, so it never carries work; give the node an ingress (\"ingress\": true) or start the path at a node that has one", p.Name, name),
-						map[string]float64{"hop": float64(i)})
+					c.add(RulePathEntry, nat(), fmt.Sprintf("path %q starts at node %q, which has no ingress: nothing can enter the path, so it never carries work; give the node an ingress (\"ingress\": true) or start the path at a node that has one", p.Name, name), nil)
 				}
 				if i == last && n.Egress == nil {
-					c.add(RulePathTerminal, nat, fmt.Sprintf("path %q ends at node %q, which has no egress: items would be admitted and then have nowhere to go; add \"egress\": %q (or your own queue) to node %q", p.Name, name, d.Application+"."+d.Graph+".out", name),
+					c.add(RulePathTerminal, nat(), fmt.Sprintf("path %q ends (hop %d) at node %q, which has no egress: items would be admitted and then have nowhere to go; add \"egress\": %q (or your own queue) to node %q", p.Name, i, name, d.Application+"."+d.Graph+".out", name),
 						map[string]float64{"hop": float64(i)})
 				}
 			}

@@ -40,18 +40,19 @@ func (c *checker) shareRules() {
 		for _, p := range paths {
 			top = min(top, prio(p))
 		}
-		var tied []string
 		ok := false
 		for _, p := range paths {
-			if prio(p) != top {
-				continue
-			}
-			tied = append(tied, fmt.Sprintf("%q at %s", p, fmtShare(shares[p])))
-			if math.Abs(shares[p]-1) <= shareTolerance || badShare[p] {
+			if prio(p) == top && (math.Abs(shares[p]-1) <= shareTolerance || badShare[p]) {
 				ok = true
 			}
 		}
 		if !ok {
+			var tied []string
+			for _, p := range paths {
+				if prio(p) == top {
+					tied = append(tied, fmt.Sprintf("%q at %s", p, fmtShare(shares[p])))
+				}
+			}
 			c.add(RuleShareTop, nodeAt(name), fmt.Sprintf("node %q: no path at the top priority %d has share 1 (%s): the headroom above every lower share would belong to nobody; give one of them share 1, or omit its share", name, top, strings.Join(tied, ", ")),
 				map[string]float64{"priority": float64(top), "paths": float64(len(tied))})
 		}

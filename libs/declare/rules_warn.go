@@ -74,19 +74,18 @@ func (c *checker) warnings() {
 
 func (c *checker) budgetWarnings(name string, i int, b *graph.Budget) {
 	id := plan.BudgetID(b, i)
-	at := nodeAt(name, "budgets", strconv.Itoa(i))
 	w := plan.Subdivide(b.Count, b.TimeMs, b.SubWindows)
 	if !wholeWindow(w.TTLSeconds, w.N, b.TimeMs) {
-		c.add(RuleWindowSubSecond, at, fmt.Sprintf("budget %q of node %q declares %d per %dms but is enforced as %d per %ds (%d sub-windows): a kv TTL is whole seconds, so the window is tighter than declared, never looser, but slower; declare whole seconds per sub-window", id, name, b.Count, b.TimeMs, w.CountSub, w.TTLSeconds, w.N),
+		c.add(RuleWindowSubSecond, budgetAt(name, i), fmt.Sprintf("budget %q of node %q declares %d per %dms but is enforced as %d per %ds (%s): a kv TTL is whole seconds, so the window is tighter than declared, never looser, but slower; declare whole seconds per sub-window", id, name, b.Count, b.TimeMs, w.CountSub, w.TTLSeconds, subs(w.N)),
 			map[string]float64{"count": float64(b.Count), "timeMs": float64(b.TimeMs), "countSub": float64(w.CountSub), "ttlSeconds": float64(w.TTLSeconds), "subWindows": float64(w.N)})
 	}
 	if kept := w.CountSub * w.N; w.N > 1 && kept < b.Count && float64(b.Count-kept)/float64(b.Count) > RoundingLossLimit {
 		lost := float64(b.Count-kept) / float64(b.Count)
-		c.add(RuleSubwindowRounding, at, fmt.Sprintf("budget %q of node %q: %d sub-windows of %d make %d, not the declared %d (%.1f%% lost, because rounding is always down); choose a subWindows that divides %d, or a count that %d divides", id, name, w.N, w.CountSub, kept, b.Count, lost*100, b.Count, w.N),
+		c.add(RuleSubwindowRounding, budgetAt(name, i), fmt.Sprintf("budget %q of node %q: %s of %d make %d, not the declared %d (%.1f%% lost, because rounding is always down); choose a subWindows that divides %d, or a count that %d divides", id, name, subs(w.N), w.CountSub, kept, b.Count, lost*100, b.Count, w.N),
 			map[string]float64{"count": float64(b.Count), "subWindows": float64(w.N), "countSub": float64(w.CountSub), "enforced": float64(kept), "lost": lost})
 	}
 	if w.TTLSeconds > BoundaryTTLSeconds && b.SubWindows == nil {
-		c.add(RuleWindowBoundary, at, fmt.Sprintf("budget %q of node %q has sub-windows of %ds and declares no subWindows: an observer's sliding window can see up to 2 × %d = %d across one boundary; declare subWindows (e.g. %d) to smooth it", id, name, w.TTLSeconds, w.CountSub, 2*w.CountSub, min(max(b.TimeMs/1000, 1), b.Count, MaxSubWindows)),
+		c.add(RuleWindowBoundary, budgetAt(name, i), fmt.Sprintf("budget %q of node %q has sub-windows of %ds and declares no subWindows: an observer's sliding window can see up to 2 × %d = %d across one boundary; raise count so more sub-windows fit, or declare subWindows to accept the trade", id, name, w.TTLSeconds, w.CountSub, 2*w.CountSub),
 			map[string]float64{"ttlSeconds": float64(w.TTLSeconds), "countSub": float64(w.CountSub), "burst": float64(2 * w.CountSub)})
 	}
 }
@@ -195,7 +194,7 @@ func (c *checker) sharedAcrossGraphs() {
 					continue
 				}
 				reported[k+"\x00"+s.name] = true
-				c.add(RuleSharedConflictGraph, nodeAt(name, "budgets", strconv.Itoa(i), "sharedKey"), fmt.Sprintf("sharedKey %q is %d per %dms in %d sub-windows here but %d per %dms in %d sub-windows in node %q (budget %q) of graph %s/%s: both spend the one counter %q, whose window is set by whichever graph charges first after it expires, and each graph caps it at its own count_sub (%d here, %d there); make the declarations agree by declaring the other graph next", k, b.Count, b.TimeMs, w.N, o.Count, o.TimeMs, ow.N, on, plan.BudgetID(o, oi), s.app, s.name, plan.SharedBudgetKey(d.Application, k), w.CountSub, ow.CountSub),
+				c.add(RuleSharedConflictGraph, nodeAt(name, "budgets", strconv.Itoa(i), "sharedKey"), fmt.Sprintf("sharedKey %q is %d per %dms in %s here but %d per %dms in %s in node %q (budget %q) of graph %s/%s: both spend the one counter %q, whose window is set by whichever graph charges first after it expires, and each graph caps it at its own count_sub (%d here, %d there); make the declarations agree by declaring the other graph next", k, b.Count, b.TimeMs, subs(w.N), o.Count, o.TimeMs, subs(ow.N), on, plan.BudgetID(o, oi), s.app, s.name, plan.SharedBudgetKey(d.Application, k), w.CountSub, ow.CountSub),
 					map[string]float64{"count": float64(b.Count), "timeMs": float64(b.TimeMs), "subWindows": float64(w.N), "countSub": float64(w.CountSub), "otherCount": float64(o.Count), "otherTimeMs": float64(o.TimeMs), "otherSubWindows": float64(ow.N), "otherCountSub": float64(ow.CountSub)})
 			}
 		}
@@ -215,4 +214,12 @@ func findShared(d *graph.Document, key string) (*graph.Budget, string, int) {
 		}
 	}
 	return nil, "", 0
+}
+
+// subs renders a sub-window count with its noun.
+func subs(n int64) string {
+	if n == 1 {
+		return "1 sub-window"
+	}
+	return strconv.FormatInt(n, 10) + " sub-windows"
 }

@@ -224,3 +224,8 @@ type Hop struct {
 
 // Node1 returns a hop of one node name.
 func Node1(name string) Hop { return Hop{Names: []string{name}} }
+
+// IsTarget reports whether the document has the one-node target form that
+// the /targets/{name} routes and the target push route work with. The
+// routes accept any v2 document; a target is simply a graph of one node.
+func (d *Document) IsTarget() bool { return len(d.Nodes) == 1 }

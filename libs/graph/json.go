@@ -42,15 +42,34 @@ const maxNesting = 64
 // tree parses a JSON text into an ordered tree, or fails with a syntax
 // error that names the byte offset.
 type tree struct {
-	b []byte
-	i int
+	b    []byte
+	i    int
+	slab []value
+	// text is the body as one string: unescaped strings and number
+	// literals are substrings of it, which costs no allocation each.
+	text string
+	// members and elems are stacks the open objects and arrays collect
+	// into; each container copies its own part out once, at its exact size.
+	members []member
+	elems   []*value
+}
+
+// alloc hands out values from chunks, so a document costs a few
+// allocations rather than one per value. Chunks are never grown in place,
+// so earlier pointers stay valid.
+func (t *tree) alloc(v value) *value {
+	if len(t.slab) == cap(t.slab) {
+		t.slab = make([]value, 0, 64)
+	}
+	t.slab = append(t.slab, v)
+	return &t.slab[len(t.slab)-1]
 }
 
 func parseTree(b []byte) (*value, error) {
 	if !utf8.Valid(b) {
 		return nil, fmt.Errorf("the document is not valid UTF-8")
 	}
-	t := &tree{b: b}
+	t := &tree{b: b, text: string(b)}
 	t.space()
 	v, err := t.value(0)
 	if err != nil {
@@ -96,27 +115,27 @@ func (t *tree) value(depth int) (*value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &value{kind: kindString, s: s, start: start, end: t.i}, nil
+		return t.alloc(value{kind: kindString, s: s, start: start, end: t.i}), nil
 	case c == 't':
-		return t.literal("true", &value{kind: kindBool, b: true})
+		return t.literal("true", value{kind: kindBool, b: true})
 	case c == 'f':
-		return t.literal("false", &value{kind: kindBool})
+		return t.literal("false", value{kind: kindBool})
 	case c == 'n':
-		return t.literal("null", &value{kind: kindNull})
+		return t.literal("null", value{kind: kindNull})
 	case c == '-' || (c >= '0' && c <= '9'):
 		return t.number()
 	}
 	return nil, t.fail("unexpected character %q", t.b[t.i])
 }
 
-func (t *tree) literal(lit string, v *value) (*value, error) {
+func (t *tree) literal(lit string, v value) (*value, error) {
 	if len(t.b)-t.i < len(lit) || string(t.b[t.i:t.i+len(lit)]) != lit {
 		return nil, t.fail("expected %s", lit)
 	}
 	v.start = t.i
 	t.i += len(lit)
 	v.end = t.i
-	return v, nil
+	return t.alloc(v), nil
 }
 
 func (t *tree) number() (*value, error) {
@@ -152,7 +171,7 @@ func (t *tree) number() (*value, error) {
 			return nil, t.fail("malformed number")
 		}
 	}
-	return &value{kind: kindNumber, s: string(t.b[start:t.i]), start: start, end: t.i}, nil
+	return t.alloc(value{kind: kindNumber, s: t.text[start:t.i], start: start, end: t.i}), nil
 }
 
 func (t *tree) str() (string, error) {
@@ -165,7 +184,7 @@ func (t *tree) str() (string, error) {
 		case c == '"':
 			t.i++
 			if !escaped {
-				return string(t.b[start+1 : t.i-1]), nil
+				return t.text[start+1 : t.i-1], nil
 			}
 			var s string
 			if err := json.Unmarshal(t.b[start:t.i], &s); err != nil {
@@ -186,7 +205,15 @@ func (t *tree) str() (string, error) {
 }
 
 func (t *tree) object(depth int) (*value, error) {
-	v := &value{kind: kindObject, start: t.i}
+	v := t.alloc(value{kind: kindObject, start: t.i})
+	mark := len(t.members)
+	defer func() {
+		if n := len(t.members) - mark; n > 0 {
+			v.obj = make([]member, n)
+			copy(v.obj, t.members[mark:])
+		}
+		t.members = t.members[:mark]
+	}()
 	t.i++
 	t.space()
 	if t.i < len(t.b) && t.b[t.i] == '}' {
@@ -213,7 +240,7 @@ func (t *tree) object(depth int) (*value, error) {
 		if err != nil {
 			return nil, err
 		}
-		v.obj = append(v.obj, member{key: key, val: val})
+		t.members = append(t.members, member{key: key, val: val})
 		t.space()
 		if t.i >= len(t.b) {
 			return nil, t.fail("unexpected end of input in an object")
@@ -232,7 +259,15 @@ func (t *tree) object(depth int) (*value, error) {
 }
 
 func (t *tree) array(depth int) (*value, error) {
-	v := &value{kind: kindArray, start: t.i}
+	v := t.alloc(value{kind: kindArray, start: t.i})
+	mark := len(t.elems)
+	defer func() {
+		if n := len(t.elems) - mark; n > 0 {
+			v.arr = make([]*value, n)
+			copy(v.arr, t.elems[mark:])
+		}
+		t.elems = t.elems[:mark]
+	}()
 	t.i++
 	t.space()
 	if t.i < len(t.b) && t.b[t.i] == ']' {
@@ -246,7 +281,7 @@ func (t *tree) array(depth int) (*value, error) {
 		if err != nil {
 			return nil, err
 		}
-		v.arr = append(v.arr, el)
+		t.elems = append(t.elems, el)
 		t.space()
 		if t.i >= len(t.b) {
 			return nil, t.fail("unexpected end of input in an array")

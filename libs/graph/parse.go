@@ -48,7 +48,12 @@ const maxProblems = 50
 
 // Pointer appends reference tokens to a JSON pointer, escaping '~' and '/'.
 func Pointer(base string, tokens ...string) string {
+	n := len(base)
+	for _, t := range tokens {
+		n += 1 + len(t)
+	}
 	var sb strings.Builder
+	sb.Grow(n)
 	sb.WriteString(base)
 	for _, t := range tokens {
 		sb.WriteByte('/')
@@ -106,15 +111,29 @@ func (r *reader) expected(at, what string, v *value) {
 	r.fail(at, "expected "+what+", got "+r.got(v))
 }
 
-// fields checks an object's keys against the allowed set and returns the
-// members by name. Unknown and repeated fields are problems.
-func (r *reader) fields(at, what string, v *value, allowed ...string) (map[string]*value, bool) {
+// object is a checked JSON object: its members, each key allowed and given
+// once. Objects are small, so lookups scan.
+type object []member
+
+func (o object) get(key string) (*value, bool) {
+	for _, m := range o {
+		if m.key == key {
+			return m.val, true
+		}
+	}
+	return nil, false
+}
+
+// fields checks an object's keys against the allowed set. Unknown and
+// repeated fields are problems (the first occurrence is kept).
+func (r *reader) fields(at, what string, v *value, allowed ...string) (object, bool) {
 	if v.kind != kindObject {
 		r.expected(at, what, v)
 		return nil, false
 	}
-	out := make(map[string]*value, len(v.obj))
-	for _, m := range v.obj {
+	out := object(v.obj)
+	clean := true
+	for i, m := range v.obj {
 		known := false
 		for _, a := range allowed {
 			if a == m.key {
@@ -122,29 +141,44 @@ func (r *reader) fields(at, what string, v *value, allowed ...string) (map[strin
 				break
 			}
 		}
+		repeated := false
+		for _, prev := range v.obj[:i] {
+			if prev.key == m.key {
+				repeated = true
+				break
+			}
+		}
 		switch {
 		case !known:
+			clean = false
 			r.fail(Pointer(at, m.key), "unknown field "+strconv.Quote(m.key)+" (known fields: "+strings.Join(allowed, ", ")+")")
-		case out[m.key] != nil:
+		case repeated:
+			clean = false
 			r.fail(Pointer(at, m.key), "field "+strconv.Quote(m.key)+" is given twice")
-		default:
-			out[m.key] = m.val
+		}
+	}
+	if !clean {
+		out = make(object, 0, len(v.obj))
+		for _, m := range v.obj {
+			if _, dup := out.get(m.key); !dup {
+				out = append(out, m)
+			}
 		}
 	}
 	return out, true
 }
 
 // present returns a field that is given and not null.
-func present(f map[string]*value, key string) *value {
-	v := f[key]
+func present(f object, key string) *value {
+	v, _ := f.get(key)
 	if v == nil || v.kind == kindNull {
 		return nil
 	}
 	return v
 }
 
-func (r *reader) required(f map[string]*value, at, key, what string) *value {
-	v, ok := f[key]
+func (r *reader) required(f object, at, key, what string) *value {
+	v, ok := f.get(key)
 	if !ok {
 		r.fail(at, "missing required field "+strconv.Quote(key)+" ("+what+")")
 		return nil
@@ -170,7 +204,7 @@ func (r *reader) u32(at string, v *value) (uint32, bool) {
 	return 0, false
 }
 
-func (r *reader) optU32(f map[string]*value, at, key string) *uint32 {
+func (r *reader) optU32(f object, at, key string) *uint32 {
 	v := present(f, key)
 	if v == nil {
 		return nil
@@ -200,7 +234,7 @@ func (r *reader) str(at string, v *value) (string, bool) {
 	return v.s, true
 }
 
-func (r *reader) optStr(f map[string]*value, at, key string) *string {
+func (r *reader) optStr(f object, at, key string) *string {
 	v := present(f, key)
 	if v == nil {
 		return nil
@@ -212,7 +246,7 @@ func (r *reader) optStr(f map[string]*value, at, key string) *string {
 	return &s
 }
 
-func (r *reader) optBool(f map[string]*value, at, key string) *bool {
+func (r *reader) optBool(f object, at, key string) *bool {
 	v := present(f, key)
 	if v == nil {
 		return nil

@@ -57,9 +57,11 @@ const (
 	RuleBreach = "breach"
 )
 
-// Pass-through budget appended to a node with no unconditional budget.
+// PassthroughID is the id of the budget appended to a v1 node that has no
+// unconditional budget: 1,000,000 per second, one sub-window.
+const PassthroughID = "passthrough"
+
 const (
-	PassthroughID     = "passthrough"
 	passthroughCount  = 1_000_000
 	passthroughTimeMs = 1000
 )
@@ -304,15 +306,17 @@ func mapGraph(w *collector, g *v1Graph) *v2Doc {
 	for _, n := range g.nodes {
 		nodeNames[n.name] = true
 	}
-	var unknownConsume []int
+	var unknownConsume, repeatedConsume []int
 	for i, c := range g.consume {
 		if !nodeNames[c] {
 			unknownConsume = append(unknownConsume, i)
 			continue
 		}
-		if _, seen := consumeAt[c]; !seen {
-			consumeAt[c] = i
+		if _, seen := consumeAt[c]; seen {
+			repeatedConsume = append(repeatedConsume, i)
+			continue
 		}
+		consumeAt[c] = i
 	}
 
 	for i := range g.nodes {
@@ -339,6 +343,11 @@ func mapGraph(w *collector, g *v1Graph) *v2Doc {
 		w.add(RuleConsume, pointer("/consume", i), nil,
 			"consume %q names no node of this graph, so it was ignored; declared nodes: %s",
 			g.consume[i], strings.Join(sortedKeys(nodeNames), ", "))
+	}
+	for _, i := range repeatedConsume {
+		w.add(RuleConsume, pointer("/consume", i), nil,
+			"consume %q repeats /consume/%d, so it was ignored: a node has one egress queue",
+			g.consume[i], consumeAt[g.consume[i]])
 	}
 
 	used := map[string]bool{}
@@ -437,7 +446,7 @@ func mapLimits(w *collector, n *v1Node, sc scope) *v2Node {
 	if frac(n.cost.def) || frac(n.cost.max) {
 		msg += fmt.Sprintf("; default %s became %d and max %s became %d, because a counter is an integer and a fraction rounds up (count tenths and scale the budget by ten to keep precision)",
 			num(n.cost.def), defv, num(n.cost.max), maxv)
-	} else if !n.cost.hasDeft || defv != ceilSat(n.cost.def) || maxv != ceilSat(n.cost.max) {
+	} else if !n.cost.hasDefault || defv != ceilSat(n.cost.def) || maxv != ceilSat(n.cost.max) {
 		msg += fmt.Sprintf("; default %s became %d and max %s became %d (a default is at least 1 and a max at least the default)",
 			num(n.cost.def), defv, num(n.cost.max), maxv)
 	}

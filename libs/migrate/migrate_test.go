@@ -43,7 +43,9 @@ func lookup(doc any, ptr string) (any, bool) {
 func decode(t *testing.T, b []byte) any {
 	t.Helper()
 	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, b)
 	}
 	return v
@@ -555,6 +557,12 @@ func TestGraphFieldsAreMappedAndNamed(t *testing.T) {
 			warns: []expect{{RuleConsume, "/consume/1", `consume "ghost" names no node of this graph`}},
 		},
 		{
+			name:  "a repeated consume is ignored with a warning",
+			body:  graph(`"a":`+node(`"entry":true`), `"consume":["a","a"]`),
+			v2:    map[string]any{"/nodes/a/egress/queue": "gate.channel.airbnb.a.admitted.default"},
+			warns: []expect{{RuleConsume, "/consume/0", "became egress"}, {RuleConsume, "/consume/1", `consume "a" repeats /consume/0`}},
+		},
+		{
 			name:  "breach becomes maxAttempts and names the reenter route",
 			body:  graph(`"a":`+node(`"entry":true`), `"consume":["a"],"breach":[{"when":{"status":429},"retryTo":"origin-entry","maxAttempts":4},{"when":{"outcome":"timeout"},"retryTo":"self","maxAttempts":2}]`),
 			v2:    map[string]any{"/maxAttempts": 4},
@@ -786,4 +794,25 @@ func TestToV2IsDeterministic(t *testing.T) {
 			t.Fatalf("run %d warnings differ", i)
 		}
 	}
+}
+
+func TestHugeAndNegativeValuesSaturate(t *testing.T) {
+	t.Parallel()
+	checkCase(t,
+		`{"name":"svc","version":1,"cost":{"field":"f","default":1e300,"max":-5},"budgets":[`+
+			`{"id":"g","cap":1e300,"periodSeconds":9223372036854775807,"alignment":"rolling","confidence":"assumed"}]}`,
+		map[string]any{
+			"/nodes/svc/budgets/0/count":  int64(9223372036854775807),
+			"/nodes/svc/budgets/0/timeMs": int64(9223372036854775807),
+			"/nodes/svc/cost/default":     int64(9223372036854775807),
+			"/nodes/svc/cost/max":         int64(9223372036854775807),
+		}, nil, nil, nil)
+	checkCase(t,
+		graph(`"a":`+node(`"entry":true,"admitted":{"partitions":99999999999}`)+`,"b":`+node(""),
+			`"edges":[{"from":"a","to":"b","priority":-4}],"consume":["b"],"breach":[{"maxAttempts":99999999999}]`),
+		map[string]any{
+			"/maxAttempts":                uint32(4294967295),
+			"/paths/0/priority":           0,
+			"/nodes/a/ingress/partitions": uint32(4294967295),
+		}, nil, nil, nil)
 }

@@ -100,11 +100,11 @@ type v1Budget struct {
 }
 
 type v1Cost struct {
-	field   string
-	def     float64
-	max     float64
-	hasMax  bool
-	hasDeft bool
+	field      string
+	def        float64
+	max        float64
+	hasMax     bool
+	hasDefault bool
 }
 
 type v1Lane struct {
@@ -417,7 +417,7 @@ func readCost(raw json.RawMessage, at string) (v1Cost, error) {
 	if err := o.need("field", "a payload field name", &c.field); err != nil {
 		return c, err
 	}
-	if c.hasDeft, err = o.decode("default", "a number", &c.def); err != nil {
+	if c.hasDefault, err = o.decode("default", "a number", &c.def); err != nil {
 		return c, err
 	}
 	if c.hasMax, err = o.decode("max", "a number", &c.max); err != nil {

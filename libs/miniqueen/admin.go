@@ -40,7 +40,7 @@ func (s *Server) counters() counters {
 	for _, q := range s.queues {
 		c.Partitions += len(q.partList)
 		for _, p := range q.partList {
-			c.Messages += int64(len(p.msgs))
+			c.Messages += p.retained()
 		}
 	}
 	for _, m := range s.kv {
@@ -318,7 +318,7 @@ func (s *Server) partStats(q *queue, p *partition, now time.Time) partStats {
 		proc += processing(c, now)
 	}
 	proc = min(proc, pending)
-	total := int64(len(p.msgs))
+	total := p.retained()
 	return partStats{Total: total, Pending: pending, Processing: proc, Completed: max(0, total-pending)}
 }
 

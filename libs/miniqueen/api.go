@@ -90,10 +90,10 @@ func (s *Server) Messages(queue, partition string) []Message {
 		return nil
 	}
 	now := s.now()
-	out := make([]Message, len(p.msgs))
-	for i := range p.msgs {
-		m := &p.msgs[i]
+	out := make([]Message, p.retained())
+	for i := range out {
 		off := p.base + int64(i)
+		m := p.msgAt(off)
 		st := make(map[string]string, len(p.cursors))
 		for g, c := range p.cursors {
 			switch {

@@ -2,6 +2,7 @@ package miniqueen
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -21,11 +22,36 @@ type pushItemWire struct {
 	TraceID       string          `json:"traceId"`
 }
 
+// rawJSON is a raw JSON value kept for later decoding.
+type rawJSON = json.RawMessage
+
+// decodeFast reads the body and decodes it with the fast scanner, falling
+// back to encoding/json (for its exact errors) when the scanner gives up.
+func decodeFast(r *http.Request, fast func([]byte) bool, v any) error {
+	b, release, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if len(b) == 0 {
+		return errors.New("empty body, expected a JSON object")
+	}
+	if fast(b) {
+		return nil
+	}
+	return json.Unmarshal(b, v)
+}
+
 func (s *Server) handlePush(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Items *[]pushItemWire `json:"items"`
 	}
-	if err := decodeBody(r, &body, false); err != nil {
+	err := decodeFast(r, func(b []byte) bool {
+		items, ok := scanPush(b)
+		body.Items = items
+		return ok
+	}, &body)
+	if err != nil {
 		badRequest(w, "bad body: %v", err)
 		return
 	}
@@ -260,15 +286,19 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, p popParams, names 
 		} else {
 			timer.Reset(d)
 		}
+		s.parked.Add(1)
 		select {
 		case <-ch:
 		case <-timer.C:
 		case <-r.Context().Done():
+			s.parked.Add(-1)
 			return
 		case <-s.done:
+			s.parked.Add(-1)
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
+		s.parked.Add(-1)
 	}
 }
 
@@ -528,12 +558,7 @@ type txnSlot struct {
 }
 
 func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Operations     *[]txnOpWire    `json:"operations"`
-		RequiredLeases []string        `json:"requiredLeases"`
-		KV             json.RawMessage `json:"kv"`
-		Timers         json.RawMessage `json:"timers"`
-	}
+	var body txnWire
 	s.mu.Lock()
 	txID := s.ids.next(s.now())
 	s.mu.Unlock()
@@ -552,7 +577,14 @@ func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request) {
 		jb.raw(`,"results":[]}`)
 		writeRaw(w, status, jb.b)
 	}
-	if err := decodeBody(r, &body, false); err != nil {
+	err := decodeFast(r, func(b []byte) bool {
+		if scanTxn(b, &body) {
+			return true
+		}
+		body = txnWire{}
+		return false
+	}, &body)
+	if err != nil {
 		badRequest(w, "bad body: %v", err)
 		return
 	}

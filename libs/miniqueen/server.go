@@ -22,7 +22,8 @@ const DefaultVersion = "1.0.5"
 // usable; build one with NewServer, Run, RunAddr or RunT. All methods are
 // safe for concurrent use.
 type Server struct {
-	// mu guards every field below it (one coarse lock; see LOCKORDER.md).
+	// mu guards every field below it: one coarse lock, the only lock the
+	// broker state has (faults is an atomic copy-on-write map).
 	mu        sync.Mutex
 	queues    map[string]*queue
 	partByID  map[string]*partition
@@ -41,10 +42,12 @@ type Server struct {
 	offset    time.Duration // added to the real clock when not frozen
 
 	version     string
+	keepDone    bool
 	defaultMode string
 	logger      *slog.Logger
 
 	faults atomic.Pointer[map[string]int]
+	parked atomic.Int32 // long-polls currently parked (tests use it to sync)
 
 	httpSrv  *http.Server
 	listener net.Listener
@@ -66,6 +69,13 @@ func WithVersion(v string) Option { return func(s *Server) { s.version = v } }
 func WithDefaultSubscriptionMode(mode string) Option {
 	return func(s *Server) { s.defaultMode = normMode(mode) }
 }
+
+// WithRetainCompleted keeps completed messages while retention is disabled,
+// as the real broker does (memory then grows with every message pushed). By
+// default a message is reclaimed once every consumer group registered on its
+// queue has passed it, so a group that registers later, or a group deleted
+// and re-created with mode "all", does not see it.
+func WithRetainCompleted() Option { return func(s *Server) { s.keepDone = true } }
 
 // WithLogger sets the logger for lifecycle messages (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.logger = l } }

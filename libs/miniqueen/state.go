@@ -93,8 +93,8 @@ type partition struct {
 	q         *queue
 	name, id  string
 	createdAt time.Time
-	msgs      []message // msgs[i] has offset base+i
-	base      int64
+	log       msgLog
+	base      int64 // offset of the oldest retained message
 	next      int64 // offset the next push gets; last offset = next-1
 	lastWrite time.Time
 	txns      map[string]txnRec
@@ -104,7 +104,10 @@ type partition struct {
 
 func (p *partition) lastOffset() int64 { return p.next - 1 }
 
-func (p *partition) msgAt(off int64) *message { return &p.msgs[off-p.base] }
+func (p *partition) msgAt(off int64) *message { return p.log.at(off) }
+
+// retained is the number of messages still stored.
+func (p *partition) retained() int64 { return p.next - p.base }
 
 type cursor struct {
 	p              *partition
@@ -170,7 +173,7 @@ type kvSaved struct {
 }
 
 type partSaved struct {
-	msgs      int
+	base      int64
 	next      int64
 	lastWrite time.Time
 	txnLog    int
@@ -226,7 +229,8 @@ func (s *Server) undo(j *journal) {
 		}
 	}
 	for p, sv := range j.parts {
-		p.msgs = p.msgs[:sv.msgs]
+		p.log.truncate(sv.next)
+		p.base = sv.base
 		p.next = sv.next
 		p.lastWrite = sv.lastWrite
 		p.txnLog = p.txnLog[:sv.txnLog]
@@ -380,7 +384,7 @@ func seedAt(p *partition, sub subscription) int64 {
 	}
 	ts := sub.ts
 	// First retained message created at/after ts; tail if none.
-	i := sort.Search(len(p.msgs), func(i int) bool { return !p.msgs[i].created.Before(ts) })
+	i := sort.Search(int(p.retained()), func(i int) bool { return !p.msgAt(p.base + int64(i)).created.Before(ts) })
 	return p.base + int64(i) - 1
 }
 
@@ -501,16 +505,16 @@ func (s *Server) push(items []pushItem, out []pushOutcome) {
 				j.parts = map[*partition]partSaved{}
 			}
 			if _, ok := j.parts[p]; !ok {
-				j.parts[p] = partSaved{msgs: len(p.msgs), next: p.next, lastWrite: p.lastWrite, txnLog: len(p.txnLog)}
+				j.parts[p] = partSaved{base: p.base, next: p.next, lastWrite: p.lastWrite, txnLog: len(p.txnLog)}
 			}
 			old, had := p.txns[txn]
 			j.txnOld = append(j.txnOld, txnUndo{p: p, txn: txn, old: old, had: had})
 		}
 		off := p.next
-		if len(p.msgs) == 0 {
+		if p.retained() == 0 {
 			p.base = off
 		}
-		p.msgs = append(p.msgs, message{id: id, txn: txn, trace: it.trace, data: it.data, created: now, createdStr: created})
+		p.log.push(off, message{id: id, txn: txn, trace: it.trace, data: it.data, created: now, createdStr: created})
 		p.next++
 		p.lastWrite = now
 		p.txns[txn] = txnRec{msgID: id, offset: off, at: now}
@@ -544,8 +548,8 @@ func (s *Server) trimPartition(p *partition, now time.Time) {
 		}
 	}
 	if !cut.IsZero() {
-		n := 0
-		for n < len(p.msgs) && !p.msgs[n].created.After(cut) {
+		var n int64
+		for n < p.retained() && !p.msgAt(p.base+n).created.After(cut) {
 			n++
 		}
 		s.dropFront(p, n)
@@ -556,35 +560,36 @@ func (s *Server) trimPartition(p *partition, now time.Time) {
 // reclaim drops completed messages every registered group has passed, as
 // far as retention allows.
 func (s *Server) reclaim(p *partition, now time.Time) {
-	if s.j != nil || len(p.msgs) == 0 {
+	if s.j != nil || p.retained() == 0 {
 		return
 	}
 	q := p.q
 	if len(q.subs) == 0 {
 		return
 	}
-	min := p.lastOffset()
+	low := p.lastOffset()
 	for g := range q.subs {
 		c := p.cursors[g]
 		if c == nil {
 			return
 		}
-		if c.committed < min {
-			min = c.committed
-		}
+		low = min(low, c.committed)
 	}
-	n := int(min - p.base + 1)
+	n := low - p.base + 1
 	if n <= 0 {
 		return
 	}
 	o := &q.opts
+	if !o.RetentionEnabled && s.keepDone {
+		return
+	}
 	if o.RetentionEnabled {
 		if o.CompletedRetentionSeconds <= 0 {
 			return // retention on with 0 = keep completed messages
 		}
 		cut := now.Add(-time.Duration(o.CompletedRetentionSeconds) * time.Second)
-		k := 0
-		for k < n && !p.msgs[k].created.After(cut) {
+		var k int64
+		for k < n && !p.msgAt(p.base+k).created.After(cut) {
 			k++
 		}
 		n = k
@@ -593,28 +598,13 @@ func (s *Server) reclaim(p *partition, now time.Time) {
 	s.pruneTxns(p, now)
 }
 
-func (s *Server) dropFront(p *partition, n int) {
+func (s *Server) dropFront(p *partition, n int64) {
 	if n <= 0 {
 		return
 	}
-	if n > len(p.msgs) {
-		n = len(p.msgs)
-	}
-	p.base += int64(n)
-	rest := p.msgs[n:]
-	switch {
-	case len(rest) == 0:
-		p.msgs = nil
-	case len(rest) < cap(rest)/4 && cap(rest) > 64:
-		// Copy into a fresh array so the reclaimed prefix can be collected;
-		// the old array is never written again (readers outside the lock may
-		// still hold sub-slices of it).
-		fresh := make([]message, len(rest), len(rest)*2)
-		copy(fresh, rest)
-		p.msgs = fresh
-	default:
-		p.msgs = rest
-	}
+	n = min(n, p.retained())
+	p.base += n
+	p.log.dropBefore(p.base)
 }
 
 // pruneTxns forgets transaction ids whose dedup window passed and whose
@@ -756,8 +746,7 @@ func (s *Server) claim(q *queue, req claimReq, leaseID *string, out []claimedPar
 				continue
 			}
 		}
-		lo := start - p.base
-		msgs := p.msgs[lo : lo+take : lo+take]
+		msgs := p.log.span(start, take)
 		if req.autoAck {
 			c.committed = start + take - 1
 			c.consumed = true

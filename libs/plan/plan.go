@@ -229,3 +229,15 @@ func (p *Plan) TotalWorkers() int64 {
 	}
 	return n
 }
+
+// IngressNodes returns the names of the nodes that have an ingress, in name
+// order. A target's push route needs exactly one.
+func (p *Plan) IngressNodes() []string {
+	var out []string
+	for _, n := range p.Nodes {
+		if n.IngressQueue != "" {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}

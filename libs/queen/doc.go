@@ -1,37 +1,57 @@
-// Package queen is the Go client for the QueenMQ broker's HTTP API: queues,
+// Package queen is the Go client for the QueenMQ broker's HTTP API — queues,
 // push, pop (claim), ack, lease renewal, the transaction wire, KV, consumer
-// groups and the depth route, speaking exactly the wire that
-// /work/shared/spec/queen-wire.md documents.
+// groups, the dead-letter listing and the depth route — speaking exactly the
+// wire documented in shared/spec/queen-wire.md.
+//
+// Business verdicts that arrive as HTTP 200 with a flag are typed results the
+// caller must look at, never errors: a duplicate push (PushResult.Duplicate),
+// an ack that did not apply (AckResult.Success), a KV write that lost its
+// precondition (KVResult.Applied, Reason), a KV call or transaction rolled
+// back as a whole (KVResponse.Refusal, TxnResult.Refusal with Reason,
+// KVReason and FailedIndex), an empty claim (Claim.Empty). Transport failures
+// and 4xx/5xx answers are errors; a broker answer is a *Error (status,
+// route, code, reason, message, Retry-After) that IsNotFound, IsBadRequest,
+// IsRateLimited, IsUnavailable, StatusOf, RetryAfter, CodeOf and ReasonOf
+// inspect through any wrapping.
 //
 // Wire facts this package had to guess (the spec marks them unconfirmed):
 //
 //   - DELETE /api/v1/resources/queues/:queue answers a body with a boolean
-//     "deleted" flag; the client reads "deleted" and keeps the raw body.
+//     "deleted"; the client reads it and keeps the raw body.
 //   - GET /api/v1/resources/queues/:queue: only partitions[].name,
 //     partitions[].stats.pending and retentionSeconds (under "queue" or at
 //     the top level) are decoded; the raw body is kept.
-//   - Seek, subscription and consumer-group delete answers carry "success";
-//     other keys are kept raw.
-//   - A refused configure (HTTP 200 with {"error": …}) is reported as an
-//     *Error with Status 200 and Code "configure_refused", the way the Rust
-//     client turns it into an error.
-//   - A pop answering HTTP 200 with "success": false is a broker-side
-//     failure and is reported as an *Error with Status 200 and Code
-//     "pop_failed"; an empty claim (204, empty body, "messages": []) is not.
+//   - Seek, partition seek, subscription and consumer-group delete answers
+//     carry "success"; other keys are kept raw. The partition seek is sent
+//     with no body.
+//   - A refused configure (HTTP 200 with {"error": …}) is an *Error with
+//     Status 200 and Code "configure_refused", the way the Rust client turns
+//     it into an error.
+//   - A pop answering HTTP 200 with "success": false is a broker-side failure
+//     and is an *Error with Status 200 and Code "pop_failed"; an empty claim
+//     (204, an empty body, "messages": []) is not.
 //   - The single-key KV routes (PUT/DELETE /api/v1/kv/:ns/*key) answer a lost
 //     "required" precondition with the batch refusal envelope; the client
 //     folds it into a KVResult with Applied false and Reason = kvReason.
 //   - A refusal envelope whose detail was cut (only ok/reason left) reports
 //     FailedIndex -1.
+//   - Seek and subscription timestamps are sent as UTC with milliseconds and
+//     "Z" (FormatTimestamp).
 //
 // Behaviour chosen for the client:
 //
-//   - No automatic retries at all. A transport failure or a non-2xx status is
-//     returned to the caller as is; the broker's own lease redelivery and the
+//   - No automatic retries at all, for reads too: a transport failure or a
+//     non-2xx status goes back to the caller; lease redelivery and the
 //     caller's transaction ids are the recovery path. (Go's transport may
 //     still resend a request that provably never reached the wire.)
 //   - The client never mints transaction ids on its own; NewTransactionID
 //     returns a UUIDv7 for callers that want the SDK behaviour.
 //   - An ack whose Status is empty is sent as "completed" (the broker counts
 //     an explicit "" as failed).
+//   - A long-poll pop's HTTP call is bounded by ctx and by its timeout (30 s
+//     when unset) plus 5 s, so the broker's timer fires first.
+//   - Hot-path bodies are written by hand and the claim, transaction and KV
+//     answers are read by a small scanner that mirrors encoding/json (checked
+//     by a differential fuzz test); a claim's message payloads share one copy
+//     of the answer body.
 package queen

@@ -393,7 +393,7 @@ func (c *Client) KV(ctx context.Context, ops ...KVOp) (KVResponse, error) {
 // refusal envelope of a lost required op.
 func decodeKV(b []byte, n int) (KVResponse, error) {
 	var w kvWire
-	if err := json.Unmarshal(b, &w); err != nil {
+	if err := decodeKVFast(b, &w); err != nil {
 		return KVResponse{}, err
 	}
 	if w.OK != nil && !*w.OK {

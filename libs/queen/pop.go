@@ -41,7 +41,7 @@ type PopRequest struct {
 	// broker's default, 200 on the Rust broker).
 	Batch int
 	// Partitions is how many partitions a wildcard pop may claim; sent only
-	// when > 1 (the broker's default is 1).
+	// when > 1 (the broker's default is 1) and never on the partition route.
 	Partitions int
 	// Wait long-polls: the broker holds the call until something is claimed
 	// or Timeout passes.
@@ -166,19 +166,15 @@ func (c *Client) Pop(ctx context.Context, req PopRequest) (Claim, error) {
 		return Claim{}, fmt.Errorf("queen: pop: queue is empty; name a queue (or a namespace/task for discovery)")
 	}
 	q := popQuery(&req)
-	if req.Wait {
-		bound := req.Timeout
-		if bound <= 0 {
-			bound = defaultPopTimeout
-		}
+	if bound := req.httpBound(); bound > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, bound+longPollGrace)
+		ctx, cancel = context.WithTimeout(ctx, bound)
 		defer cancel()
 	}
 	var claim Claim
 	err := c.call(ctx, http.MethodGet, path, q, nil, func(status int, b []byte) error {
 		var err error
-		claim, err = decodeClaim(path, status, b)
+		claim, err = decodeClaim(path, status, b, req.Batch)
 		return err
 	})
 	if err != nil {
@@ -189,12 +185,16 @@ func (c *Client) Pop(ctx context.Context, req PopRequest) (Claim, error) {
 
 // decodeClaim reads a pop answer: 204, an empty body and "messages": [] are
 // an empty claim; a 200 {"success": false} is an *Error ("pop_failed").
-func decodeClaim(path string, status int, b []byte) (Claim, error) {
+// batch (the pop's budget, 0 = unknown) sizes the message slice up front.
+func decodeClaim(path string, status int, b []byte, batch int) (Claim, error) {
 	if status == http.StatusNoContent || len(bytes.TrimSpace(b)) == 0 {
 		return Claim{}, nil
 	}
 	var w popWire
-	if err := json.Unmarshal(b, &w); err != nil {
+	if batch > 0 {
+		w.Messages = make([]Message, 0, min(batch, 1000))
+	}
+	if err := decodeClaimFast(b, &w); err != nil {
 		return Claim{}, err
 	}
 	if w.Success != nil && !*w.Success {
@@ -202,7 +202,24 @@ func decodeClaim(path string, status int, b []byte) (Claim, error) {
 		e.Code = "pop_failed"
 		return Claim{}, e
 	}
+	if len(w.Messages) == 0 {
+		w.Messages = nil
+	}
 	return w.Claim, nil
+}
+
+// httpBound is how long the HTTP call of a long-poll may take: the pop's
+// timeout (or the broker's 30 s default) plus longPollGrace; 0 (only ctx
+// bounds it) for a pop that does not wait.
+func (r *PopRequest) httpBound() time.Duration {
+	if !r.Wait {
+		return 0
+	}
+	bound := r.Timeout
+	if bound <= 0 {
+		bound = defaultPopTimeout
+	}
+	return bound + longPollGrace
 }
 
 // popQuery renders the pop's query string (only the parameters that are set).
@@ -219,7 +236,7 @@ func popQuery(r *PopRequest) string {
 	if r.Batch > 0 {
 		q.Set("batch", strconv.Itoa(r.Batch))
 	}
-	if r.Partitions > 1 {
+	if r.Partitions > 1 && r.Partition == "" {
 		q.Set("partitions", strconv.Itoa(r.Partitions))
 	}
 	if r.Wait {

@@ -111,8 +111,12 @@ type QueueConfig struct {
 	Namespace  string `json:"namespace"`
 	Task       string `json:"task"`
 	Storage    string `json:"storage"`
-	// Options are the queue's options as resolved by the broker.
-	Options QueueOptions `json:"options"`
+	// Options are the queue's options as resolved by the broker, decoded
+	// best effort: an option whose echoed value does not fit its Go type is
+	// left absent (RawOptions has everything).
+	Options QueueOptions `json:"-"`
+	// RawOptions is the "options" object exactly as the broker echoed it.
+	RawOptions json.RawMessage `json:"options"`
 }
 
 // Configure creates or reconfigures a queue (POST /api/v1/configure). A
@@ -140,9 +144,35 @@ func (c *Client) Configure(ctx context.Context, req ConfigureRequest) (QueueConf
 			e.Code = "configure_refused"
 			return e
 		}
+		out.Options = decodeOptions(out.RawOptions)
 		return nil
 	})
 	return out.QueueConfig, err
+}
+
+// decodeOptions reads echoed options one by one, so that one odd value
+// (a float, a string) does not hide the others.
+func decodeOptions(raw json.RawMessage) QueueOptions {
+	var o QueueOptions
+	if len(raw) == 0 || json.Unmarshal(raw, &o) == nil {
+		return o
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return QueueOptions{}
+	}
+	o = QueueOptions{}
+	for k, v := range fields {
+		one, err := json.Marshal(map[string]json.RawMessage{k: v})
+		if err != nil {
+			continue
+		}
+		var probe QueueOptions
+		if json.Unmarshal(one, &probe) == nil {
+			_ = json.Unmarshal(one, &o)
+		}
+	}
+	return o
 }
 
 // QueueInfo is the part of GET /api/v1/resources/queues/:queue a client can

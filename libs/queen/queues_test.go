@@ -72,6 +72,24 @@ func TestConfigureWire(t *testing.T) {
 				eq(t, "options.deadLetterQueue", qc.Options.DeadLetterQueue, Bool(true))
 				eq(t, "options.completedRetentionSeconds", qc.Options.CompletedRetentionSeconds, Int(2592000))
 				eq(t, "options.ttl (not echoed)", qc.Options.TTL, OptInt{})
+				eq(t, "options.retentionEnabled", qc.Options.RetentionEnabled, Bool(true))
+				if len(qc.RawOptions) == 0 {
+					t.Error("raw options not kept")
+				}
+			},
+		},
+		{
+			name: "odd echoed option values do not hide the others",
+			wire: wire{method: "POST", path: "/api/v1/configure", status: 200,
+				answer: `{"configured":true,"queue":"q","options":{"leaseTime":10.0,"ttl":"3600","retryLimit":3,"deadLetterQueue":true}}`,
+				body:   `{"queue":"q","options":{"leaseTime":10}}`},
+			run: func(t *testing.T, ctx context.Context, c *Client) {
+				qc, err := c.Configure(ctx, ConfigureRequest{Queue: "q", Options: QueueOptions{LeaseTime: Int(10)}})
+				noErr(t, err)
+				eq(t, "leaseTime from 10.0", qc.Options.LeaseTime, Int(10))
+				eq(t, "retryLimit", qc.Options.RetryLimit, Int(3))
+				eq(t, "ttl (a string) left absent", qc.Options.TTL, OptInt{})
+				eq(t, "deadLetterQueue", qc.Options.DeadLetterQueue, Bool(true))
 			},
 		},
 		{

@@ -131,17 +131,11 @@ type TxnItemResult struct {
 	// OK and Status are a timer rider's verdict.
 	OK     bool   `json:"ok"`
 	Status string `json:"status"`
-	// KVResult holds a KV rider's fields (op, applied, reason, key, value,
-	// version, rows, …); use KV() to get it with its own index.
-	KVResult
-}
-
-// KV returns a KV rider's result with Index set to its position among the
-// transaction's KV ops.
-func (r *TxnItemResult) KV() KVResult {
-	k := r.KVResult
-	k.Index = r.OpIndex
-	return k
+	// KV is a KV rider's result (op, applied, reason, key, value, version,
+	// rows, …) with its Index set to the rider's position among the
+	// transaction's KV ops; nil for pushes, acks and timers (unless such an
+	// entry unexpectedly carries KV fields).
+	KV *KVResult `json:"-"`
 }
 
 // TxnResult is the answer to a transaction. When Success is false, Refusal
@@ -190,7 +184,7 @@ func (c *Client) Transact(ctx context.Context, t *Transaction) (TxnResult, error
 	var res TxnResult
 	err = c.call(ctx, http.MethodPost, path, "", body, func(_ int, b []byte) error {
 		var err error
-		res, err = decodeTxn(b)
+		res, err = decodeTxn(b, t.Slots())
 		return err
 	})
 	if err != nil {
@@ -199,10 +193,14 @@ func (c *Client) Transact(ctx context.Context, t *Transaction) (TxnResult, error
 	return res, nil
 }
 
-// decodeTxn reads a 2xx transaction answer: a commit, or a refusal envelope.
-func decodeTxn(b []byte) (TxnResult, error) {
+// decodeTxn reads a 2xx transaction answer: a commit, or a refusal
+// envelope; slots (the expected result count) sizes the results up front.
+func decodeTxn(b []byte, slots int) (TxnResult, error) {
 	var w txnWire
-	if err := json.Unmarshal(b, &w); err != nil {
+	if slots > 0 {
+		w.Results = make([]TxnItemResult, 0, min(slots, 4096))
+	}
+	if err := decodeTxnFast(b, &w); err != nil {
 		return TxnResult{}, err
 	}
 	if w.Success != nil && !*w.Success || w.OK != nil && !*w.OK {
@@ -214,9 +212,34 @@ func decodeTxn(b []byte) (TxnResult, error) {
 	return TxnResult{TransactionID: w.TransactionID, Success: true, Results: w.Results}, nil
 }
 
+// encodedSizeHint estimates the body size so encoding allocates once.
+func (t *Transaction) encodedSizeHint() int {
+	n := 64 + len(t.KV)*160
+	for i := range t.Operations {
+		op := &t.Operations[i]
+		if op.Type == TxnAckOp {
+			a := &op.Ack
+			n += 128 + len(a.TransactionID) + len(a.PartitionID) + len(a.LeaseID) + len(a.ConsumerGroup) + len(a.Error)
+			continue
+		}
+		n += 32
+		for j := range op.Items {
+			it := &op.Items[j]
+			n += 96 + len(it.Queue) + len(it.Partition) + len(it.Payload) + len(it.TransactionID) + len(it.TraceID)
+		}
+	}
+	for _, l := range t.RequiredLeases {
+		n += len(l) + 3
+	}
+	for _, tm := range t.Timers {
+		n += len(tm) + 1
+	}
+	return n
+}
+
 // encodeTransaction writes the bundle's wire body.
 func encodeTransaction(t *Transaction) ([]byte, error) {
-	b := make([]byte, 0, 64+len(t.Operations)*224+len(t.KV)*128)
+	b := make([]byte, 0, t.encodedSizeHint())
 	b = append(b, `{"operations":[`...)
 	var err error
 	for i := range t.Operations {

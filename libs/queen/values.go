@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -32,7 +33,8 @@ func (o OptInt) MarshalJSON() ([]byte, error) {
 	return strconv.AppendInt(nil, o.Value, 10), nil
 }
 
-// UnmarshalJSON reads an integer; null leaves the value absent.
+// UnmarshalJSON reads an integer (an integral float such as 10.0 too);
+// null leaves the value absent.
 func (o *OptInt) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		*o = OptInt{}
@@ -40,7 +42,11 @@ func (o *OptInt) UnmarshalJSON(b []byte) error {
 	}
 	var v int64
 	if err := json.Unmarshal(b, &v); err != nil {
-		return err
+		var f float64
+		if json.Unmarshal(b, &f) != nil || f != math.Trunc(f) || math.Abs(f) > 1<<62 {
+			return err
+		}
+		v = int64(f)
 	}
 	*o = Int(v)
 	return nil

@@ -1,0 +1,55 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		env   map[string]string
+		check func(Config) bool
+		err   string
+	}{
+		{"defaults", nil, func(c Config) bool {
+			return c == Default() && c.Bind == "0.0.0.0:8788" && c.KVNamespace == "gate" && c.MaxPushBodyBytes == 8<<20 && c.BodyBytes == 2<<20
+		}, ""},
+		{"push limit clamped up", map[string]string{"GATE_MAX_PUSH_BODY_BYTES": "1"}, func(c Config) bool { return c.MaxPushBodyBytes == 2<<20 }, ""},
+		{"push limit clamped down", map[string]string{"GATE_MAX_PUSH_BODY_BYTES": "999999999999"}, func(c Config) bool { return c.MaxPushBodyBytes == 64<<20 }, ""},
+		{"batch clamped", map[string]string{"GATE_STAGE_BATCH": "5000"}, func(c Config) bool { return c.StageBatch == 1000 }, ""},
+		{"lease at least 1", map[string]string{"GATE_LEASE_SECONDS": "0"}, func(c Config) bool { return c.LeaseSeconds == 1 }, ""},
+		{"refresh", map[string]string{"GATE_API_REFRESH_MS": "250"}, func(c Config) bool { return c.Refresh == 250*time.Millisecond }, ""},
+		{"everything set", map[string]string{"QUEEN_URL": "https://q.example:6632", "GATE_BIND": "127.0.0.1:9000", "GATE_KV_NAMESPACE": "gate-prod", "GATE_STAGE_CONCURRENCY": "4", "GATE_RETRY_LIMIT": "5", "GATE_LOG_LEVEL": "debug"},
+			func(c Config) bool {
+				return c.QueenURL == "https://q.example:6632" && c.Bind == "127.0.0.1:9000" && c.KVNamespace == "gate-prod" && c.StageConcurrency == 4 && c.RetryLimit == 5 && c.LogLevel == "debug"
+			}, ""},
+		{"unparseable number", map[string]string{"GATE_STAGE_BATCH": "lots"}, nil, "GATE_STAGE_BATCH=\"lots\" is not a whole number"},
+		{"negative retry limit", map[string]string{"GATE_RETRY_LIMIT": "-1"}, nil, "GATE_RETRY_LIMIT=-1 is outside"},
+		{"bad broker URL", map[string]string{"QUEEN_URL": "localhost:6632"}, nil, "QUEEN_URL"},
+		{"bad bind", map[string]string{"GATE_BIND": "8788"}, nil, "GATE_BIND"},
+		{"bad namespace", map[string]string{"GATE_KV_NAMESPACE": "Gate"}, nil, "GATE_KV_NAMESPACE"},
+		{"bad log level", map[string]string{"GATE_LOG_LEVEL": "loud"}, nil, "GATE_LOG_LEVEL"},
+		{"several problems at once", map[string]string{"GATE_LANE_CAPACITY": "x", "GATE_RECONCILE_SECONDS": "y"}, nil, "GATE_RECONCILE_SECONDS"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := Load(func(k string) string { return c.env[k] })
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want one containing %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if !c.check(cfg) {
+				t.Fatalf("config %+v", cfg)
+			}
+		})
+	}
+}

@@ -1,0 +1,4 @@
+// Package config reads gate-api's knobs from the environment: every knob has
+// a default, a clamp where the product description gives one, and a startup
+// error naming the knob and the fix for a value that cannot be read.
+package config

@@ -1,0 +1,165 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/store"
+)
+
+// Breaker bounds, in seconds.
+const (
+	minBackoffSeconds = 1
+	maxBackoffSeconds = 3600
+	maxBy             = 256
+)
+
+type backoffBody struct {
+	RetryAfterSeconds *int64  `json:"retryAfterSeconds"`
+	RefundCost        *int64  `json:"refundCost"`
+	By                *string `json:"by"`
+}
+
+// backoffNode resolves the graph and node of a backoff route (a stopped
+// runtime is not refused here: the counters are kv rows either way).
+func (s *Server) backoffNode(q *req) (*entry, *plan.Node, *apiError) {
+	e, bad := s.resolve(q, "graph")
+	if bad != nil {
+		return nil, nil, bad
+	}
+	name := q.vars["node"]
+	if bad := checkName("node", name); bad != nil {
+		return nil, nil, bad
+	}
+	n := e.plan.Node(name)
+	if n == nil {
+		return nil, nil, fail(http.StatusNotFound, "no node '%s' in graph '%s/%s': its nodes are %s", name, e.app, e.graph, strings.Join(nodeNames(e.plan), ", ")).field("node")
+	}
+	return e, n, nil
+}
+
+// unscopedKeys are a node's distinct unscoped counters with the ceiling the
+// widest share may reach on each (two budgets on one key count once: the
+// broker refuses a batch that writes a key twice).
+func unscopedKeys(n *plan.Node) (keys []string, ceiling map[string]int64) {
+	ceiling = map[string]int64{}
+	for _, b := range n.Budgets {
+		if b.ScopeBy != "" {
+			continue
+		}
+		c := plan.Ceiling(b.CountSub, n.WidestShare)
+		if old, ok := ceiling[b.Key]; ok {
+			ceiling[b.Key] = max(old, c)
+			continue
+		}
+		ceiling[b.Key] = c
+		keys = append(keys, b.Key)
+	}
+	return keys, ceiling
+}
+
+// backoff is POST …/nodes/{node}/backoff: the vendor said 429, so the
+// node's window is spent — every unscoped counter is written to its ceiling
+// with a TTL of the Retry-After — and the breaker record is written for the
+// whole fleet to see.
+func (s *Server) backoff(q *req) *apiError {
+	raw, bad := readBody(q.w, q.r, q.limit)
+	if bad != nil {
+		return bad
+	}
+	var b backoffBody
+	if bad := decodeStrict(raw, &b, "the backoff body"); bad != nil {
+		return bad
+	}
+	if b.RetryAfterSeconds == nil {
+		return fail(http.StatusUnprocessableEntity, "retryAfterSeconds is required: send the vendor's Retry-After in whole seconds (1–3600)").field("retryAfterSeconds")
+	}
+	if b.RefundCost != nil && *b.RefundCost < 0 {
+		return fail(http.StatusUnprocessableEntity, "refundCost is %d: send the cost units the refused calls had spent (≥ 0), or leave it out", *b.RefundCost).field("refundCost")
+	}
+	by := ""
+	if b.By != nil {
+		by = *b.By
+		if bad := checkText("by", by, maxBy); bad != nil {
+			return bad
+		}
+	}
+	e, n, bad := s.backoffNode(q)
+	if bad != nil {
+		return bad
+	}
+	seconds := min(max(*b.RetryAfterSeconds, minBackoffSeconds), maxBackoffSeconds)
+	keys, ceiling := unscopedKeys(n)
+	if len(keys) == 0 {
+		return fail(http.StatusUnprocessableEntity, "node '%s' has only per-key (scoped) budgets, so it has no window to spend: back off in your worker, or add an unscoped budget to the node", n.Name).field("node")
+	}
+	ctx := q.r.Context()
+	ns := s.cfg.KVNamespace
+	var refund int64
+	if b.RefundCost != nil {
+		refund = *b.RefundCost
+	}
+	if refund > 0 {
+		ops := make([]queen.KVOp, 0, len(keys))
+		for _, k := range keys {
+			ops = append(ops, queen.KVIncr(ns, k, -refund, queen.IncrOpts{TTLSeconds: seconds, Min: queen.Int(0)}))
+		}
+		if _, err := s.client.KV(ctx, ops...); err != nil {
+			s.log.Warn("backoff: crediting the refund failed", "application", e.app, "graph", e.graph, "node", n.Name, "error", err)
+		}
+	}
+	ops := make([]queen.KVOp, 0, len(keys))
+	for _, k := range keys {
+		ops = append(ops, queen.KVPut(ns, k, json.RawMessage(strconv.FormatInt(ceiling[k], 10)), queen.PutOpts{TTLSeconds: seconds}))
+	}
+	if res, err := s.client.KV(ctx, ops...); err != nil || res.Refused() {
+		if err == nil {
+			err = res.Err()
+		}
+		return fail(http.StatusBadGateway, "spending the window of node '%s' failed: %v; the node is not held, retry", n.Name, err)
+	}
+	at := s.now().UnixMilli()
+	rec := store.Breaker{At: at, RetryAfterSeconds: seconds, By: by, Application: e.app, Graph: e.graph, Node: n.Name}
+	body, _ := json.Marshal(rec)
+	if res, err := s.client.KV(ctx, queen.KVPut(ns, n.BreakerKey, body, queen.PutOpts{TTLSeconds: seconds})); err != nil || res.Refused() {
+		if err == nil {
+			err = res.Err()
+		}
+		return fail(http.StatusBadGateway, "the window of node '%s' is spent, but writing its breaker record failed: %v; retry so the fleet can see it", n.Name, err)
+	}
+	s.log.Warn("backoff: node held", "application", e.app, "graph", e.graph, "node", n.Name, "retryAfterSeconds", seconds, "by", by, "keys", keys)
+	writeJSON(q.w, http.StatusOK, map[string]any{
+		"ok": true, "node": n.Name, "retryAfterSeconds": seconds, "until": rec.Until(),
+		"keys": keys, "refunded": refund,
+	})
+	return nil
+}
+
+// liftBackoff is DELETE …/nodes/{node}/backoff: delete every unscoped
+// counter and the breaker record in one batch, so the next admission starts
+// a fresh window.
+func (s *Server) liftBackoff(q *req) *apiError {
+	e, n, bad := s.backoffNode(q)
+	if bad != nil {
+		return bad
+	}
+	keys, _ := unscopedKeys(n)
+	cleared := append(append([]string{}, keys...), n.BreakerKey)
+	ops := make([]queen.KVOp, 0, len(cleared))
+	for _, k := range cleared {
+		ops = append(ops, queen.KVDelete(s.cfg.KVNamespace, k, queen.DeleteOpts{}))
+	}
+	if res, err := s.client.KV(q.r.Context(), ops...); err != nil || res.Refused() {
+		if err == nil {
+			err = res.Err()
+		}
+		return fail(http.StatusBadGateway, "lifting the backoff of node '%s' failed: %v; the node stays held until its window expires, retry", n.Name, err)
+	}
+	s.log.Info("backoff lifted", "application", e.app, "graph", e.graph, "node", n.Name)
+	writeJSON(q.w, http.StatusOK, map[string]any{"ok": true, "node": n.Name, "cleared": cleared})
+	return nil
+}

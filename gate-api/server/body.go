@@ -1,0 +1,133 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// readBody reads a JSON request body of at most limit bytes: 415 without a
+// JSON content type, 413 above the limit, 400 when it is empty or not JSON.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apiError) {
+	if ct := r.Header.Get("Content-Type"); !jsonType(ct) {
+		if ct == "" {
+			ct = "none"
+		}
+		return nil, fail(http.StatusUnsupportedMediaType, "Content-Type is %s: send the body as JSON with the header Content-Type: application/json", ct).field("Content-Type")
+	}
+	if r.ContentLength > limit {
+		return nil, tooLarge(limit)
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, tooLarge(limit)
+		}
+		return nil, fail(http.StatusBadRequest, "reading the body failed: %v", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, fail(http.StatusBadRequest, "the body is empty: send a JSON object")
+	}
+	if !json.Valid(b) {
+		return nil, fail(http.StatusBadRequest, "the body is not valid JSON (%s): send one JSON value", syntaxProblem(b))
+	}
+	return b, nil
+}
+
+func tooLarge(limit int64) *apiError {
+	return fail(http.StatusRequestEntityTooLarge, "the body is larger than this route's limit of %d bytes: send less per request (push routes take GATE_MAX_PUSH_BODY_BYTES, 2–64 MiB; other routes 2 MiB)", limit).with("limit", limit)
+}
+
+func jsonType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+// syntaxProblem says where a body stops being JSON.
+func syntaxProblem(b []byte) string {
+	var v any
+	err := json.Unmarshal(b, &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("at byte %d: %v", se.Offset, se)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "unknown problem"
+}
+
+// decodeStrict decodes a JSON object into dst, refusing unknown fields and
+// values of the wrong type with a 422 that names the field. what names the
+// body in messages ("the push body").
+func decodeStrict(b []byte, dst any, what string) *apiError {
+	if t := firstByte(b); t != '{' {
+		return fail(http.StatusUnprocessableEntity, "%s must be a JSON object, not %s", what, kindOf(t))
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(dst)
+	if err == nil {
+		return nil
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		name := te.Field
+		if name == "" {
+			name = "(root)"
+		}
+		return fail(http.StatusUnprocessableEntity, "%s: field %q must be %s, not %s", what, name, expectedKind(te.Type.String()), te.Value).field(name)
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		return fail(http.StatusUnprocessableEntity, "%s has an unknown field %q: remove it (field names are case-sensitive)", what, name).field(name)
+	}
+	return fail(http.StatusUnprocessableEntity, "%s: %v", what, err)
+}
+
+func firstByte(b []byte) byte {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
+
+func kindOf(c byte) string {
+	switch {
+	case c == '[':
+		return "an array"
+	case c == '"':
+		return "a string"
+	case c == 't' || c == 'f':
+		return "a boolean"
+	case c == 'n':
+		return "null"
+	case c == '{':
+		return "an object"
+	case c == 0:
+		return "nothing"
+	}
+	return "a number"
+}
+
+func expectedKind(goType string) string {
+	switch strings.TrimPrefix(goType, "*") {
+	case "string":
+		return "a string"
+	case "int64", "int", "uint32", "uint64", "int32":
+		return "a whole number"
+	case "bool":
+		return "a boolean"
+	}
+	return "a " + goType
+}

@@ -1,0 +1,230 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/queen"
+)
+
+// liveRow is one counter as kv shows it now.
+type liveRow struct {
+	value     int64
+	expiresAt time.Time // zero: no expiry (or absent)
+	found     bool
+}
+
+// readCounters reads keys with one getMany; a failed read returns nil.
+func (s *Server) readCounters(ctx context.Context, keys []string) map[string]liveRow {
+	keys = dedupe(keys)
+	if len(keys) == 0 {
+		return map[string]liveRow{}
+	}
+	res, err := s.client.KV(ctx, queen.KVGetMany(s.cfg.KVNamespace, keys...))
+	if err != nil || res.Refused() || len(res.Results) != 1 {
+		return nil
+	}
+	out := make(map[string]liveRow, len(keys))
+	for _, r := range res.Results[0].Rows {
+		lr := liveRow{found: true}
+		lr.value, _ = r.Int64()
+		if t, err := r.ExpiresAt.Time(); err == nil {
+			lr.expiresAt = t
+		}
+		out[r.Key] = lr
+	}
+	return out
+}
+
+// eta is GET …/nodes/{node}/eta?path=… (and the target form, which answers
+// for the first node in name order that has an egress queue): a bound on
+// when today's backlog at the node clears its budgets, never a promise.
+func (s *Server) eta(q *req) *apiError {
+	e, bad := s.resolve(q, "graph")
+	if bad != nil {
+		return bad
+	}
+	if bad := s.requireRunning(q, e); bad != nil {
+		return bad
+	}
+	var n *plan.Node
+	if name, ok := q.vars["node"]; ok {
+		if bad := checkName("node", name); bad != nil {
+			return bad
+		}
+		if n = e.plan.Node(name); n == nil {
+			return fail(http.StatusNotFound, "no node '%s' in graph '%s/%s': its nodes are %s", name, e.app, e.graph, strings.Join(nodeNames(e.plan), ", ")).field("node")
+		}
+	} else {
+		for i := range e.plan.Nodes {
+			if e.plan.Nodes[i].EgressQueue != "" {
+				n = &e.plan.Nodes[i]
+				break
+			}
+		}
+		if n == nil {
+			return fail(http.StatusNotFound, "target '%s/%s' has no node with an egress queue: there is nothing to estimate", e.app, e.graph)
+		}
+	}
+	path := q.r.URL.Query().Get("path")
+	if path == "" {
+		path = q.r.URL.Query().Get("lane")
+	}
+	var stage *plan.Stage
+	var through []string
+	for i := range e.plan.Stages {
+		st := &e.plan.Stages[i]
+		if st.Node != n.Name {
+			continue
+		}
+		through = append(through, st.Path)
+		switch {
+		case path != "" && st.Path == path && stage == nil:
+			stage = st
+		case path == "" && (stage == nil || st.Priority < stage.Priority):
+			stage = st
+		}
+	}
+	if stage == nil {
+		if path == "" {
+			return fail(http.StatusNotFound, "no path crosses node '%s' of graph '%s/%s'", n.Name, e.app, e.graph).field("node")
+		}
+		return fail(http.StatusNotFound, "path '%s' does not cross node '%s': the paths through it are %s", path, n.Name, strings.Join(through, ", ")).field("path").with("paths", through)
+	}
+	writeJSON(q.w, http.StatusOK, s.estimate(q.r.Context(), e, n, stage))
+	return nil
+}
+
+// estimate computes the ETA answer of one stage.
+func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.Stage) map[string]any {
+	now := s.now()
+	waitingBudget, _ := s.pending(ctx, st.Source, st.Group)
+	var waitingWorkers int64
+	if n.EgressQueue != "" {
+		waitingWorkers, _ = s.pending(ctx, n.EgressQueue, n.EgressGroup)
+	}
+	costPerItem := max(n.Cost.Default, 1)
+	want := waitingBudget * costPerItem
+	keys, _ := unscopedKeys(n)
+	live := s.readCounters(ctx, append(append([]string{}, keys...), n.BreakerKey))
+	if live == nil {
+		live = map[string]liveRow{}
+	}
+	share := n.Shares[st.Path]
+	var (
+		worst      *float64
+		unknown    bool
+		boundBy    any
+		resetsAt   any
+		anyBudget  bool
+		shared     []string
+		scoped     []string
+	)
+	for _, b := range n.Budgets {
+		if b.ScopeBy != "" {
+			scoped = append(scoped, b.ID)
+			continue
+		}
+		if b.Shared {
+			shared = append(shared, b.ID)
+		}
+		anyBudget = true
+		capacity := plan.Ceiling(b.CountSub, share)
+		row := live[b.Key]
+		var resetsIn time.Duration
+		if row.found && !row.expiresAt.IsZero() {
+			resetsIn = row.expiresAt.Sub(now)
+		}
+		if capacity <= 0 {
+			if !unknown {
+				unknown, boundBy, resetsAt = true, b.ID, now.Add(max(resetsIn, 0)).UnixMilli()
+			}
+			continue
+		}
+		head := max(0, capacity-row.value)
+		secs := 0.0
+		if want > head {
+			windows := (want - head + capacity - 1) / capacity
+			secs = max(resetsIn, 0).Seconds() + float64(max(0, windows-1))*float64(b.WindowSubSeconds)
+		}
+		if !unknown && (worst == nil || secs > *worst) {
+			v := secs
+			worst, boundBy, resetsAt = &v, b.ID, now.Add(max(resetsIn, 0)).UnixMilli()
+		}
+	}
+	var etaSeconds any
+	switch {
+	case waitingBudget == 0:
+		etaSeconds = 0
+	case unknown:
+		etaSeconds = nil
+	case worst != nil:
+		etaSeconds = int64(math.Ceil(*worst))
+	case !anyBudget && len(scoped) > 0:
+		etaSeconds = nil
+	default:
+		etaSeconds = 0
+	}
+	assumes := []string{"no earlier than: the backlog that is there right now, at the refill schedule the spec declares"}
+	assumes = append(assumes, fmt.Sprintf("item cost is the declared cost.default (%d), not a measurement", costPerItem))
+	if len(shared) > 0 {
+		assumes = append(assumes, fmt.Sprintf("budgets %s are shared keys: what other nodes and graphs spend on them is invisible here", strings.Join(shared, ", ")))
+	}
+	if len(scoped) > 0 {
+		assumes = append(assumes, fmt.Sprintf("per-key budgets %s are not in the number: the backlog per key is not resolved", strings.Join(scoped, ", ")))
+	}
+	if row, ok := live[n.BreakerKey]; ok && row.found {
+		until := now.UnixMilli()
+		if !row.expiresAt.IsZero() {
+			until = row.expiresAt.UnixMilli()
+		}
+		assumes = append(assumes, fmt.Sprintf("a backoff holds the node until %d (epoch ms): the number is that deadline", until))
+	}
+	var wider []string
+	for p, sh := range n.Shares {
+		if p != st.Path && sh > share {
+			wider = append(wider, p)
+		}
+	}
+	if len(wider) > 0 {
+		assumes = append(assumes, fmt.Sprintf("paths %s cross this node with a larger share and may take its headroom first", strings.Join(sortedCopy(wider), ", ")))
+	}
+	for _, other := range e.plan.Stages {
+		if other.Path == st.Path && len(other.Destinations) > 1 {
+			assumes = append(assumes, "the path fans out: every admitted item becomes several items downstream")
+			break
+		}
+	}
+	if n.EgressQueue != "" && n.EgressGroup == "" {
+		assumes = append(assumes, "waitingForWorkers is queue-level (the worst cursor) because the egress declares no group")
+	}
+	state := "waiting-workers"
+	if waitingBudget > 0 {
+		state = "waiting-budget"
+	}
+	return map[string]any{
+		"at": now.UnixMilli(), "application": e.app, "graph": e.graph, "node": n.Name, "path": st.Path,
+		"target": e.graph + "." + n.Name, "state": state,
+		"aheadCost": want, "etaSeconds": etaSeconds, "boundBy": boundBy, "windowResetsAt": resetsAt,
+		"waitingForBudget": waitingBudget, "waitingForWorkers": waitingWorkers,
+		"assumes": strings.Join(assumes, "; "),
+	}
+}
+
+func sortedCopy(in []string) []string {
+	out := append([]string{}, in...)
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// kvGetMany is queen.KVGetMany over a slice.
+func kvGetMany(ns string, keys []string) queen.KVOp { return queen.KVGetMany(ns, dedupe(keys)...) }

@@ -1,0 +1,82 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+)
+
+// maxName is the longest application, graph, node or path name.
+const maxName = 63
+
+// nameProblem says why s fails Gate's name rule (1–63 bytes of [a-z0-9-],
+// starting with a letter or digit), or "" when it passes.
+func nameProblem(s string) string {
+	switch {
+	case s == "":
+		return "is empty"
+	case len(s) > maxName:
+		return fmt.Sprintf("is %d bytes long, over %d", len(s), maxName)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && i > 0:
+		default:
+			return fmt.Sprintf("has %s at byte %d", describeByte(s, i), i)
+		}
+	}
+	return ""
+}
+
+func describeByte(s string, i int) string {
+	c := s[i]
+	switch {
+	case c == '/':
+		return "a slash"
+	case c == '.':
+		return "a dot"
+	case c == ' ':
+		return "a space"
+	case c < 0x20 || c == 0x7f:
+		return fmt.Sprintf("the control character 0x%02x", c)
+	case c == '-':
+		return "a leading dash"
+	case c >= 'A' && c <= 'Z':
+		return fmt.Sprintf("the capital %q", c)
+	case c >= 0x80:
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return "the non-ASCII " + strconv.QuoteRune(r)
+	}
+	return fmt.Sprintf("%q", c)
+}
+
+// checkName refuses a route name that can never name anything Gate
+// declared, with a 400 naming the URL segment.
+func checkName(field, value string) *apiError {
+	p := nameProblem(value)
+	if p == "" {
+		return nil
+	}
+	shown := value
+	if len(shown) > 80 {
+		shown = shown[:80] + "…"
+	}
+	return fail(http.StatusBadRequest, "the %s name %q in the URL %s: names are 1–63 bytes of a-z, 0-9 and '-', starting with a letter or digit", field, shown, p).field(field)
+}
+
+// checkText refuses a free-text value longer than max bytes or carrying
+// control characters, naming the field.
+func checkText(field, value string, max int) *apiError {
+	if len(value) > max {
+		return fail(http.StatusUnprocessableEntity, "%s is %d bytes long, over the limit of %d: shorten it", field, len(value), max).field(field)
+	}
+	for i := 0; i < len(value); i++ {
+		if c := value[i]; c < 0x20 || c == 0x7f {
+			return fail(http.StatusUnprocessableEntity, "%s has the control character 0x%02x at byte %d: remove it", field, c, i).field(field)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,323 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/queen-mq/gate/libs/cost"
+	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/queen"
+)
+
+// Field limits of the push and re-enter bodies: a partition or transaction
+// id names broker rows, so it stays short and printable.
+const (
+	maxPartition = 256
+	maxTxn       = 256
+)
+
+// pushBody is the push front door's body; every field is optional.
+type pushBody struct {
+	Op        *string         `json:"op"`
+	Partition *string         `json:"partition"`
+	Key       *string         `json:"key"`
+	Txn       *string         `json:"txn"`
+	Cost      *int64          `json:"cost"`
+	Payload   json.RawMessage `json:"payload"`
+}
+
+// push is POST …/graphs/{graph}/nodes/{node}/push and the target sugar
+// POST …/targets/{graph}/lanes/{lane}/push.
+func (s *Server) push(q *req) *apiError {
+	start := time.Now()
+	defer func() { s.metrics.push.Observe(time.Since(start).Seconds()) }()
+	raw, bad := readBody(q.w, q.r, q.limit)
+	if bad != nil {
+		return bad
+	}
+	var b pushBody
+	if bad := decodeStrict(raw, &b, "the push body"); bad != nil {
+		return bad
+	}
+	e, bad := s.resolve(q, "graph")
+	if bad != nil {
+		return bad
+	}
+	if bad := s.requireRunning(q, e); bad != nil {
+		return bad
+	}
+	node, bad := pushNode(q, e)
+	if bad != nil {
+		return bad
+	}
+	if node.IngressQueue == "" {
+		return fail(http.StatusConflict, "node '%s' of graph '%s/%s' has no ingress: pushing into its interior queue would skip the budgets upstream of it; push to an entry node (%s)", node.Name, e.app, e.graph, strings.Join(entryNodes(e.plan), ", ")).field("node")
+	}
+	if !node.HTTPPush {
+		return fail(http.StatusConflict, "node '%s' of graph '%s/%s' reads the application-owned queue %q and has the HTTP front door off: push to that queue with your own SDK, or declare \"http\": true on its ingress", node.Name, e.app, e.graph, node.IngressQueue).field("node")
+	}
+	if b.Payload != nil && firstByte(b.Payload) != '{' {
+		return fail(http.StatusUnprocessableEntity, "payload must be a JSON object, not %s: wrap the value, e.g. {\"payload\": {\"value\": …}}", kindOf(firstByte(b.Payload))).field("payload")
+	}
+	partition := ""
+	switch {
+	case b.Partition != nil && *b.Partition != "":
+		partition = *b.Partition
+		if bad := checkText("partition", partition, maxPartition); bad != nil {
+			return bad
+		}
+	case b.Key != nil && *b.Key != "":
+		partition = *b.Key
+		if bad := checkText("key", partition, maxPartition); bad != nil {
+			return bad
+		}
+	}
+	txn := ""
+	if b.Txn != nil {
+		txn = *b.Txn
+		if bad := checkText("txn", txn, maxTxn); bad != nil {
+			return bad
+		}
+	}
+	op := ""
+	if b.Op != nil {
+		op = *b.Op
+	}
+	var legacyCost int64
+	if b.Cost != nil {
+		legacyCost = *b.Cost
+	}
+	data, err := envelope(b.Payload, op, legacyCost, node.Cost.Path, stamp{graph: e.graph, node: node.Name, at: s.now().UnixMilli()})
+	if err != nil {
+		return fail(http.StatusUnprocessableEntity, "payload: %v", err).field("payload")
+	}
+	itemCost, err := node.Cost.Of(data)
+	if err != nil {
+		return fail(http.StatusUnprocessableEntity, "node '%s': %v", node.Name, err).field("payload").with("rule", "cost-max")
+	}
+	itemOp := cost.Op(data)
+	for _, bu := range node.Budgets {
+		if bu.ScopeBy == "" || !cost.Applies(bu.WhenOp, itemOp) {
+			continue
+		}
+		if _, ok := cost.Scope(data, bu.ScopeBy); !ok {
+			return fail(http.StatusUnprocessableEntity, "budget '%s' of node '%s' counts per %s, and this item has no value there (a string, number or boolean): add it to the payload", bu.ID, node.Name, bu.ScopeBy).field(bu.ScopeBy).with("budget", bu.ID)
+		}
+	}
+	if node.Shed {
+		if wait, full := s.full(q.r.Context(), node, itemCost); full {
+			return fail(http.StatusTooManyRequests, "node '%s' of graph '%s/%s' is at its ceiling on every budget: retry after %d second(s); nothing was charged or queued", node.Name, e.app, e.graph, wait).
+				with("node", node.Name).with("retryAfterSeconds", wait).retryAfter(wait)
+		}
+	}
+	if partition == "" && node.IngressOwnedByGate && node.IngressPartitions > 1 {
+		partition = "p" + strconv.FormatUint((s.rr.Add(1)-1)%uint64(node.IngressPartitions), 10)
+	}
+	res, err := s.client.Push(q.r.Context(), []queen.PushItem{{Queue: node.IngressQueue, Partition: partition, Payload: data, TransactionID: txn}})
+	if err != nil {
+		return fail(http.StatusBadGateway, "pushing to %s failed: %v; nothing was queued, retry (with the same txn to stay idempotent)", node.IngressQueue, err)
+	}
+	pushed := 0
+	dup := false
+	for _, r := range res {
+		switch {
+		case r.Stored():
+			pushed++
+		case r.Duplicate():
+			dup = true
+		default:
+			return fail(http.StatusBadGateway, "the broker did not store the item on %s: %s; retry (with the same txn to stay idempotent)", node.IngressQueue, r.Error)
+		}
+	}
+	out := pushAnswer{OK: true, Pushed: pushed, Duplicate: dup, Queue: node.IngressQueue, Cost: itemCost}
+	if partition != "" {
+		out.Partition = &partition
+	}
+	writeJSON(q.w, http.StatusOK, out)
+	return nil
+}
+
+type pushAnswer struct {
+	OK bool `json:"ok"`
+	// Pushed is 1 when the broker stored the item, 0 when it was a duplicate.
+	Pushed    int     `json:"pushed"`
+	Duplicate bool    `json:"duplicate"`
+	Queue     string  `json:"queue"`
+	Partition *string `json:"partition"`
+	Cost      int64   `json:"cost"`
+}
+
+// pushNode is the node a push names: {node}, or on the target route the
+// target's only ingress node.
+func pushNode(q *req, e *entry) (*plan.Node, *apiError) {
+	if name, ok := q.vars["node"]; ok {
+		if bad := checkName("node", name); bad != nil {
+			return nil, bad
+		}
+		n := e.plan.Node(name)
+		if n == nil {
+			return nil, fail(http.StatusNotFound, "no node '%s' in graph '%s/%s': its nodes are %s", name, e.app, e.graph, strings.Join(nodeNames(e.plan), ", ")).field("node")
+		}
+		return n, nil
+	}
+	entries := entryNodes(e.plan)
+	switch len(entries) {
+	case 1:
+		return e.plan.Node(entries[0]), nil
+	case 0:
+		return nil, fail(http.StatusConflict, "target '%s/%s' has no ingress node: nothing can be pushed to it", e.app, e.graph)
+	}
+	return nil, fail(http.StatusConflict, "target '%s/%s' has %d ingress nodes (%s): push to one with POST /v1/apps/%s/graphs/%s/nodes/{node}/push", e.app, e.graph, len(entries), strings.Join(entries, ", "), e.app, e.graph).with("nodes", entries)
+}
+
+func entryNodes(p *plan.Plan) []string {
+	var out []string
+	for _, n := range p.Nodes {
+		if n.IngressQueue != "" {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+func nodeNames(p *plan.Plan) []string {
+	out := make([]string, 0, len(p.Nodes))
+	for _, n := range p.Nodes {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// stamp is the _gate field of an item entering at the front door.
+type stamp struct {
+	graph, node, path string
+	at              int64
+	attempt         int64
+}
+
+func (st stamp) json(hop int) json.RawMessage {
+	b := make([]byte, 0, 96)
+	b = append(b, `{"graph":`...)
+	b = strconv.AppendQuote(b, st.graph)
+	if st.path != "" {
+		b = append(b, `,"path":`...)
+		b = strconv.AppendQuote(b, st.path)
+	}
+	b = append(b, `,"hop":`...)
+	b = strconv.AppendInt(b, int64(hop), 10)
+	b = append(b, `,"node":`...)
+	b = strconv.AppendQuote(b, st.node)
+	b = append(b, `,"at":`...)
+	b = strconv.AppendInt(b, st.at, 10)
+	if st.attempt > 0 {
+		b = append(b, `,"attempt":`...)
+		b = strconv.AppendInt(b, st.attempt, 10)
+	}
+	return append(b, '}')
+}
+
+// envelope builds the stored item: the payload object (absent → {}), op
+// written to payload.op when non-empty, the v1 cost written at the node's
+// cost path when the payload has nothing there, and _gate overwritten.
+func envelope(payload json.RawMessage, op string, legacyCost int64, costPath string, st stamp) ([]byte, error) {
+	m := map[string]json.RawMessage{}
+	if payload != nil {
+		if err := json.Unmarshal(payload, &m); err != nil {
+			return nil, err
+		}
+	}
+	if op != "" {
+		q, _ := json.Marshal(op)
+		m["op"] = q
+	}
+	if legacyCost > 0 && costPath != "" {
+		if _, ok := cost.Lookup(payload, costPath); !ok {
+			segs := strings.Split(strings.TrimPrefix(costPath, cost.Root+"."), ".")
+			setPath(m, segs, json.RawMessage(strconv.FormatInt(legacyCost, 10)))
+		}
+	}
+	m[cost.Stamp] = st.json(0)
+	return json.Marshal(m)
+}
+
+// setPath writes v at segs inside m, creating intermediate objects and
+// never replacing a value that is not an object.
+func setPath(m map[string]json.RawMessage, segs []string, v json.RawMessage) {
+	if len(segs) == 1 {
+		if _, ok := m[segs[0]]; !ok {
+			m[segs[0]] = v
+		}
+		return
+	}
+	child := map[string]json.RawMessage{}
+	if cur, ok := m[segs[0]]; ok {
+		if firstByte(cur) != '{' || json.Unmarshal(cur, &child) != nil {
+			return
+		}
+	}
+	setPath(child, segs[1:], v)
+	b, err := json.Marshal(child)
+	if err == nil {
+		m[segs[0]] = b
+	}
+}
+
+// full reads a shedding node's unscoped counters and reports whether every
+// one of them lacks room for cost at the widest share, with the wait until
+// the slowest of them rotates. A failed read or an absent key never sheds.
+func (s *Server) full(ctx context.Context, n *plan.Node, itemCost int64) (int64, bool) {
+	var keys []string
+	for _, b := range n.Budgets {
+		if b.ScopeBy == "" {
+			keys = append(keys, b.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return 0, false
+	}
+	res, err := s.client.KV(ctx, queen.KVGetMany(s.cfg.KVNamespace, dedupe(keys)...))
+	if err != nil || res.Refused() || len(res.Results) != 1 {
+		return 0, false
+	}
+	rows := map[string]queen.KVRow{}
+	for _, r := range res.Results[0].Rows {
+		rows[r.Key] = r
+	}
+	now := s.now()
+	var wait int64 = 1
+	for _, b := range n.Budgets {
+		if b.ScopeBy != "" {
+			continue
+		}
+		row, ok := rows[b.Key]
+		if !ok {
+			return 0, false
+		}
+		v, err := row.Int64()
+		if err != nil || v+itemCost <= plan.Ceiling(b.CountSub, n.WidestShare) {
+			return 0, false
+		}
+		w := int64(1)
+		if t, err := row.ExpiresAt.Time(); err == nil && !t.IsZero() {
+			w = max(1, (t.Sub(now).Milliseconds()+999)/1000)
+		}
+		wait = max(wait, w)
+	}
+	return wait, true
+}
+
+func dedupe(keys []string) []string {
+	seen := make(map[string]bool, len(keys))
+	out := keys[:0:0]
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}

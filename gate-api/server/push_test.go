@@ -1,0 +1,182 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/queen-mq/gate/libs/queen"
+)
+
+// shop is a one-node graph whose entry sheds, costs by payload.units (max 5)
+// and counts charges per account.
+func (h *harness) shop() map[string]any {
+	return map[string]any{
+		"version": 1,
+		"nodes": map[string]any{"entry": map[string]any{
+			"ingress": map[string]any{"partitions": 4, "shed": true},
+			"cost":    map[string]any{"path": "payload.units", "default": 1, "max": 5},
+			"budgets": []any{
+				map[string]any{"id": "global", "count": 10, "timeMs": 1000},
+				map[string]any{"id": "per-acct", "count": 5, "timeMs": 1000, "scopeBy": "payload.account", "whenOp": []any{"charge.*"}},
+			},
+			"egress": h.app + ".shop.out",
+		}},
+		"paths": []any{map[string]any{"name": "main", "nodes": []any{"entry"}}},
+	}
+}
+
+func TestPushFrontDoor(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.expect(h.do(http.MethodPut, h.graphURL("shop"), h.shop()), http.StatusOK)
+	push := h.graphURL("shop") + "/nodes/entry/push"
+	queue := h.ingress("shop", "entry")
+
+	r := h.expect(h.do(http.MethodPost, push, map[string]any{"payload": map[string]any{}}), http.StatusServiceUnavailable)
+	h.errorBody(r)
+	if len(h.messages(queue)) != 0 {
+		t.Fatalf("a push to a graph no relay runs was queued")
+	}
+	h.run("relay-1", "shop", 1)
+
+	a := h.expect(h.do(http.MethodPost, push, map[string]any{"op": "charge.card", "partition": "acct-7", "payload": map[string]any{"account": "7", "units": 2, "_gate": "forged"}}), http.StatusOK)
+	if a.body["ok"] != true || a.num("pushed") != 1 || a.str("queue") != queue || a.str("partition") != "acct-7" || a.num("cost") != 2 {
+		t.Fatalf("push answer: %s", a.raw)
+	}
+	msgs := h.mini.Messages(queue, "acct-7")
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages on acct-7", len(msgs))
+	}
+	var data struct {
+		Op   string `json:"op"`
+		Gate struct {
+			Graph string `json:"graph"`
+			Node  string `json:"node"`
+			Hop   *int   `json:"hop"`
+			At    int64  `json:"at"`
+		} `json:"_gate"`
+	}
+	if err := json.Unmarshal(msgs[0].Data, &data); err != nil || data.Op != "charge.card" || data.Gate.Graph != "shop" || data.Gate.Node != "entry" || data.Gate.Hop == nil || *data.Gate.Hop != 0 || data.Gate.At == 0 {
+		t.Fatalf("stored item: %s (%v)", msgs[0].Data, err)
+	}
+
+	// Round-robin partitions over the declared width, and the key alias.
+	seen := map[string]bool{}
+	for range 4 {
+		a := h.expect(h.do(http.MethodPost, push, map[string]any{}), http.StatusOK)
+		seen[a.str("partition")] = true
+	}
+	for i := range 4 {
+		if !seen["p"+strconv.Itoa(i)] {
+			t.Fatalf("round robin missed p%d: %v", i, seen)
+		}
+	}
+	if a := h.expect(h.do(http.MethodPost, push, map[string]any{"key": "k1"}), http.StatusOK); a.str("partition") != "k1" {
+		t.Fatalf("key alias: %s", a.raw)
+	}
+
+	// txn coalesces on the broker's dedup.
+	first := h.expect(h.do(http.MethodPost, push, map[string]any{"partition": "d", "txn": "t-1"}), http.StatusOK)
+	second := h.expect(h.do(http.MethodPost, push, map[string]any{"partition": "d", "txn": "t-1"}), http.StatusOK)
+	if first.num("pushed") != 1 || second.num("pushed") != 0 || second.body["duplicate"] != true || len(h.mini.Messages(queue, "d")) != 1 {
+		t.Fatalf("dedup: %s / %s", first.raw, second.raw)
+	}
+
+	// The v1 cost field lands at the cost path when the payload has none.
+	if a := h.expect(h.do(http.MethodPost, push, map[string]any{"cost": 3}), http.StatusOK); a.num("cost") != 3 {
+		t.Fatalf("v1 cost: %s", a.raw)
+	}
+
+	refusals := []struct {
+		name  string
+		body  map[string]any
+		want  int
+		field string
+	}{
+		{"too expensive", map[string]any{"partition": "x", "payload": map[string]any{"units": 6}}, 422, "payload"},
+		{"missing scope value", map[string]any{"partition": "x", "op": "charge.card", "payload": map[string]any{}}, 422, "payload.account"},
+		{"payload not an object", map[string]any{"partition": "x", "payload": []any{1}}, 422, "payload"},
+		{"payload null", map[string]any{"partition": "x", "payload": nil}, 422, "payload"},
+		{"partition not a string", map[string]any{"partition": 5}, 422, "partition"},
+		{"unknown field", map[string]any{"partition": "x", "priority": 1}, 422, "priority"},
+		{"cost not an integer", map[string]any{"partition": "x", "cost": 1.5}, 422, "cost"},
+		{"10 kB partition", map[string]any{"partition": strings.Repeat("p", 10240)}, 422, "partition"},
+		{"control character in txn", map[string]any{"partition": "x", "txn": "a\nb"}, 422, "txn"},
+	}
+	for _, c := range refusals {
+		r := h.do(http.MethodPost, push, c.body)
+		if r.status != c.want || r.str("field") != c.field {
+			t.Errorf("%s: status %d field %q, want %d %q: %s", c.name, r.status, r.str("field"), c.want, c.field, r.raw)
+		}
+		h.errorBody(r)
+	}
+	if n := len(h.mini.Messages(queue, "x")); n != 0 {
+		t.Fatalf("refused pushes queued %d messages", n)
+	}
+	// An op the scoped budget does not charge needs no scope value.
+	h.expect(h.do(http.MethodPost, push, map[string]any{"partition": "y", "op": "refund"}), http.StatusOK)
+
+	// Shed: the only unscoped counter at its ceiling → 429 with Retry-After.
+	if _, err := h.client.KV(context.Background(), queen.KVPut(h.ns, "b:"+h.app+":shop:entry:global", json.RawMessage("10"), queen.PutOpts{TTLSeconds: 7})); err != nil {
+		t.Fatal(err)
+	}
+	r = h.expect(h.do(http.MethodPost, push, map[string]any{"partition": "z"}), http.StatusTooManyRequests)
+	ra, err := strconv.Atoi(r.header.Get("Retry-After"))
+	if err != nil || ra < 1 || ra > 7 || r.str("node") != "entry" || r.num("retryAfterSeconds") != float64(ra) {
+		t.Fatalf("429: Retry-After %q body %s", r.header.Get("Retry-After"), r.raw)
+	}
+	if len(h.mini.Messages(queue, "z")) != 0 {
+		t.Fatalf("a shed push was queued")
+	}
+}
+
+func TestPushRouting(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	two := map[string]any{
+		"version": 1,
+		"nodes": map[string]any{
+			"a":     map[string]any{"ingress": true, "budgets": []any{map[string]any{"count": 10, "timeMs": 1000}}},
+			"b":     map[string]any{"ingress": map[string]any{"queue": h.app + ".own.in"}, "budgets": []any{map[string]any{"count": 10, "timeMs": 1000}}},
+			"inner": map[string]any{"budgets": []any{map[string]any{"count": 10, "timeMs": 1000}}, "egress": h.app + ".two.out"},
+		},
+		"paths": []any{
+			map[string]any{"name": "pa", "nodes": []any{"a", "inner"}},
+			map[string]any{"name": "pb", "nodes": []any{"b", "inner"}},
+		},
+	}
+	h.expect(h.do(http.MethodPut, h.graphURL("two"), two), http.StatusOK)
+	h.expect(h.do(http.MethodPut, "/v1/apps/"+h.app+"/targets/one", h.target("one", 10)), http.StatusOK)
+	h.run("relay-1", "two", 1)
+	h.run("relay-2", "one", 1)
+	base := h.graphURL("two") + "/nodes/"
+	cases := []struct {
+		name, path string
+		want       int
+	}{
+		{"interior node has no ingress", base + "inner/push", 409},
+		{"application-owned queue has the door off", base + "b/push", 409},
+		{"unknown node", base + "nope/push", 404},
+		{"gate-owned entry", base + "a/push", 200},
+		{"target sugar", "/v1/apps/" + h.app + "/targets/one/lanes/whatever/push", 200},
+		{"target sugar over two entries", "/v1/apps/" + h.app + "/targets/two/lanes/x/push", 409},
+		{"unknown graph", h.graphURL("nope") + "/nodes/a/push", 404},
+		{"unknown app", "/v1/apps/nobody/graphs/two/nodes/a/push", 404},
+	}
+	for _, c := range cases {
+		r := h.do(http.MethodPost, c.path, map[string]any{"partition": "p"})
+		if r.status != c.want {
+			t.Errorf("%s: status %d, want %d: %s", c.name, r.status, c.want, r.raw)
+		}
+		if c.want != 200 {
+			h.errorBody(r)
+		}
+	}
+	if n := len(h.messages(h.app + ".own.in")); n != 0 {
+		t.Fatalf("pushed into the application's queue: %d", n)
+	}
+}

@@ -1,0 +1,128 @@
+package server
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/queen-mq/gate/libs/plan"
+)
+
+// req is one request as a handler sees it.
+type req struct {
+	w http.ResponseWriter
+	r *http.Request
+	// flat is true on the routes without /apps/{app}.
+	flat bool
+	// limit is the route's body limit in bytes.
+	limit int64
+	vars  map[string]string
+}
+
+// handler answers a request: it writes a success itself and returns nil,
+// or returns the refusal to write.
+type handler func(q *req) *apiError
+
+// statusWriter remembers the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (s *Server) routes() http.Handler {
+	r := mux.NewRouter().UseEncodedPath().SkipClean(true)
+	small, push := s.cfg.BodyBytes, s.cfg.MaxPushBodyBytes
+	// both registers the application route and its flat twin.
+	both := func(name, method, suffix string, limit int64, h handler) {
+		r.Handle("/v1/apps/{app}"+suffix, s.wrap(name, false, limit, h)).Methods(method)
+		r.Handle("/v1"+suffix, s.wrap("flat-"+name, true, limit, h)).Methods(method)
+	}
+	both("graph-put", http.MethodPut, "/graphs/{name}", small, func(q *req) *apiError { return s.putGraph(q, false) })
+	both("graph-get", http.MethodGet, "/graphs/{name}", small, s.getGraph)
+	both("graph-delete", http.MethodDelete, "/graphs/{name}", small, func(q *req) *apiError { return s.deleteGraph(q, false) })
+	both("target-put", http.MethodPut, "/targets/{name}", small, func(q *req) *apiError { return s.putGraph(q, true) })
+	both("target-get", http.MethodGet, "/targets/{name}", small, s.getGraph)
+	both("target-delete", http.MethodDelete, "/targets/{name}", small, func(q *req) *apiError { return s.deleteGraph(q, true) })
+	both("targets-sync", http.MethodPut, "/targets", small, s.syncTargets)
+
+	both("push", http.MethodPost, "/graphs/{graph}/nodes/{node}/push", push, s.push)
+	both("target-push", http.MethodPost, "/targets/{graph}/lanes/{lane}/push", push, s.push)
+	both("backoff", http.MethodPost, "/graphs/{graph}/nodes/{node}/backoff", small, s.backoff)
+	both("backoff-lift", http.MethodDelete, "/graphs/{graph}/nodes/{node}/backoff", small, s.liftBackoff)
+	both("reenter", http.MethodPost, "/graphs/{graph}/reenter", small, s.reenter)
+	both("eta", http.MethodGet, "/graphs/{graph}/nodes/{node}/eta", small, s.eta)
+	both("target-eta", http.MethodGet, "/targets/{graph}/eta", small, s.eta)
+
+	both("gone-next", http.MethodGet, "/graphs/{graph}/nodes/{node}/next", small, s.goneNext)
+	both("gone-target-next", http.MethodGet, "/targets/{graph}/lanes/{lane}/next", small, s.goneNext)
+	r.Handle("/v1/leases/{op:ack|nack|renew}", s.wrap("gone-leases", true, small, s.goneLease)).Methods(http.MethodPost)
+
+	r.Handle("/health", s.wrap("health", true, small, s.healthz)).Methods(http.MethodGet)
+	r.Handle("/version", s.wrap("version", true, small, s.version)).Methods(http.MethodGet)
+	r.Handle("/api/version", s.wrap("version", true, small, s.version)).Methods(http.MethodGet)
+	r.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})).Methods(http.MethodGet)
+
+	r.NotFoundHandler = s.wrap("unknown", true, small, func(q *req) *apiError {
+		return fail(http.StatusNotFound, "no route %s %s: see the README for the routes of gate-api", q.r.Method, q.r.URL.EscapedPath())
+	})
+	r.MethodNotAllowedHandler = s.wrap("unknown", true, small, func(q *req) *apiError {
+		return fail(http.StatusMethodNotAllowed, "%s is not allowed on %s: see the README for the methods of this route", q.r.Method, q.r.URL.EscapedPath())
+	})
+	return r
+}
+
+// wrap turns a handler into an http.Handler that decodes the route
+// variables, writes refusals, counts the answer and logs server errors.
+func (s *Server) wrap(name string, flat bool, limit int64, h handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		q := &req{w: sw, r: r, flat: flat, limit: limit}
+		e := q.decodeVars()
+		if e == nil {
+			e = h(q)
+		}
+		if e != nil {
+			writeError(sw, e)
+		}
+		s.metrics.requests.WithLabelValues(name, r.Method, strconv.Itoa(sw.status)).Inc()
+		if sw.status >= 500 {
+			msg := ""
+			if e != nil {
+				msg, _ = e.body["error"].(string)
+			}
+			s.log.Warn("request failed", "route", name, "method", r.Method, "path", r.URL.EscapedPath(), "status", sw.status, "error", msg)
+		}
+	})
+}
+
+// decodeVars percent-decodes the route variables (routing happens on the
+// encoded path, so "a%2Fb" reaches the handler as the name "a/b" and is
+// refused by name instead of by a missing route).
+func (q *req) decodeVars() *apiError {
+	raw := mux.Vars(q.r)
+	q.vars = make(map[string]string, len(raw))
+	for k, v := range raw {
+		d, err := url.PathUnescape(v)
+		if err != nil {
+			return fail(http.StatusBadRequest, "the %s segment %q of the URL is not valid percent-encoding: %v", k, v, err).field(k)
+		}
+		q.vars[k] = d
+	}
+	return nil
+}
+
+// app is the route's application: {app}, or "default" on a flat route
+// (callers that resolve flat names across applications do so themselves).
+func (q *req) app() string {
+	if q.flat {
+		return plan.DefaultApplication
+	}
+	return q.vars["app"]
+}

@@ -1,0 +1,146 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/queen-mq/gate/gate-api/config"
+	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/store"
+)
+
+// Version is gate-api's build version, reported by GET /version. It is set
+// at link time (-ldflags "-X .../server.Version=v1.2.3"); when empty the
+// module's build information is used, else "dev".
+var Version = ""
+
+func buildVersion() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// Server is one gate-api process: the routes, the broker client, the store
+// and the cached picture of what is declared and what runs. Build it with
+// New; it is safe for concurrent use.
+type Server struct {
+	cfg     config.Config
+	log     *slog.Logger
+	client  *queen.Client
+	store   *store.Store
+	cat     *catalog
+	metrics *metrics
+	handler http.Handler
+
+	// declareMu is the declare lock: every PUT, sync and DELETE of this
+	// process runs under it. Other gate-api processes are not excluded (see
+	// the README: concurrent declares of one graph through two processes
+	// are last-writer-wins in kv).
+	declareMu sync.Mutex
+	// rr names round-robin partitions of Gate-owned ingress queues.
+	rr atomic.Uint64
+
+	health healthProbe
+	depth  depthCache
+	// now is the clock (time.Now outside tests).
+	now func() time.Time
+}
+
+// New builds a server for cfg, logging to log (nil: slog.Default()). It does
+// not touch the network; Start (or Run) loads the declared graphs.
+func New(cfg config.Config, log *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	c, err := queen.New(cfg.QueenURL)
+	if err != nil {
+		return nil, fmt.Errorf("QUEEN_URL: %w", err)
+	}
+	st := store.New(c, cfg.KVNamespace)
+	s := &Server{
+		cfg: cfg, log: log, client: c, store: st,
+		cat:     newCatalog(st, cfg.PlanOptions(), log, cfg.Refresh),
+		metrics: newMetrics(),
+		now:     time.Now,
+	}
+	s.health.ttl = time.Second
+	s.depth.ttl = 2 * time.Second
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler is the application plane's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Start loads the declared graphs and the relays' status once (a failure is
+// logged, not fatal: the broker may come up later) and keeps them fresh
+// until ctx ends.
+func (s *Server) Start(ctx context.Context) {
+	if err := s.cat.syncDocuments(ctx, true); err != nil {
+		s.log.Warn("the declared graphs could not be read at start; retrying every refresh interval", "error", err)
+	}
+	_ = s.cat.syncStatus(ctx)
+	go s.cat.run(ctx)
+}
+
+// Run serves the application plane on cfg.Bind until ctx ends, then stops
+// accepting connections and waits up to cfg.ShutdownTimeout for requests in
+// flight.
+func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	s, err := New(cfg, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Bind)
+	if err != nil {
+		return fmt.Errorf("GATE_BIND=%s: %w", cfg.Bind, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve is Run on a listener the caller opened.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	s.Start(bg)
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info("gate-api serving", "bind", ln.Addr().String(), "queen", s.cfg.QueenURL, "kvNamespace", s.cfg.KVNamespace, "version", buildVersion())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	s.log.Info("gate-api shutting down", "timeout", s.cfg.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}

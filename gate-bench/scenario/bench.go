@@ -1,0 +1,347 @@
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/queen-mq/gate/gate-bench/stats"
+	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/stack"
+	"github.com/queen-mq/gate/libs/stack/gateapi"
+)
+
+// ErrSetup wraps failures before any scenario ran.
+var ErrSetup = errors.New("setup failed")
+
+// Bench is one gate-bench run against one stack.
+type Bench struct {
+	cfg   Config
+	api   *gateapi.Client
+	q     *queen.Client // the broker, directly
+	qp    *queen.Client // the broker as the relay sees it (through the proxy when embedded)
+	proxy *countingProxy
+	st    *stack.Stack
+	runID string
+	// overhead remembers the Gate relay's wide-open items/s for the peers.
+	gateWide float64
+}
+
+// Outcome is what Run did.
+type Outcome struct {
+	Tables []stats.Table `json:"tables"`
+	// Incomplete names the scenarios that failed, with why.
+	Incomplete []string `json:"incomplete,omitempty"`
+	// Machine describes where it ran.
+	Machine string `json:"machine"`
+}
+
+// Run sets up (starting the embedded stack if asked), then runs every
+// scenario in order, stopping at the first error.
+func Run(ctx context.Context, cfg Config) (Outcome, error) {
+	b := &Bench{cfg: cfg, runID: strconv.FormatInt(time.Now().Unix()%100000, 10)}
+	out := Outcome{Machine: Machine()}
+	if cfg.Embedded {
+		logger := slog.New(slog.NewTextHandler(cfg.Log, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		b.logf("starting the embedded stack (miniqueen, gate-api; gate-relay behind a counting proxy)…")
+		st, err := stack.Start(ctx, stack.Config{Relays: -1, NoReuse: true, Logger: logger, Env: []string{"GATE_STATUS_SECONDS=1"}})
+		if err != nil {
+			return out, fmt.Errorf("%w: starting the embedded stack: %w", ErrSetup, err)
+		}
+		defer st.Stop()
+		b.st = st
+		p, err := startProxy(st.QueenURL())
+		if err != nil {
+			return out, fmt.Errorf("%w: counting proxy: %w", ErrSetup, err)
+		}
+		defer p.close()
+		b.proxy = p
+		if _, err := st.StartRelay(ctx, "QUEEN_URL="+p.url); err != nil {
+			return out, fmt.Errorf("%w: starting gate-relay: %w", ErrSetup, err)
+		}
+		cfg.GateURL, cfg.QueenURL = st.GateURL(), st.QueenURL()
+		b.cfg = cfg
+		b.logf("stack up: gate-api %s, broker %s, relay's broker proxy %s", cfg.GateURL, cfg.QueenURL, p.url)
+	}
+	b.api = gateapi.New(cfg.GateURL, nil)
+	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	err := b.api.Health(hctx)
+	cancel()
+	if err != nil {
+		return out, fmt.Errorf("%w: gate-api /health at %s is not 200 (%v); start a stack (make run) or pass --embedded", ErrSetup, cfg.GateURL, err)
+	}
+	if b.q, err = queen.New(cfg.QueenURL, queen.WithHTTPClient(&http.Client{Transport: queen.NewTransport()})); err != nil {
+		return out, fmt.Errorf("%w: %w", ErrSetup, err)
+	}
+	b.qp = b.q
+	if b.proxy != nil {
+		if b.qp, err = queen.New(b.proxy.url, queen.WithHTTPClient(&http.Client{Transport: queen.NewTransport()})); err != nil {
+			return out, fmt.Errorf("%w: %w", ErrSetup, err)
+		}
+	}
+	for _, name := range cfg.Scenarios {
+		b.logf("scenario %s…", name)
+		t0 := time.Now()
+		tables, err := b.scenario(ctx, name)
+		for i := range tables {
+			tables[i].Scenario = name
+			tables[i].Write(cfg.Out)
+		}
+		out.Tables = append(out.Tables, tables...)
+		if err != nil {
+			out.Incomplete = append(out.Incomplete, name+": "+err.Error())
+			b.logf("scenario %s failed after %.0f s: %v", name, time.Since(t0).Seconds(), err)
+			break
+		}
+		b.logf("scenario %s done in %.0f s", name, time.Since(t0).Seconds())
+	}
+	return out, nil
+}
+
+func (b *Bench) scenario(ctx context.Context, name string) ([]stats.Table, error) {
+	switch name {
+	case "health":
+		return b.health(ctx)
+	case "push":
+		return b.push(ctx)
+	case "drain":
+		return b.drain(ctx)
+	case "throughput":
+		return b.throughput(ctx)
+	case "contention":
+		return b.contention(ctx)
+	case "throttled":
+		return b.throttled(ctx)
+	case "idle":
+		return b.idle(ctx)
+	case "overhead":
+		return b.overhead(ctx)
+	case "peers":
+		return b.peers(ctx)
+	}
+	return nil, fmt.Errorf("unknown scenario %q", name)
+}
+
+func (b *Bench) logf(format string, a ...any) {
+	fmt.Fprintf(b.cfg.Log, "gate-bench: "+format+"\n", a...)
+}
+
+// WriteJSON writes the outcome to path.
+func WriteJSON(path string, o Outcome) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(o); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// graphName is bench-{what}-{runId}.
+func (b *Bench) graphName(what string) string { return "bench-" + what + "-" + b.runID }
+
+// egressQueue is bench.{app}.{graph}.out (plus a suffix for multi-node
+// graphs).
+func (b *Bench) egressQueue(graph, suffix string) string {
+	return "bench." + b.cfg.App + "." + graph + suffix + ".out"
+}
+
+// node is a one-node graph node: Gate-owned ingress with partitions, one
+// budget, an egress queue.
+func node(count, timeMs int64, subWindows, batch, partitions int, sharedKey, egress string) map[string]any {
+	bud := map[string]any{"id": "b", "count": count, "timeMs": timeMs}
+	if subWindows > 0 {
+		bud["subWindows"] = subWindows
+	}
+	if sharedKey != "" {
+		bud["sharedKey"] = sharedKey
+	}
+	n := map[string]any{
+		"ingress": map[string]any{"partitions": partitions},
+		"budgets": []any{bud},
+		"egress":  egress,
+	}
+	if batch > 0 {
+		n["batch"] = batch
+	}
+	return n
+}
+
+// oneNode is a graph of one node "n" on one path "main".
+func oneNode(n map[string]any) map[string]any {
+	return map[string]any{"version": 1, "nodes": map[string]any{"n": n},
+		"paths": []any{map[string]any{"name": "main", "nodes": []any{"n"}}}}
+}
+
+func (b *Bench) declare(ctx context.Context, graph string, doc map[string]any) (gateapi.Declared, error) {
+	c, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	d, err := b.api.Declare(c, b.cfg.App, graph, doc)
+	if err != nil {
+		return d, fmt.Errorf("declaring %s: %w", graph, err)
+	}
+	return d, nil
+}
+
+func (b *Bench) forget(graph string) {
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = b.api.Delete(c, b.cfg.App, graph)
+}
+
+// counters sums the view's stage counters of graph (every stage).
+func (b *Bench) counters(ctx context.Context, graph string) (gateapi.Counters, int, error) {
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v, err := b.api.View(c, b.cfg.App, graph)
+	if err != nil {
+		return gateapi.Counters{}, 0, err
+	}
+	var sum gateapi.Counters
+	for _, s := range v.Stages {
+		x := s.Counters
+		sum.Forwarded += x.Forwarded
+		sum.Commits += x.Commits
+		sum.Popped += x.Popped
+		sum.Parked += x.Parked
+		sum.Deferred += x.Deferred
+		sum.Released += x.Released
+	}
+	return sum, len(v.Stages), nil
+}
+
+// fill pushes n items straight into queue with the Queen client, 500 per
+// call over partitions partitions, with 4 writers; payload(i) is each body.
+func (b *Bench) fill(ctx context.Context, queue string, n, partitions int, payload func(i int) []byte) (float64, error) {
+	t0 := time.Now()
+	const per = 500
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	next := make(chan int)
+	go func() {
+		defer close(next)
+		for i := 0; i < n; i += per {
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for from := range next {
+				items := make([]queen.PushItem, 0, per)
+				for i := from; i < min(from+per, n); i++ {
+					items = append(items, queen.PushItem{Queue: queue, Partition: "p" + strconv.Itoa(i%partitions), Payload: payload(i)})
+				}
+				if _, err := b.q.Push(ctx, items); err != nil {
+					select {
+					case errs <- fmt.Errorf("filling %s: %w", queue, err):
+					default:
+					}
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return 0, err
+	default:
+	}
+	return float64(n) / time.Since(t0).Seconds(), ctx.Err()
+}
+
+func seqPayload(i int) []byte { return []byte(`{"i":` + strconv.Itoa(i) + `}`) }
+
+// drainer pops queue (group, autoAck) with workers until stopped, keeping
+// each item's _gate.at and _gate-free "sent" field.
+type drainer struct {
+	mu     sync.Mutex
+	at     []int64
+	sent   []int64
+	popped int
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (b *Bench) startDrainer(ctx context.Context, queue, group string, workers, batch int) *drainer {
+	ctx, cancel := context.WithCancel(ctx)
+	d := &drainer{stop: cancel}
+	for w := 0; w < workers; w++ {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			for ctx.Err() == nil {
+				cl, err := b.q.Pop(ctx, queen.PopRequest{Queue: queue, ConsumerGroup: group, SubscriptionMode: queen.SubscribeAll,
+					Batch: batch, Wait: true, Timeout: 500 * time.Millisecond, AutoAck: true})
+				if err != nil || cl.Empty() {
+					if err != nil && ctx.Err() == nil {
+						time.Sleep(50 * time.Millisecond)
+					}
+					continue
+				}
+				ats := make([]int64, 0, len(cl.Messages))
+				sents := make([]int64, 0, len(cl.Messages))
+				for _, m := range cl.Messages {
+					var v struct {
+						Sent int64 `json:"sent"`
+						Gate struct {
+							At int64 `json:"at"`
+						} `json:"_gate"`
+					}
+					_ = json.Unmarshal(m.Data, &v)
+					ats = append(ats, v.Gate.At)
+					sents = append(sents, v.Sent)
+				}
+				d.mu.Lock()
+				d.at = append(d.at, ats...)
+				d.sent = append(d.sent, sents...)
+				d.popped += len(cl.Messages)
+				d.mu.Unlock()
+			}
+		}()
+	}
+	return d
+}
+
+func (d *drainer) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.popped
+}
+
+func (d *drainer) close() ([]int64, []int64) {
+	d.stop()
+	d.wg.Wait()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.at, d.sent
+}
+
+// waitFor polls cond every 200 ms until it is true or d passes.
+func waitFor(ctx context.Context, d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if cond() {
+			return true
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return cond()
+}

@@ -1,0 +1,186 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrUsage wraps every command-line and environment error.
+var ErrUsage = errors.New("usage")
+
+// Names are the scenarios in the order `all` runs them.
+var Names = []string{"health", "push", "drain", "throughput", "contention", "throttled", "idle", "overhead", "peers"}
+
+// Config is one gate-bench invocation. Parse fills it; zero fields take
+// the defaults named on each.
+type Config struct {
+	// Scenarios to run, in order.
+	Scenarios []string
+	// GateURL (GATE_URL, http://127.0.0.1:8788), App (GATE_APP, bench),
+	// QueenURL (QUEEN_URL, http://127.0.0.1:6632), KVNamespace
+	// (GATE_KV_NAMESPACE, gate), RedisAddr (BENCH_REDIS, 127.0.0.1:6379).
+	GateURL, App, QueenURL, KVNamespace, RedisAddr string
+	// Threads is BENCH_THREADS (4): workers of the peer limiters.
+	Threads int
+	// Seconds, Warmup, IdleSeconds: BENCH_SECONDS (10), BENCH_WARMUP (3),
+	// BENCH_IDLE_SECONDS (60).
+	Seconds, Warmup, IdleSeconds time.Duration
+	// Backlog is BENCH_BACKLOG (30000).
+	Backlog int
+	// Conc is BENCH_CONC (1,8,32,128); Batches is BENCH_BATCHES
+	// (1,25,200,500).
+	Conc, Batches []int
+	// PeerRate is BENCH_PEER_RATE (2000): the ceiling, items per second,
+	// every peer paces the same backlog through.
+	PeerRate int
+	// Embedded starts miniqueen, gate-api and gate-relay itself.
+	Embedded bool
+	// JSONFile receives the tables as JSON ("" = none).
+	JSONFile string
+	// Out receives the tables; Log receives progress (defaults stdout,
+	// stderr).
+	Out, Log io.Writer
+}
+
+// Usage is gate-bench's help text.
+const Usage = `usage: gate-bench [--embedded] [--json FILE] all | NAME[,NAME...]
+
+scenarios: health, push, drain, throughput, contention, throttled, idle, overhead, peers
+
+env: GATE_URL (http://127.0.0.1:8788)  GATE_APP (bench)  QUEEN_URL (http://127.0.0.1:6632)
+     GATE_KV_NAMESPACE (gate)  BENCH_REDIS (127.0.0.1:6379)  BENCH_THREADS (4)
+     BENCH_SECONDS (10)  BENCH_WARMUP (3)  BENCH_BACKLOG (30000)  BENCH_IDLE_SECONDS (60)
+     BENCH_CONC (1,8,32,128)  BENCH_BATCHES (1,25,200,500)  BENCH_PEER_RATE (2000)
+exit: 0 every scenario completed, 1 one failed (listed under "== incomplete"), 2 usage
+`
+
+// Parse reads the command line (without the program name) and the
+// environment (getenv; nil = os.Getenv).
+func Parse(args []string, getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	var cfg Config
+	var list string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--embedded":
+			cfg.Embedded = true
+		case a == "--json":
+			if i+1 >= len(args) {
+				return Config{}, fmt.Errorf("%w: --json needs a FILE", ErrUsage)
+			}
+			i++
+			cfg.JSONFile = args[i]
+		case strings.HasPrefix(a, "--json="):
+			cfg.JSONFile = strings.TrimPrefix(a, "--json=")
+		case strings.HasPrefix(a, "-"):
+			return Config{}, fmt.Errorf("%w: unknown flag %q; flags are --embedded and --json FILE", ErrUsage, a)
+		default:
+			if list != "" {
+				return Config{}, fmt.Errorf("%w: one scenario list expected, got %q and %q (join them with commas)", ErrUsage, list, a)
+			}
+			list = a
+		}
+	}
+	if list == "" {
+		return Config{}, fmt.Errorf("%w: name the scenarios: all, or a comma list of %s", ErrUsage, strings.Join(Names, ", "))
+	}
+	if list == "all" {
+		cfg.Scenarios = append([]string(nil), Names...)
+	} else {
+		for _, n := range strings.Split(list, ",") {
+			n = strings.TrimSpace(n)
+			if !known(n) {
+				return Config{}, fmt.Errorf("%w: unknown scenario %q; valid: all, %s", ErrUsage, n, strings.Join(Names, ", "))
+			}
+			cfg.Scenarios = append(cfg.Scenarios, n)
+		}
+	}
+	str := func(k, def string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	cfg.GateURL = str("GATE_URL", "http://127.0.0.1:8788")
+	cfg.App = str("GATE_APP", "bench")
+	cfg.QueenURL = str("QUEEN_URL", "http://127.0.0.1:6632")
+	cfg.KVNamespace = str("GATE_KV_NAMESPACE", "gate")
+	cfg.RedisAddr = str("BENCH_REDIS", "127.0.0.1:6379")
+	var err error
+	ints := []struct {
+		k   string
+		def int
+		dst *int
+	}{
+		{"BENCH_THREADS", 4, &cfg.Threads}, {"BENCH_BACKLOG", 30000, &cfg.Backlog}, {"BENCH_PEER_RATE", 2000, &cfg.PeerRate},
+	}
+	for _, e := range ints {
+		if *e.dst, err = positive(e.k, getenv(e.k), e.def); err != nil {
+			return Config{}, err
+		}
+	}
+	secs := []struct {
+		k   string
+		def int
+		dst *time.Duration
+	}{
+		{"BENCH_SECONDS", 10, &cfg.Seconds}, {"BENCH_WARMUP", 3, &cfg.Warmup}, {"BENCH_IDLE_SECONDS", 60, &cfg.IdleSeconds},
+	}
+	for _, e := range secs {
+		n, err := positive(e.k, getenv(e.k), e.def)
+		if err != nil {
+			return Config{}, err
+		}
+		*e.dst = time.Duration(n) * time.Second
+	}
+	if cfg.Conc, err = intList("BENCH_CONC", getenv("BENCH_CONC"), []int{1, 8, 32, 128}); err != nil {
+		return Config{}, err
+	}
+	if cfg.Batches, err = intList("BENCH_BATCHES", getenv("BENCH_BATCHES"), []int{1, 25, 200, 500}); err != nil {
+		return Config{}, err
+	}
+	cfg.Out, cfg.Log = os.Stdout, os.Stderr
+	return cfg, nil
+}
+
+func known(n string) bool {
+	for _, k := range Names {
+		if k == n {
+			return true
+		}
+	}
+	return false
+}
+
+func positive(k, v string, def int) (int, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%w: %s must be a whole number ≥ 1, got %q", ErrUsage, k, v)
+	}
+	return n, nil
+}
+
+func intList(k, v string, def []int) ([]int, error) {
+	if v == "" {
+		return def, nil
+	}
+	var out []int
+	for _, p := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%w: %s must be a comma list of whole numbers ≥ 1, got %q", ErrUsage, k, v)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,82 @@
+package load
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Summary is the --json document.
+type Summary struct {
+	Scenario Scenario `json:"scenario"`
+	App      string   `json:"application"`
+	Total    int      `json:"total"`
+	Seconds  int      `json:"seconds"`
+	Report
+}
+
+// WriteJSON writes the machine-readable summary.
+func WriteJSON(w io.Writer, cfg Config, r Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(Summary{Scenario: cfg.Scenario, App: cfg.App, Total: cfg.Total, Seconds: cfg.Seconds, Report: r})
+}
+
+// WriteText writes the human report: the declared ceiling, the figures, a
+// per-second table and each gate with its numbers.
+func WriteText(w io.Writer, cfg Config, r Report) {
+	p := r.Params
+	fmt.Fprintf(w, "== gate-e2e %s: declared %d per %d s = %d/s, %d sub-windows of %d per %d ms (fast ceiling %d, bulk ceiling %d)\n",
+		cfg.Scenario, p.Count, p.WindowS, p.Rate, p.WindowS, p.CountSub, p.TTLMs, p.FastCeiling, p.BulkCeiling)
+	var tot, peak int64
+	var drained []float64
+	for _, row := range r.Rows {
+		tot += row.Total
+		peak = max(peak, row.Total)
+		drained = append(drained, float64(row.Total))
+	}
+	fmt.Fprintf(w, "pushed %d; ADMITTED p50 %.0f/s (judged seconds with a fast backlog), peak %d/s, total %d\n", r.PushedTotal, r.AdmittedP50, r.AdmittedPeak, r.AdmittedTotal)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "sec\tfast\tbulk\ttotal\tcounter\tfast backlog\tbulk backlog\tbulk refused\trelay refusals\tjudged\t")
+	for _, row := range r.Rows {
+		ref := ""
+		if row.BulkRefused {
+			ref = "yes"
+		}
+		j := "yes"
+		if !row.Judged {
+			j = "no"
+			if row.Excused != "" {
+				j = row.Excused
+			}
+		}
+		ctr := "-"
+		if row.Counter >= 0 {
+			ctr = fmt.Sprint(row.Counter)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%d\t%s\t\n", row.Second, row.Fast, row.Bulk, row.Total, ctr, row.FastBacklog, row.BulkBacklog, ref, row.RelayRefusals, j)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "seconds bulk refused %d, of which fast still admitted %d\n", r.BulkRefusedSeconds, r.FastAdmittedWhileRefused)
+	fmt.Fprintf(w, "worst %d s window: %d vs declared %d (%.1f%%); fixed sub-windows allow at most %d (%.0f%%), our gate is that bound (the reference allowed 125%%)\n",
+		p.WindowS, r.WorstWindow, p.Count, 100*float64(r.WorstWindow)/float64(p.Count), r.SlidingBound, 100*float64(r.SlidingBound)/float64(p.Count))
+	a := r.Accounting
+	fmt.Fprintf(w, "sub-window accounting: %d windows seen, %d judged, %d exact, uncharged %d, lost %d, over ceiling %d\n", a.Windows, a.Judged, a.Exact, a.Uncharged, a.Lost, a.OverCeiling)
+	for _, g := range r.Gates {
+		fmt.Fprintf(w, "%-13s %-22s %s\n", "["+g.Status+"]", g.Name, g.Detail)
+	}
+	verdict := "PASS"
+	if !r.Pass {
+		var failed []string
+		for _, g := range r.Gates {
+			if !g.Pass {
+				failed = append(failed, g.Name)
+			}
+		}
+		verdict = "FAIL (" + strings.Join(failed, ", ") + ")"
+	}
+	fmt.Fprintf(w, "== %s at %s\n", verdict, time.Now().UTC().Format(time.RFC3339))
+}

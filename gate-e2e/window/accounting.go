@@ -1,0 +1,253 @@
+package window
+
+import (
+	"slices"
+	"sort"
+)
+
+// Sample is one read of a budget counter (a kv getMany row).
+type Sample struct {
+	// AtMs is when the read was answered, epoch milliseconds.
+	AtMs int64
+	// Value is the counter's value.
+	Value int64
+	// ExpiresAtMs is the row's expiry, epoch milliseconds; 0 means the key
+	// was absent (no live window), and such samples are ignored.
+	ExpiresAtMs int64
+}
+
+// Window is one kv sub-window of a counter as the samples saw it, with the
+// items attributed to it.
+type Window struct {
+	// StartMs and EndMs bound the window: EndMs is the row's expiry and
+	// StartMs is EndMs minus the sub-window TTL (or the first sighting for
+	// a breaker window).
+	StartMs, EndMs int64
+	// Final is the last value read while the window was live.
+	Final int64
+	// FirstSeenMs and LastSeenMs are the first and last reads of it.
+	FirstSeenMs, LastSeenMs int64
+	// Samples is how many reads saw it.
+	Samples int
+	// Forwarded is how many items were attributed to it.
+	Forwarded int64
+	// Shifted is how many of those were stamped just after the next window
+	// opened and moved back here by the boundary reconciliation.
+	Shifted int64
+	// Breaker is set when the row lived longer than one sub-window: a
+	// backoff wrote it (value and expiry), not an admission.
+	Breaker bool
+	// Cut is set when the next row appeared before this one's expiry (a
+	// backoff or a delete replaced it mid-window).
+	Cut bool
+	// Judged is set when the window lies inside the judged span and is
+	// neither Breaker, Cut nor Unsure.
+	Judged bool
+	// Unsure is set when items stamped after the last read could have been
+	// charged after it, so Final may be stale and a surplus proves nothing.
+	Unsure bool
+
+	stamps []int64
+}
+
+// Exact reports whether the items forwarded in the window equal its final
+// counter value.
+func (w *Window) Exact() bool { return w.Forwarded == w.Final }
+
+// AccountParams configures Account.
+type AccountParams struct {
+	// TTLMs is the sub-window length (window_sub_seconds × 1000).
+	TTLMs int64
+	// Ceiling is the most one sub-window may admit (count_sub × the widest
+	// share, i.e. count_sub).
+	Ceiling int64
+	// JudgeFromMs and JudgeToMs bound the span whose windows are judged:
+	// windows must start at or after From and end at or before To.
+	JudgeFromMs, JudgeToMs int64
+	// SlackMs bounds the boundary reconciliation: an item stamped less than
+	// SlackMs after a window opened may be moved back to the previous window
+	// when that window is short by as many items (0 = 500 ms).
+	SlackMs int64
+	// BreakerSlackMs is how much longer than TTLMs a row may be seen live
+	// before it counts as written by a backoff (0 = 250 ms).
+	BreakerSlackMs int64
+}
+
+// Accounting is the per-sub-window verdict.
+type Accounting struct {
+	// Windows are every window the samples saw, in time order.
+	Windows []Window
+	// Judged and Exact count judged windows and those where forwarded ==
+	// final.
+	Judged, Exact int
+	// Uncharged is Σ(forwarded − final) over judged windows where more
+	// items left than the counter recorded: admission without a charge.
+	Uncharged int64
+	// Lost is Σ(final − forwarded) over judged windows where the counter
+	// recorded more than left: a charge without a delivery (over-counting,
+	// safe for the vendor but lost capacity).
+	Lost int64
+	// OverCeiling counts windows (judged or not, breaker excepted) whose
+	// final value or forwarded count exceeds the ceiling.
+	OverCeiling int
+	// MaxFinal and MaxForwarded are the largest final value and forwarded
+	// count of any non-breaker window.
+	MaxFinal, MaxForwarded int64
+	// Shifted is how many items the boundary reconciliation moved back.
+	Shifted int64
+	// Unattributed counts stamps before the first window.
+	Unattributed int
+	// Skipped counts windows not judged (outside the span, breaker, cut,
+	// or unsure).
+	Skipped int
+}
+
+// Account groups counter samples into windows (one per distinct expiry),
+// attributes every commit stamp to the last window that opened at or before
+// it (a stamp is taken after the charge, so an item belongs to the window
+// open when it was stamped, or to the one before if none opened since),
+// moves items stamped just after a boundary back to a window short by as
+// many, and judges every window inside the span: forwarded must equal the
+// final counter value, and neither may exceed the ceiling.
+func Account(samples []Sample, stamps []int64, p AccountParams) Accounting {
+	if p.SlackMs <= 0 {
+		p.SlackMs = 500
+	}
+	if p.BreakerSlackMs <= 0 {
+		p.BreakerSlackMs = 250
+	}
+	ws := Windows(samples, p.TTLMs, p.BreakerSlackMs)
+	var acc Accounting
+	starts := make([]int64, len(ws))
+	for i := range ws {
+		starts[i] = ws[i].StartMs
+	}
+	for _, t := range stamps {
+		i := sort.Search(len(starts), func(i int) bool { return starts[i] > t }) - 1
+		if i < 0 {
+			acc.Unattributed++
+			continue
+		}
+		ws[i].stamps = append(ws[i].stamps, t)
+	}
+	for i := range ws {
+		slices.Sort(ws[i].stamps)
+		ws[i].Forwarded = int64(len(ws[i].stamps))
+	}
+	// Boundary reconciliation: the relay stamps after it charges, so an item
+	// charged at the very end of window i can be stamped after window i+1
+	// opened. Move at most the shortfall of i, and only stamps within SlackMs
+	// of i+1's start.
+	for i := 0; i+1 < len(ws); i++ {
+		a, b := &ws[i], &ws[i+1]
+		if a.Breaker || b.Breaker {
+			continue
+		}
+		short, extra := a.Final-a.Forwarded, b.Forwarded-b.Final
+		if short <= 0 || extra <= 0 {
+			continue
+		}
+		k := min(short, extra)
+		moved := int64(0)
+		for moved < k && moved < int64(len(b.stamps)) && b.stamps[moved] < b.StartMs+p.SlackMs {
+			moved++
+		}
+		if moved == 0 {
+			continue
+		}
+		a.stamps = append(a.stamps, b.stamps[:moved]...)
+		b.stamps = b.stamps[moved:]
+		a.Forwarded += moved
+		b.Forwarded -= moved
+		a.Shifted += moved
+		acc.Shifted += moved
+	}
+	for i := range ws {
+		w := &ws[i]
+		if !w.Breaker {
+			acc.MaxFinal = max(acc.MaxFinal, w.Final)
+			acc.MaxForwarded = max(acc.MaxForwarded, w.Forwarded)
+			if p.Ceiling > 0 && (w.Final > p.Ceiling || w.Forwarded > p.Ceiling) {
+				acc.OverCeiling++
+			}
+		}
+		if w.Forwarded > w.Final && len(w.stamps) > 0 && w.stamps[len(w.stamps)-1] > w.LastSeenMs {
+			w.Unsure = true
+		}
+		inSpan := w.StartMs >= p.JudgeFromMs && w.EndMs <= p.JudgeToMs
+		w.Judged = inSpan && !w.Breaker && !w.Cut && !w.Unsure
+		if !w.Judged {
+			acc.Skipped++
+			continue
+		}
+		acc.Judged++
+		switch {
+		case w.Forwarded == w.Final:
+			acc.Exact++
+		case w.Forwarded > w.Final:
+			acc.Uncharged += w.Forwarded - w.Final
+		default:
+			acc.Lost += w.Final - w.Forwarded
+		}
+	}
+	for i := range ws {
+		ws[i].stamps = nil
+	}
+	acc.Windows = ws
+	return acc
+}
+
+// Windows groups samples by expiry into windows in time order. A row seen
+// live more than ttlMs + breakerSlackMs before its expiry is a breaker
+// window; a window whose successor opened before its expiry is cut.
+func Windows(samples []Sample, ttlMs, breakerSlackMs int64) []Window {
+	byEnd := map[int64]*Window{}
+	for _, s := range samples {
+		if s.ExpiresAtMs <= 0 || s.AtMs >= s.ExpiresAtMs {
+			continue
+		}
+		w, ok := byEnd[s.ExpiresAtMs]
+		if !ok {
+			w = &Window{EndMs: s.ExpiresAtMs, FirstSeenMs: s.AtMs, LastSeenMs: s.AtMs, Final: s.Value}
+			byEnd[s.ExpiresAtMs] = w
+		}
+		w.Samples++
+		if s.AtMs < w.FirstSeenMs {
+			w.FirstSeenMs = s.AtMs
+		}
+		if s.AtMs >= w.LastSeenMs {
+			w.LastSeenMs = s.AtMs
+			w.Final = s.Value
+		}
+	}
+	out := make([]Window, 0, len(byEnd))
+	for _, w := range byEnd {
+		w.StartMs = w.EndMs - ttlMs
+		if w.FirstSeenMs < w.StartMs-breakerSlackMs {
+			w.Breaker = true
+			w.StartMs = w.FirstSeenMs
+		}
+		out = append(out, *w)
+	}
+	slices.SortFunc(out, func(a, b Window) int {
+		if a.StartMs != b.StartMs {
+			if a.StartMs < b.StartMs {
+				return -1
+			}
+			return 1
+		}
+		if a.EndMs < b.EndMs {
+			return -1
+		}
+		if a.EndMs > b.EndMs {
+			return 1
+		}
+		return 0
+	})
+	for i := 0; i+1 < len(out); i++ {
+		if out[i+1].StartMs < out[i].EndMs-breakerSlackMs || out[i+1].Breaker {
+			out[i].Cut = true
+		}
+	}
+	return out
+}

@@ -1,0 +1,4 @@
+// Package config reads gate-relay's knobs from the environment: every knob
+// has a default and a clamp, and a value that is not a number where one is
+// needed is a startup error naming the knob.
+package config

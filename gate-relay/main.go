@@ -1,0 +1,39 @@
+// Command gate-relay is Gate's data plane: it makes declared ceilings true
+// by relaying work from ingress to egress queues through kv-charged
+// admission. See README.md for its knobs, subjects and metrics.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/queen-mq/gate/gate-relay/config"
+	"github.com/queen-mq/gate/gate-relay/relay"
+)
+
+func main() {
+	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gate-relay: bad configuration:\n%v\n", err)
+		os.Exit(2)
+	}
+	if cfg.Replica == "" {
+		host, _ := os.Hostname()
+		cfg.Replica = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(strings.ToLower(cfg.LogLevel)))
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := relay.Run(ctx, cfg, log); err != nil {
+		log.Error("gate-relay failed", "err", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,129 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/queen-mq/gate/libs/store"
+)
+
+// Source is what the endpoints read.
+type Source interface {
+	Snapshot() store.RelayStatus
+}
+
+// counterDescs lists every stage counter exported, as
+// gate_relay_stage_<name>_total.
+var counterNames = []string{"popped", "admitted", "deferred", "parked", "released", "forwarded", "commits",
+	"duplicates", "foreign", "deadlettered", "leaked", "wedged", "cost_admitted"}
+
+func counterValues(c store.Counters) []int64 {
+	return []int64{c.Popped, c.Admitted, c.Deferred, c.Parked, c.Released, c.Forwarded, c.Commits,
+		c.Duplicates, c.Foreign, c.Deadlettered, c.Leaked, c.Wedged, c.CostAdmitted}
+}
+
+// collector exports the relay's counters at scrape time.
+type collector struct {
+	src     Source
+	descs   []*prometheus.Desc
+	running *prometheus.Desc
+}
+
+func newCollector(src Source) *collector {
+	c := &collector{src: src}
+	labels := []string{"app", "graph", "path", "node"}
+	for _, n := range counterNames {
+		c.descs = append(c.descs, prometheus.NewDesc("gate_relay_stage_"+n+"_total", "Stage counter "+n+" on this replica (lifetime of the graph runtime).", labels, nil))
+	}
+	c.running = prometheus.NewDesc("gate_relay_graph_running", "1 when the graph's stages run on this replica.", []string{"app", "graph", "version"}, nil)
+	return c
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+	ch <- c.running
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.src.Snapshot()
+	for _, g := range st.Graphs {
+		v := 0.0
+		if g.Running {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, v, g.App, g.Graph, jsonInt(g.Version))
+		for _, s := range g.Stages {
+			for i, val := range counterValues(s.Counters) {
+				ch <- prometheus.MustNewConstMetric(c.descs[i], prometheus.CounterValue, float64(val), g.App, g.Graph, s.Path, s.Node)
+			}
+		}
+	}
+}
+
+func jsonInt(v int64) string { b, _ := json.Marshal(v); return string(b) }
+
+// Handler returns the mux of /health and /metrics.
+func Handler(src Source) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(src))
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		st := src.Snapshot()
+		type graph struct {
+			App     string `json:"application"`
+			Graph   string `json:"graph"`
+			Version int64  `json:"version"`
+			Running bool   `json:"running"`
+			Error   string `json:"error,omitempty"`
+		}
+		out := struct {
+			Status  string  `json:"status"`
+			Replica string  `json:"replica"`
+			Graphs  []graph `json:"graphs"`
+		}{Status: "ok", Replica: st.Replica, Graphs: []graph{}}
+		for _, g := range st.Graphs {
+			out.Graphs = append(out.Graphs, graph{g.App, g.Graph, g.Version, g.Running, g.Error})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	return mux
+}
+
+// Serve listens on bind and serves Handler until ctx ends (then shuts down
+// within a second). The listener is bound before Serve returns its first
+// error, so a busy port fails the start.
+func Serve(ctx context.Context, bind string, src Source, log *slog.Logger) (<-chan error, error) {
+	ln, err := net.Listen("tcp", bind)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: Handler(src), ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan error, 1)
+	go func() {
+		err := srv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		done <- err
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	log.Info("serving /health and /metrics", "bind", ln.Addr().String())
+	return done, nil
+}

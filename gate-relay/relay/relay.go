@@ -1,0 +1,309 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/queen-mq/gate/gate-relay/denial"
+	"github.com/queen-mq/gate/gate-relay/stage"
+	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/store"
+)
+
+// Config is what a Relay runs with. Zero durations take the knob defaults.
+type Config struct {
+	// Client is the broker; Store reads documents from its kv namespace
+	// (the same namespace holds the counters).
+	Client *queen.Client
+	Store  *store.Store
+	// Replica is this replica's id.
+	Replica string
+	// StageBatch, StageConcurrency and LaneCapacity are the compile knobs
+	// (0 = defaults, derived workers).
+	StageBatch, StageConcurrency, LaneCapacity int
+	// Lease, PollTimeout and MaxPark are the stage knobs.
+	Lease, PollTimeout, MaxPark time.Duration
+	// InteriorSeedSkew seeds new interior groups at start − skew.
+	InteriorSeedSkew time.Duration
+	// RetryLimit is configured on Gate-owned queues.
+	RetryLimit int
+	// Reconcile is the full re-read period; SignalPoll the change-signal
+	// read period.
+	Reconcile, SignalPoll time.Duration
+	// Clock is for park arithmetic (default wall clock).
+	Clock stage.Clock
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Observer sees committed settles; BudgetObserver sees applied counter
+	// writes. Both optional (tests, Watch recorders).
+	Observer       stage.Observer
+	BudgetObserver budget.Observer
+}
+
+// Relay runs every stored graph on this replica. Build with New, run with
+// Start; cancelling Start's context stops every graph, and Stopped closes
+// when all stages have returned.
+type Relay struct {
+	cfg     Config
+	client  *queen.Client
+	store   *store.Store
+	limiter *budget.Limiter
+	denials *denial.Ring
+	log     *slog.Logger
+
+	mu       sync.Mutex
+	graphs   map[string]*runtime
+	lastErrs map[string]string
+	stopped  chan struct{}
+	kick     chan struct{}
+}
+
+// New checks cfg and returns a Relay ready to Start.
+func New(cfg Config) (*Relay, error) {
+	if cfg.Client == nil || cfg.Store == nil {
+		return nil, errors.New("relay: Client and Store are required")
+	}
+	if cfg.Replica == "" {
+		return nil, errors.New("relay: Replica is required")
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 10 * time.Second
+	}
+	if cfg.PollTimeout <= 0 {
+		cfg.PollTimeout = 30 * time.Second
+	}
+	if cfg.Reconcile <= 0 {
+		cfg.Reconcile = 15 * time.Second
+	}
+	if cfg.SignalPoll <= 0 {
+		cfg.SignalPoll = 500 * time.Millisecond
+	}
+	if cfg.RetryLimit < 0 {
+		cfg.RetryLimit = 3
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = stage.SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Relay{
+		cfg: cfg, client: cfg.Client, store: cfg.Store,
+		limiter: &budget.Limiter{KV: cfg.Client, NS: cfg.Store.Namespace(), Observer: cfg.BudgetObserver},
+		denials: &denial.Ring{}, log: cfg.Logger,
+		graphs: map[string]*runtime{}, lastErrs: map[string]string{},
+		stopped: make(chan struct{}), kick: make(chan struct{}, 1),
+	}, nil
+}
+
+// Denials is the process-wide denial ring.
+func (r *Relay) Denials() *denial.Ring { return r.denials }
+
+// Replica is this replica's id.
+func (r *Relay) Replica() string { return r.cfg.Replica }
+
+// Stopped is closed once Start's context ended and every graph stopped.
+func (r *Relay) Stopped() <-chan struct{} { return r.stopped }
+
+// Reconcile asks for a reconcile pass now (it runs on the relay's loop).
+func (r *Relay) Reconcile() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Start restores every stored graph and then reconciles on the period and
+// on the change signal until ctx ends, when it stops every graph.
+func (r *Relay) Start(ctx context.Context) {
+	go r.loop(ctx)
+}
+
+func (r *Relay) loop(ctx context.Context) {
+	defer close(r.stopped)
+	defer r.stopAll()
+	rev, _ := r.revision(ctx)
+	r.reconcile(ctx)
+	full := time.NewTicker(r.cfg.Reconcile)
+	defer full.Stop()
+	signal := time.NewTicker(r.cfg.SignalPoll)
+	defer signal.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-full.C:
+			rev, _ = r.revision(ctx)
+			r.reconcile(ctx)
+		case <-r.kick:
+			rev, _ = r.revision(ctx)
+			r.reconcile(ctx)
+		case <-signal.C:
+			now, err := r.revision(ctx)
+			if err == nil && now != rev {
+				rev = now
+				r.reconcile(ctx)
+			}
+		}
+	}
+}
+
+func (r *Relay) revision(ctx context.Context) (int64, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return r.store.Revision(cctx)
+}
+
+func graphKey(app, graph string) string { return app + "/" + graph }
+
+// reconcile is one pass: read the whole store (a failed read changes
+// nothing), re-declare changed or not-running graphs, stop graphs deleted
+// from a complete listing, start stored graphs not running here.
+func (r *Relay) reconcile(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	listing, err := r.store.List(lctx)
+	cancel()
+	if err != nil {
+		r.log.Warn("reading the store failed; keeping what runs", "err", err)
+		return
+	}
+	stored := map[string]store.Document{}
+	for _, d := range listing.Documents {
+		k := graphKey(d.App, d.Graph)
+		if prev, ok := stored[k]; ok && !prev.Legacy {
+			continue
+		}
+		stored[k] = d
+	}
+	r.mu.Lock()
+	keys := make([]string, 0, len(r.graphs))
+	for k := range r.graphs {
+		keys = append(keys, k)
+	}
+	r.mu.Unlock()
+	for _, k := range keys {
+		if _, ok := stored[k]; ok || !listing.Complete {
+			continue
+		}
+		r.mu.Lock()
+		rt := r.graphs[k]
+		delete(r.graphs, k)
+		r.mu.Unlock()
+		r.stop(rt)
+		r.log.Info("graph removed from the store; stopped", "app", rt.app, "graph", rt.graph)
+	}
+	names := make([]string, 0, len(stored))
+	for k := range stored {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if ctx.Err() != nil {
+			return
+		}
+		doc := stored[k]
+		r.mu.Lock()
+		old := r.graphs[k]
+		r.mu.Unlock()
+		if old != nil && old.running.Load() && bytes.Equal(old.body, doc.Body) {
+			continue
+		}
+		r.declare(ctx, k, old, doc)
+	}
+}
+
+// declare starts doc, swapping out old (stop old → start new; if the new
+// start fails, the old document is restarted).
+func (r *Relay) declare(ctx context.Context, k string, old *runtime, doc store.Document) {
+	if old != nil {
+		old.wasRunning = old.running.Load()
+		r.stop(old)
+	}
+	rt, err := r.start(ctx, doc)
+	if err != nil {
+		if r.lastErrs[k] != err.Error() {
+			r.log.Error("graph did not start", "app", doc.App, "graph", doc.Graph, "err", err)
+			r.lastErrs[k] = err.Error()
+		}
+		if old != nil && old.wasRunning {
+			prev := store.Document{App: old.app, Graph: old.graph, Body: old.body, Legacy: old.legacy}
+			if back, err2 := r.start(ctx, prev); err2 == nil {
+				back.err = "the stored document did not start; the previous one runs: " + err.Error()
+				r.mu.Lock()
+				r.graphs[k] = back
+				r.mu.Unlock()
+				return
+			}
+		}
+		r.mu.Lock()
+		r.graphs[k] = rt
+		r.mu.Unlock()
+		return
+	}
+	delete(r.lastErrs, k)
+	r.mu.Lock()
+	r.graphs[k] = rt
+	r.mu.Unlock()
+}
+
+// stop cancels rt's stages and awaits them for poll timeout + 2 s.
+func (r *Relay) stop(rt *runtime) {
+	if rt == nil {
+		return
+	}
+	rt.cancelStages()
+	if !rt.await(r.cfg.PollTimeout + 2*time.Second) {
+		r.log.Warn("graph stages did not stop in time; detached", "app", rt.app, "graph", rt.graph)
+	}
+	rt.running.Store(false)
+}
+
+// stopAll cancels every graph first, then awaits them.
+func (r *Relay) stopAll() {
+	r.mu.Lock()
+	all := make([]*runtime, 0, len(r.graphs))
+	for _, rt := range r.graphs {
+		all = append(all, rt)
+	}
+	r.graphs = map[string]*runtime{}
+	r.mu.Unlock()
+	for _, rt := range all {
+		rt.cancelStages()
+	}
+	deadline := time.Now().Add(r.cfg.PollTimeout + 2*time.Second)
+	for _, rt := range all {
+		if !rt.await(max(time.Until(deadline), 0)) {
+			r.log.Warn("graph stages did not stop in time; detached", "app", rt.app, "graph", rt.graph)
+		}
+		rt.running.Store(false)
+	}
+}
+
+// Snapshot is this replica's status: the graphs it runs with their
+// per-stage counters, and the newest denials.
+func (r *Relay) Snapshot() store.RelayStatus {
+	r.mu.Lock()
+	all := make([]*runtime, 0, len(r.graphs))
+	for _, rt := range r.graphs {
+		all = append(all, rt)
+	}
+	r.mu.Unlock()
+	st := store.RelayStatus{Replica: r.cfg.Replica, At: time.Now().UnixMilli()}
+	for _, rt := range all {
+		st.Graphs = append(st.Graphs, rt.status())
+	}
+	sort.Slice(st.Graphs, func(i, j int) bool {
+		return graphKey(st.Graphs[i].App, st.Graphs[i].Graph) < graphKey(st.Graphs[j].App, st.Graphs[j].Graph)
+	})
+	st.Denials = r.denials.Newest(store.MaxStatusDenials)
+	return st
+}

@@ -1,0 +1,79 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/queen-mq/gate/gate-relay/config"
+	"github.com/queen-mq/gate/gate-relay/ops"
+	"github.com/queen-mq/gate/gate-relay/status"
+	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/store"
+)
+
+// Run is the whole gate-relay process: it runs every stored graph, writes
+// the replica's status, serves /health and /metrics, and fans out to NATS
+// when configured, until ctx ends (SIGTERM). Then it stops popping,
+// finishes or releases the claims in flight and returns within the poll
+// timeout plus two seconds.
+func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	client, err := queen.New(cfg.QueenURL)
+	if err != nil {
+		return fmt.Errorf("QUEEN_URL: %w", err)
+	}
+	st := store.New(client, cfg.KVNamespace)
+	r, err := New(Config{
+		Client: client, Store: st, Replica: cfg.Replica,
+		StageBatch: cfg.StageBatch, StageConcurrency: cfg.StageConcurrency, LaneCapacity: cfg.LaneCapacity,
+		Lease: cfg.Lease, PollTimeout: cfg.PollTimeout, MaxPark: cfg.MaxPark,
+		InteriorSeedSkew: cfg.InteriorSeedSkew, RetryLimit: cfg.RetryLimit,
+		Reconcile: cfg.Reconcile, SignalPoll: cfg.SignalPoll, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served, err := ops.Serve(runCtx, cfg.Bind, r, log)
+	if err != nil {
+		return fmt.Errorf("GATE_RELAY_BIND=%s: %w", cfg.Bind, err)
+	}
+	var nc *nats.Conn
+	if cfg.NATSURL != "" {
+		nc, err = nats.Connect(cfg.NATSURL, nats.Name("gate-relay "+cfg.Replica), nats.MaxReconnects(-1))
+		if err != nil {
+			log.Warn("NATS is unreachable; the relay runs without live fan-out (status still goes to kv)", "url", cfg.NATSURL, "err", err)
+			nc = nil
+		} else {
+			defer nc.Close()
+			log.Info("publishing counters and denials on NATS", "url", cfg.NATSURL, "subjects", status.CountersSubject+".{app}.{graph}, "+status.DenialsSubject+".{app}.{graph}")
+		}
+	} else {
+		log.Info("GATE_NATS_URL is not set: no live fan-out; status is shared through kv only")
+	}
+	log.Info("gate-relay starting", "replica", cfg.Replica, "queen", cfg.QueenURL, "namespace", cfg.KVNamespace)
+	r.Start(runCtx)
+	pub := &status.Publisher{Store: st, Source: r, Period: cfg.StatusPeriod, NATS: nc, Logger: log}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		pub.Run(runCtx)
+	}()
+	select {
+	case <-ctx.Done():
+	case err = <-served:
+		if err != nil {
+			err = fmt.Errorf("serving %s: %w", cfg.Bind, err)
+		}
+	}
+	cancel()
+	<-r.Stopped()
+	wg.Wait()
+	log.Info("gate-relay stopped", "replica", cfg.Replica)
+	return err
+}

@@ -1,0 +1,175 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/queen-mq/gate/gate-relay/stage"
+	"github.com/queen-mq/gate/libs/declare"
+	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/store"
+)
+
+// completedRetentionSeconds is how long Gate-owned queues keep completed
+// messages (30 days).
+const completedRetentionSeconds = 2_592_000
+
+// runtime is one running graph.
+type runtime struct {
+	app, graph string
+	body       []byte
+	legacy     bool
+	plan       *plan.Plan
+	stages     []*stage.Stage
+	cancel     context.CancelFunc
+	started    time.Time
+	running    atomic.Bool
+	wasRunning bool
+	err        string
+}
+
+// compile compiles a stored document with this replica's knobs, probing
+// application-owned ingress queues for their partition count.
+func (r *Relay) compile(ctx context.Context, doc store.Document) (*plan.Plan, error) {
+	opts := plan.Options{StageBatch: r.cfg.StageBatch, StageConcurrency: r.cfg.StageConcurrency, LaneCapacity: r.cfg.LaneCapacity}
+	in := declare.Input{App: doc.App, Name: doc.Graph, Body: doc.Body, Target: doc.Legacy, Options: opts}
+	res, err := declare.Compile(in)
+	if err != nil {
+		return nil, fmt.Errorf("document %s is unreadable: %w", doc.Key, err)
+	}
+	if res.Plan == nil {
+		return nil, fmt.Errorf("document %s is refused by the compiler: %v", doc.Key, res.Errors())
+	}
+	observed := map[string]uint32{}
+	for _, q := range res.Plan.Queues {
+		if q.Kind != plan.KindIngressYours {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		info, err := r.client.Queue(cctx, q.Name)
+		cancel()
+		if err == nil && len(info.Partitions) > 0 {
+			observed[q.Name] = uint32(len(info.Partitions))
+		}
+	}
+	if len(observed) == 0 {
+		return res.Plan, nil
+	}
+	in.Options.ObservedPartitions = observed
+	res, err = declare.Compile(in)
+	if err != nil || res.Plan == nil {
+		return nil, fmt.Errorf("document %s: recompiling with observed partitions failed: %v %v", doc.Key, err, res.Errors())
+	}
+	return res.Plan, nil
+}
+
+// provision configures Gate-owned queues (lease, retry limit, retention)
+// and creates absent egress queues; application-owned ingress queues are
+// never touched.
+func (r *Relay) provision(ctx context.Context, p *plan.Plan) error {
+	for _, q := range p.Queues {
+		switch {
+		case q.OwnedByGate:
+			o := queen.DefaultQueueOptions()
+			o.LeaseTime = queen.Int(int64(queen.CeilSeconds(r.cfg.Lease)))
+			o.RetryLimit = queen.Int(int64(r.cfg.RetryLimit))
+			o.RetentionEnabled = queen.Bool(true)
+			o.CompletedRetentionSeconds = queen.Int(completedRetentionSeconds)
+			o.RetentionSeconds = queen.Int(0)
+			o.MaxWaitTimeSeconds = queen.Int(0)
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_, err := r.client.Configure(cctx, queen.ConfigureRequest{Queue: q.Name, Namespace: p.Namespace, Options: o})
+			cancel()
+			if err != nil {
+				return fmt.Errorf("configuring queue %s: %w", q.Name, err)
+			}
+		case q.Kind == plan.KindEgress:
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			if _, err := r.client.Queue(cctx, q.Name); queen.IsNotFound(err) {
+				_, _ = r.client.Configure(cctx, queen.ConfigureRequest{Queue: q.Name})
+			}
+			cancel()
+		}
+	}
+	return nil
+}
+
+// start compiles, provisions and spawns every stage of doc. The runtime's
+// start instant is taken before provisioning; interior groups are seeded
+// at it minus the skew.
+func (r *Relay) start(ctx context.Context, doc store.Document) (*runtime, error) {
+	rt := &runtime{app: doc.App, graph: doc.Graph, body: bytes.Clone(doc.Body), legacy: doc.Legacy, started: time.Now()}
+	p, err := r.compile(ctx, doc)
+	if err != nil {
+		rt.err = err.Error()
+		return rt, err
+	}
+	rt.plan = p
+	if err := r.provision(ctx, p); err != nil {
+		rt.err = err.Error()
+		return rt, err
+	}
+	seed := rt.started.Add(-r.cfg.InteriorSeedSkew)
+	var stages []*stage.Stage
+	for i := range p.Stages {
+		st := p.Stages[i]
+		s, err := stage.New(stage.Config{
+			App: p.Application, Graph: p.Graph, Stage: st, Node: p.Node(st.Node),
+			Client: r.client, Limiter: r.limiter, Lease: r.cfg.Lease, PollTimeout: r.cfg.PollTimeout,
+			MaxPark: r.cfg.MaxPark, SeedFrom: seed, Clock: r.cfg.Clock, Logger: r.log,
+			Denials: r.denials, Observer: r.cfg.Observer,
+		})
+		if err != nil {
+			rt.err = err.Error()
+			return rt, err
+		}
+		stages = append(stages, s)
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	for _, s := range stages {
+		s.Start(sctx)
+	}
+	rt.stages, rt.cancel = stages, cancel
+	rt.running.Store(true)
+	r.log.Info("graph running", "app", p.Application, "graph", p.Graph, "version", p.Version, "stages", len(stages), "workers", p.TotalWorkers())
+	return rt, nil
+}
+
+// cancelStages signals every stage of rt to stop (no new pops; parks end
+// and release their claims; calls in flight finish).
+func (rt *runtime) cancelStages() {
+	if rt.cancel != nil {
+		rt.cancel()
+	}
+}
+
+// await waits for every stage to return, at most timeout in total
+// (stragglers are detached and logged by the caller).
+func (rt *runtime) await(timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for _, s := range rt.stages {
+		select {
+		case <-s.Stopped():
+		case <-deadline.C:
+			return false
+		}
+	}
+	return true
+}
+
+// status renders rt for the replica's status document.
+func (rt *runtime) status() store.GraphStatus {
+	g := store.GraphStatus{App: rt.app, Graph: rt.graph, Running: rt.running.Load(), Error: rt.err, Started: rt.started.UnixMilli()}
+	if rt.plan != nil {
+		g.Version = int64(rt.plan.Version)
+	}
+	for _, s := range rt.stages {
+		g.Stages = append(g.Stages, s.Status())
+	}
+	return g
+}

@@ -1,0 +1,287 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/queen-mq/gate/gate-relay/denial"
+	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/store"
+)
+
+// Clock tells the time used for park and backoff arithmetic (the windows
+// themselves are the broker's kv TTLs).
+type Clock interface{ Now() time.Time }
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// Fixed stage constants (gate-runtime §8.2).
+const (
+	// RenewEvery is the lease renewal period while a handler runs; a
+	// shorter lease renews at a third of its length.
+	RenewEvery = 3 * time.Second
+	// PrefixAttempts is the initial prefix charge plus two retries.
+	PrefixAttempts = 3
+	// ParkRecheck caps one park sleep, so a lifted backoff (its counters
+	// deleted) resumes within about a second instead of at the window end
+	// the handler first saw.
+	ParkRecheck = time.Second
+	// WedgeAttempts is how many ack rejections at one head escalate.
+	WedgeAttempts = 5
+	// callTimeout bounds one kv call or transaction of a handler.
+	callTimeout = 15 * time.Second
+)
+
+// Settled describes one committed settle, for an Observer.
+type Settled struct {
+	App, Graph, Path, Node string
+	// Partition is the source partition.
+	Partition string
+	// Items and Cost are what was forwarded.
+	Items int
+	Cost  int64
+	// Windows are the counters the items were charged to, with the window
+	// end their charge's getMany reported (zero when unknown).
+	Windows []Window
+	// At is when the commit was acknowledged.
+	At time.Time
+}
+
+// Window is one charged counter of a settle.
+type Window struct {
+	Key string
+	// ExpiresAt is the window's end as the charge's getMany read it.
+	ExpiresAt time.Time
+	// Post is the value the charge left on the counter.
+	Post int64
+}
+
+// Observer sees every committed settle (Watch recorders, tests). It is
+// called synchronously on the handler's goroutine and must be quick.
+type Observer func(Settled)
+
+// Config is everything one stage needs. Zero durations take the knob
+// defaults (lease 10 s, poll 30 s, park 30 s).
+type Config struct {
+	// App and Graph name the graph; Stage is the compiled stage and Node its
+	// node's entry (budgets and cost rule).
+	App, Graph string
+	Stage      plan.Stage
+	Node       *plan.Node
+	// Client is the broker; Limiter charges the node's counters.
+	Client  *queen.Client
+	Limiter *budget.Limiter
+	// Lease is GATE_LEASE_SECONDS; PollTimeout GATE_POLL_TIMEOUT_SECONDS;
+	// MaxPark GATE_MAX_PARK_MS.
+	Lease       time.Duration
+	PollTimeout time.Duration
+	MaxPark     time.Duration
+	// SeedFrom is the subscriptionFrom of a new group on an interior
+	// source (runtime start − skew); ignored for ingress sources.
+	SeedFrom time.Time
+	// Clock defaults to the wall clock; Logger to slog.Default().
+	Clock  Clock
+	Logger *slog.Logger
+	// Denials receives full-window refusals; nil keeps none.
+	Denials *denial.Ring
+	// Observer sees committed settles; nil observes nothing.
+	Observer Observer
+}
+
+// Stage runs one consumer with its workers. Build it with New, run it
+// with Start, stop it by cancelling Start's context; Stopped closes when
+// every worker has returned.
+type Stage struct {
+	cfg     Config
+	log     *slog.Logger
+	c       counters
+	refusal atomic.Pointer[store.Refusal]
+	wedgeMu sync.Mutex
+	wedge   *store.Wedge
+	wg      sync.WaitGroup
+	stopped chan struct{}
+	started atomic.Bool
+}
+
+// New validates cfg and returns a stage ready to Start.
+func New(cfg Config) (*Stage, error) {
+	if cfg.Client == nil || cfg.Limiter == nil || cfg.Node == nil {
+		return nil, errors.New("stage: Client, Limiter and Node are required")
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 10 * time.Second
+	}
+	if cfg.PollTimeout <= 0 {
+		cfg.PollTimeout = 30 * time.Second
+	}
+	if cfg.MaxPark < 0 {
+		cfg.MaxPark = 0
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	log := cfg.Logger.With("app", cfg.App, "graph", cfg.Graph, "path", cfg.Stage.Path, "node", cfg.Stage.Node, "queue", cfg.Stage.Source, "group", cfg.Stage.Group)
+	return &Stage{cfg: cfg, log: log, stopped: make(chan struct{})}, nil
+}
+
+// Start spawns the stage's workers; they run until ctx is cancelled. A
+// second Start does nothing.
+func (s *Stage) Start(ctx context.Context) {
+	if !s.started.CompareAndSwap(false, true) {
+		return
+	}
+	n := max(int(s.cfg.Stage.Concurrency), 1)
+	for i := 0; i < n; i++ {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.work(ctx, i)
+		}()
+	}
+	go func() {
+		s.wg.Wait()
+		close(s.stopped)
+	}()
+}
+
+// Stopped is closed when every worker has returned (after Start's context
+// was cancelled and claims in flight were settled or released).
+func (s *Stage) Stopped() <-chan struct{} { return s.stopped }
+
+// Status is the stage's counters, last refusal and wedge record.
+func (s *Stage) Status() store.StageStatus {
+	st := store.StageStatus{
+		Path: s.cfg.Stage.Path, Node: s.cfg.Stage.Node, Hop: s.cfg.Stage.Hop,
+		Source: s.cfg.Stage.Source, Group: s.cfg.Stage.Group, Counters: s.c.snapshot(),
+	}
+	if r := s.refusal.Load(); r != nil {
+		rc := *r
+		st.LastRefusal = &rc
+	}
+	s.wedgeMu.Lock()
+	if s.wedge != nil {
+		w := *s.wedge
+		st.Wedge = &w
+	}
+	s.wedgeMu.Unlock()
+	return st
+}
+
+// Counters is the stage's counters now.
+func (s *Stage) Counters() store.Counters { return s.c.snapshot() }
+
+// popRequest is the stage's claim: wildcard, one partition, long-poll.
+func (s *Stage) popRequest() queen.PopRequest {
+	req := queen.PopRequest{
+		Queue:         s.cfg.Stage.Source,
+		ConsumerGroup: s.cfg.Stage.Group,
+		Batch:         max(int(s.cfg.Stage.Batch), 1),
+		Wait:          true,
+		Timeout:       s.cfg.PollTimeout,
+		LeaseSeconds:  int(queen.CeilSeconds(s.cfg.Lease)),
+	}
+	if s.cfg.Stage.SourceIsInterior {
+		req.SubscriptionMode = queen.SubscribeNew
+		from := s.cfg.SeedFrom
+		if from.Before(time.Unix(0, 0)) {
+			from = time.Unix(0, 0)
+		}
+		req.SubscriptionFrom = queen.FormatTimestamp(from)
+	} else {
+		req.SubscriptionMode = queen.SubscribeAll
+	}
+	return req
+}
+
+// work is one worker: a parked long-poll, then the claim's handler, until
+// ctx ends. An idle stage is a parked poll, never a loop.
+func (s *Stage) work(ctx context.Context, worker int) {
+	req := s.popRequest()
+	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(worker)))
+	failing := 0
+	for ctx.Err() == nil {
+		claim, err := s.cfg.Client.Pop(ctx, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failing++
+			if failing == 1 || failing%30 == 0 {
+				s.log.Warn("pop failed; retrying", "err", err, "failures", failing)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(min(time.Duration(failing)*200*time.Millisecond, 2*time.Second)):
+			}
+			continue
+		}
+		failing = 0
+		if claim.Empty() {
+			continue
+		}
+		s.handleClaim(ctx, claim, rnd)
+	}
+}
+
+// handleClaim runs the per-claim pipeline with the lease renewed in the
+// background. A panic abandons the claim (the lease lapses), never the
+// stage.
+func (s *Stage) handleClaim(ctx context.Context, claim queen.Claim, rnd *rand.Rand) {
+	renewCtx, stopRenew := context.WithCancel(context.WithoutCancel(ctx))
+	var renewWG sync.WaitGroup
+	renewWG.Add(1)
+	go func() {
+		defer renewWG.Done()
+		s.renew(renewCtx, claim.LeaseID)
+	}()
+	defer func() {
+		stopRenew()
+		renewWG.Wait()
+		if r := recover(); r != nil {
+			s.c.released.Add(1)
+			s.log.Error("handler failed; the claim is abandoned and comes back after its lease", "panic", r)
+		}
+	}()
+	h := handler{s: s, ctx: ctx, msgs: claim.Messages, rnd: rnd}
+	h.run()
+}
+
+// renew extends the lease every RenewEvery (a third of a shorter lease)
+// until ctx ends.
+func (s *Stage) renew(ctx context.Context, leaseID string) {
+	if leaseID == "" {
+		return
+	}
+	every := min(RenewEvery, s.cfg.Lease/3)
+	every = max(every, 100*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			cctx, cancel := context.WithTimeout(ctx, every)
+			_, err := s.cfg.Client.ExtendLease(cctx, leaseID, s.cfg.Lease)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("lease renewal failed", "lease", leaseID, "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,347 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/gate/libs/gatetest"
+	"github.com/queen-mq/gate/libs/queen"
+)
+
+// env is one test's broker, client and names.
+type env struct {
+	*gatetest.Broker
+	c   *queen.Client
+	ctx context.Context
+	ns  string
+}
+
+// newEnv returns the broker for t (miniqueen unless GATE_TEST_QUEEN_URL is
+// set) with a client and a namespace/queue prefix of t's own.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	b := gatetest.NewBroker(t)
+	c, err := queen.New(b.URL)
+	if err != nil {
+		t.Fatalf("queen.New(%q): %v", b.URL, err)
+	}
+	return &env{Broker: b, c: c, ctx: t.Context(), ns: b.Namespace()}
+}
+
+// real reports whether the broker is not the in-process fake.
+func (e *env) real() bool { return e.Mini == nil }
+
+// elapse lets d of broker time pass: on miniqueen it moves the injected clock
+// (instant); on a real broker wall time has to pass, so it sleeps. This is the
+// suite's only sleep, it never synchronises with a goroutine, and the fake
+// path never takes it.
+func (e *env) elapse(d time.Duration) {
+	if e.Mini != nil {
+		e.Mini.FastForward(d)
+		return
+	}
+	time.Sleep(d)
+}
+
+// ---- pushing and claiming ----
+
+// push stores payloads on (queue, partition) in one call, each with a
+// transaction id "<prefix>-<i>", and fails t unless every item is queued.
+func (e *env) push(t *testing.T, queue, partition string, payloads ...string) []queen.PushResult {
+	t.Helper()
+	items := make([]queen.PushItem, len(payloads))
+	for i, p := range payloads {
+		items[i] = queen.PushItem{Queue: queue, Partition: partition, Payload: json.RawMessage(p), TransactionID: fmt.Sprintf("%s-%s", partitionOr(partition), txnOf(p))}
+	}
+	res, err := e.c.Push(e.ctx, items)
+	if err != nil {
+		t.Fatalf("push to %s/%s: %v", queue, partition, err)
+	}
+	for i, r := range res {
+		if r.Status != queen.PushQueued {
+			t.Fatalf("push %s/%s item %d: status %q, want queued", queue, partition, i, r.Status)
+		}
+	}
+	return res
+}
+
+func partitionOr(p string) string {
+	if p == "" {
+		return "Default"
+	}
+	return p
+}
+
+// txnOf derives a stable transaction id from a payload such as `{"n":3}`.
+func txnOf(payload string) string {
+	r := strings.NewReplacer(`"`, "", "{", "", "}", "", ":", "", ",", "_", " ", "")
+	return r.Replace(payload)
+}
+
+// msg returns a payload `{"n":i}`.
+func msg(i int) string { return fmt.Sprintf(`{"n":%d}`, i) }
+
+// msgs returns payloads {"n":from} … {"n":to}.
+func msgs(from, to int) []string {
+	out := make([]string, 0, to-from+1)
+	for i := from; i <= to; i++ {
+		out = append(out, msg(i))
+	}
+	return out
+}
+
+// pop claims with req (subscriptionMode all unless set) and fails t on error.
+func (e *env) pop(t *testing.T, req queen.PopRequest) queen.Claim {
+	t.Helper()
+	if req.SubscriptionMode == "" && req.SubscriptionFrom == "" {
+		req.SubscriptionMode = queen.SubscribeAll
+	}
+	c, err := e.c.Pop(e.ctx, req)
+	if err != nil {
+		t.Fatalf("pop %+v: %v", req, err)
+	}
+	return c
+}
+
+// popWait long-polls up to timeout for a non-empty claim.
+func (e *env) popWait(t *testing.T, req queen.PopRequest, timeout time.Duration) queen.Claim {
+	t.Helper()
+	req.Wait, req.Timeout = true, timeout
+	return e.pop(t, req)
+}
+
+// ns returns the payload numbers ("n") of a claim in delivery order.
+func numbers(t *testing.T, c queen.Claim) []int {
+	t.Helper()
+	out := make([]int, len(c.Messages))
+	for i, m := range c.Messages {
+		var v struct{ N int }
+		if err := json.Unmarshal(m.Data, &v); err != nil {
+			t.Fatalf("message %s data %s: %v", m.ID, m.Data, err)
+		}
+		out[i] = v.N
+	}
+	return out
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ack settles one message and fails t on a transport/HTTP error (a
+// success:false verdict is returned for the caller to check).
+func (e *env) ack(t *testing.T, a queen.AckItem) queen.AckResult {
+	t.Helper()
+	r, err := e.c.Ack(e.ctx, a)
+	if err != nil {
+		t.Fatalf("ack %+v: %v", a, err)
+	}
+	return r
+}
+
+// depth reads the depth route and fails t on error.
+func (e *env) depth(t *testing.T, queue, group string) queen.Depth {
+	t.Helper()
+	d, err := e.c.Depth(e.ctx, queue, group)
+	if err != nil {
+		t.Fatalf("depth %s group %q: %v", queue, group, err)
+	}
+	return d
+}
+
+// partDepth returns one partition's figures from d (zero if absent).
+func partDepth(d queen.Depth, partition string) queen.PartitionDepth {
+	for _, p := range d.Partitions {
+		if p.Partition == partition {
+			return p
+		}
+	}
+	return queen.PartitionDepth{Partition: partition}
+}
+
+// configure sets the complete option set of queue ("mode":"replace", which a
+// 1.0.x broker does anyway and a ≥ 1.6 broker honours).
+func (e *env) configure(t *testing.T, queue string, o queen.QueueOptions) queen.QueueConfig {
+	t.Helper()
+	cfg, err := e.c.Configure(e.ctx, queen.ConfigureRequest{Queue: queue, Options: o, Mode: "replace"})
+	if err != nil {
+		t.Fatalf("configure %s: %v", queue, err)
+	}
+	return cfg
+}
+
+// ---- KV ----
+
+// kv runs a KV batch and fails t on a transport/HTTP error.
+func (e *env) kv(t *testing.T, ops ...queen.KVOp) queen.KVResponse {
+	t.Helper()
+	r, err := e.c.KV(e.ctx, ops...)
+	if err != nil {
+		t.Fatalf("kv %v: %v", ops, err)
+	}
+	return r
+}
+
+// kv1 runs one KV op and returns its result, failing t on a refusal envelope.
+func (e *env) kv1(t *testing.T, op queen.KVOp) queen.KVResult {
+	t.Helper()
+	r := e.kv(t, op)
+	if r.Refusal != nil {
+		t.Fatalf("kv %+v refused as a whole: %v", op, r.Refusal)
+	}
+	return r.Results[0]
+}
+
+// get reads one key through the batch route.
+func (e *env) get(t *testing.T, key string) queen.KVResult {
+	t.Helper()
+	return e.kv1(t, queen.KVGet(e.ns, key))
+}
+
+// counter asserts key reads as the live counter want (0 = absent).
+func (e *env) counter(t *testing.T, key string, want int64) {
+	t.Helper()
+	g := e.get(t, key)
+	if want == 0 {
+		if g.Found {
+			n, _ := g.Int64()
+			t.Fatalf("key %s found with value %d, want absent", key, n)
+		}
+		return
+	}
+	if !g.Found {
+		t.Fatalf("key %s absent, want %d", key, want)
+	}
+	if n, err := g.Int64(); err != nil || n != want {
+		t.Fatalf("key %s = %s (err %v), want %d", key, g.Value, err, want)
+	}
+}
+
+// intOf reads a result's value as an integer.
+func intOf(t *testing.T, r queen.KVResult) int64 {
+	t.Helper()
+	n, err := r.Int64()
+	if err != nil {
+		t.Fatalf("result %+v: %v", r, err)
+	}
+	return n
+}
+
+// incr is KVIncr in the test's namespace.
+func (e *env) incr(key string, delta int64, o queen.IncrOpts) queen.KVOp {
+	return queen.KVIncr(e.ns, key, delta, o)
+}
+
+// ---- raw wire ----
+
+// raw sends a request verbatim through the client and fails t when no answer
+// arrives.
+func (e *env) raw(t *testing.T, method, path, body string) queen.RawResponse {
+	t.Helper()
+	var b []byte
+	if body != "" {
+		b = []byte(body)
+	}
+	r, err := e.c.Do(e.ctx, method, path, b)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
+// rawJSON sends a request, wants status, and decodes the body with UseNumber.
+func (e *env) rawJSON(t *testing.T, method, path, body string, status int) any {
+	t.Helper()
+	r := e.raw(t, method, path, body)
+	if r.Status != status {
+		t.Fatalf("%s %s %s: HTTP %d, want %d; body %s", method, path, body, r.Status, status, r.Body)
+	}
+	return decodeNumbers(t, r.Body)
+}
+
+// decodeNumbers decodes JSON keeping numbers as json.Number.
+func decodeNumbers(t *testing.T, b []byte) any {
+	t.Helper()
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		t.Fatalf("decoding %s: %v", b, err)
+	}
+	return v
+}
+
+// obj indexes a decoded JSON value by object keys and array indexes, e.g.
+// obj(t, v, "results", 0, "value"); it fails t when the path is missing.
+func obj(t *testing.T, v any, path ...any) any {
+	t.Helper()
+	cur := v
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := cur.(map[string]any)
+			if !ok {
+				t.Fatalf("at %v: %v is not an object", path, cur)
+			}
+			next, ok := m[k]
+			if !ok {
+				t.Fatalf("at %v: key %q absent in %v", path, k, m)
+			}
+			cur = next
+		case int:
+			a, ok := cur.([]any)
+			if !ok || k >= len(a) {
+				t.Fatalf("at %v: %v has no element %d", path, cur, k)
+			}
+			cur = a[k]
+		}
+	}
+	return cur
+}
+
+// has reports whether the decoded object m has key.
+func has(v any, key string) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	_, ok = m[key]
+	return ok
+}
+
+// kvStatusErr asserts err is a 400 whose reason is one of reasons.
+func wantBadRequest(t *testing.T, err error, reasons ...string) {
+	t.Helper()
+	if !queen.IsBadRequest(err) {
+		t.Fatalf("err = %v, want HTTP 400 (%v)", err, reasons)
+	}
+	got := queen.ReasonOf(err)
+	for _, r := range reasons {
+		if got == r {
+			return
+		}
+	}
+	t.Fatalf("400 reason %q, want one of %v (err %v)", got, reasons, err)
+}
+
+// statusOf is the HTTP status of err, or 200 when err is nil.
+func statusOf(err error) int {
+	if err == nil {
+		return http.StatusOK
+	}
+	return queen.StatusOf(err)
+}

@@ -1,0 +1,102 @@
+package miniqueen_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/gate/libs/miniqueen"
+	"github.com/queen-mq/gate/libs/queen"
+)
+
+// BenchmarkRelayPattern measures Gate's relay pattern through the real Go
+// client over loopback HTTP: a wildcard pop of up to 200 from the source
+// queue, then ONE transaction carrying a kv incr (with max), the acks of the
+// whole claim and the pushes of the same items to the egress queue. b.N is
+// the number of items relayed; the figure is items/s.
+func BenchmarkRelayPattern(b *testing.B) {
+	const (
+		workers    = 2
+		partitions = 16
+		src        = "gate.bench.src"
+		dst        = "gate.bench.dst"
+		group      = "gate.bench.relay"
+	)
+	srv := miniqueen.RunT(b)
+	ctx := context.Background()
+	tr := queen.NewTransport()
+	defer tr.CloseIdleConnections()
+	client, err := queen.New(srv.URL(), queen.WithHTTPClient(&http.Client{Transport: tr}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := client.Configure(ctx, queen.ConfigureRequest{Queue: src, Options: queen.QueueOptions{LeaseTime: queen.Int(10), RetryLimit: queen.Int(3)}}); err != nil {
+		b.Fatal(err)
+	}
+	payload := json.RawMessage(`{"op":"price.update","cost":1,"listing":"listing-42"}`)
+	for done := 0; done < b.N; {
+		n := min(1000, b.N-done)
+		items := make([]queen.PushItem, n)
+		for i := range items {
+			items[i] = queen.PushItem{Queue: src, Partition: fmt.Sprintf("p%d", (done+i)%partitions), Payload: payload, TransactionID: fmt.Sprintf("in-%d", done+i)}
+		}
+		if _, err := client.Push(ctx, items); err != nil {
+			b.Fatal(err)
+		}
+		done += n
+	}
+	var moved atomic.Int64
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var txn queen.Transaction
+			for moved.Load() < int64(b.N) {
+				claim, err := client.Pop(ctx, queen.PopRequest{
+					Queue: src, ConsumerGroup: group, Batch: 200, Wait: true, Timeout: 50 * time.Millisecond,
+					LeaseSeconds: 10, SubscriptionMode: queen.SubscribeAll,
+				})
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				if claim.Empty() {
+					continue
+				}
+				txn.Reset()
+				txn.AddKV(queen.KVIncr("gate", "b:bench", int64(len(claim.Messages)), queen.IncrOpts{TTLSeconds: 60, Max: queen.Int(1 << 50)}))
+				pushes := make([]queen.PushItem, len(claim.Messages))
+				for i := range claim.Messages {
+					m := &claim.Messages[i]
+					txn.Ack(m.AckItem(queen.AckCompleted, ""))
+					pushes[i] = queen.PushItem{Queue: dst, Partition: m.Partition, Payload: m.Data, TransactionID: "gate:" + m.TransactionID}
+				}
+				txn.Push(pushes...)
+				txn.RequireLease(claim.LeaseID)
+				res, err := client.Transact(ctx, &txn)
+				if err == nil {
+					err = res.Err()
+				}
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				moved.Add(int64(len(claim.Messages)))
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	if err, ok := failed.Load().(error); ok {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(moved.Load())/b.Elapsed().Seconds(), "items/s")
+}

@@ -1,0 +1,107 @@
+package miniqueen
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+var scanSeeds = []string{
+	`{"items":[{"queue":"q","partition":"p","payload":{"a":[1,2.5e-3,true,null,"x\u00e9\ud83d\ude00"]},"transactionId":"t"}]}`,
+	`{"items":[{"queue":"q","payload":null},{"queue":"q2","data":"s","partition":null}]}`,
+	`{"items":[]}`,
+	`{}`,
+	`{"items":null}`,
+	`{"items":[{"queue":"q\n","payload":"\ud800"}]}`,
+	`{"items":[{"QUEUE":"q"}]}`,
+	`{"items":[{"queue":1}]}`,
+	`{"items":[{"queue":"q","payload":01}]}`,
+	`{"items":[{"queue":"q","payload":[1,]}]}`,
+	`{"items":[{"queue":"q","payload":"\x"}]}`,
+	`  {"items" : [ { "queue" : "q" , "payload" : { } } ] }  `,
+	`{"items":[{"queue":"q"}]} x`,
+	"{\"items\":[{\"queue\":\"\xff\"}]}",
+}
+
+func samePush(t *testing.T, a, b *[]pushItemWire) {
+	t.Helper()
+	if (a == nil) != (b == nil) {
+		t.Fatalf("nil mismatch: %v vs %v", a, b)
+	}
+	if a == nil {
+		return
+	}
+	if len(*a) != len(*b) {
+		t.Fatalf("len %d vs %d", len(*a), len(*b))
+	}
+	for i := range *a {
+		x, y := (*a)[i], (*b)[i]
+		if x.Queue != y.Queue || x.TransactionID != y.TransactionID || x.TraceID != y.TraceID || !reflect.DeepEqual(x.Partition, y.Partition) {
+			t.Fatalf("item %d: %+v vs %+v", i, x, y)
+		}
+		for _, pair := range [][2][]byte{{x.Payload, y.Payload}, {x.Data, y.Data}} {
+			if !bytes.Equal(compactJSON(pair[0]), compactJSON(pair[1])) {
+				t.Fatalf("item %d raw: %s vs %s", i, pair[0], pair[1])
+			}
+		}
+	}
+}
+
+// checkScanPush asserts the fast scanner agrees with encoding/json.
+func checkScanPush(t *testing.T, body []byte) {
+	var want struct {
+		Items *[]pushItemWire `json:"items"`
+	}
+	err := json.Unmarshal(body, &want)
+	got, ok := scanPush(body)
+	if !ok {
+		return // falls back to encoding/json: always consistent
+	}
+	if err != nil {
+		t.Fatalf("scanner accepted %q that encoding/json refuses: %v", body, err)
+	}
+	samePush(t, got, want.Items)
+}
+
+func TestScanPushAgreesWithEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, s := range scanSeeds {
+		checkScanPush(t, []byte(s))
+	}
+	if _, ok := scanPush([]byte(scanSeeds[0])); !ok {
+		t.Fatalf("the fast path must handle the common shape")
+	}
+}
+
+func FuzzScanPush(f *testing.F) {
+	for _, s := range scanSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkScanPush(t, body)
+	})
+}
+
+func TestScanTxnAgreesWithEncodingJSON(t *testing.T) {
+	t.Parallel()
+	bodies := []string{
+		`{"operations":[{"type":"ack","transactionId":"t","partitionId":"p","leaseId":"l","consumerGroup":"g","status":"completed"},{"type":"push","items":[{"queue":"d","partition":"","payload":{"a":1},"transactionId":"x"}]}],"requiredLeases":["l"],"kv":[{"op":"incr","ns":"gate","key":"b","delta":3,"ttlSeconds":60,"max":10}]}`,
+		`{"operations":[{"type":"push","queue":"d","data":[1],"traceId":"0198f0aa-0000-7000-8000-000000000001"}],"timers":null}`,
+		`{"operations":[{"type":"ack","status":null,"error":"e"}]}`,
+	}
+	for _, b := range bodies {
+		var want, got txnWire
+		if err := json.Unmarshal([]byte(b), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !scanTxn([]byte(b), &got) {
+			t.Fatalf("fast path refused %s", b)
+		}
+		wb, _ := json.Marshal(want)
+		gb, _ := json.Marshal(got)
+		if !bytes.Equal(wb, gb) {
+			t.Fatalf("mismatch:\n%s\n%s", wb, gb)
+		}
+	}
+}

@@ -1,0 +1,535 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Defaults of the launcher.
+const (
+	// DefaultQueenURL is where a broker is looked for when QueenURL and
+	// $QUEEN_URL are empty.
+	DefaultQueenURL = "http://127.0.0.1:6632"
+	// DefaultNATSURL is the local NATS server used when it answers.
+	DefaultNATSURL = "nats://127.0.0.1:4222"
+	// DefaultReconcileSeconds is the GATE_RECONCILE_SECONDS given to the
+	// children: short, so a declare reaches every relay quickly.
+	DefaultReconcileSeconds = 2
+	// DefaultHealthTimeout bounds the wait for one child's /health.
+	DefaultHealthTimeout = 60 * time.Second
+)
+
+// Config says what to start. The zero value starts everything on free
+// loopback ports, reusing a broker at $QUEEN_URL (or DefaultQueenURL) and a
+// NATS server at DefaultNATSURL when they answer.
+type Config struct {
+	// Root is the repository root holding go.work; "" finds it upwards from
+	// the working directory.
+	Root string
+	// QueenURL is the broker to use if its /health answers; "" means
+	// $QUEEN_URL, else DefaultQueenURL.
+	QueenURL string
+	// QueenAddr is where miniqueen listens when it has to be started; ""
+	// means the host:port of an explicitly configured QueenURL, else a free
+	// loopback port.
+	QueenAddr string
+	// NoReuse starts miniqueen even when a broker already answers (a bench
+	// that must not share a broker with anything else).
+	NoReuse bool
+	// GateBind is gate-api's GATE_BIND; "" picks a free loopback port.
+	GateBind string
+	// RelayBind is the first relay's GATE_RELAY_BIND; "" picks a free
+	// loopback port. Extra relays always get free ports.
+	RelayBind string
+	// NATSURL is GATE_NATS_URL; "" means $GATE_NATS_URL, else
+	// DefaultNATSURL if it answers, else an embedded nats-server.
+	NATSURL string
+	// ReconcileSeconds is GATE_RECONCILE_SECONDS for the children (0 =
+	// DefaultReconcileSeconds).
+	ReconcileSeconds int
+	// Relays is how many gate-relay replicas Start runs (0 = 1; negative =
+	// none, for a caller that starts its own with StartRelay).
+	Relays int
+	// RelayCmd, when set, starts each relay with `sh -c RelayCmd` instead of
+	// the built gate-relay (GATE_E2E_RELAY_CMD); it receives the same
+	// environment.
+	RelayCmd string
+	// Env is added to every child's environment (after the stack's own).
+	Env []string
+	// BinDir holds the built binaries; "" means Root/.gate-run/bin.
+	BinDir string
+	// LogDir receives one log file per child; "" means Root/.gate-run/logs.
+	LogDir string
+	// HealthTimeout bounds each child's health wait (0 =
+	// DefaultHealthTimeout).
+	HealthTimeout time.Duration
+	// Logger receives the launcher's progress; nil discards it.
+	Logger *slog.Logger
+}
+
+// Stack is a running local stack. Its methods are safe for concurrent use.
+type Stack struct {
+	cfg      Config
+	log      *slog.Logger
+	bins     map[string]string
+	queenURL string
+	gateURL  string
+	natsURL  string
+	started  []string
+
+	mu       sync.Mutex
+	queen    *Process
+	api      *Process
+	relays   []*Process
+	nats     *server.Server
+	natsDir  string
+	relaySeq int
+	stopped  bool
+}
+
+// Start builds what it needs, starts the stack and waits for every child's
+// /health. On error everything already started is stopped.
+func Start(ctx context.Context, cfg Config) (*Stack, error) {
+	s, err := prepare(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.start(ctx); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Attach wraps a stack somebody else runs (gate-api at gateURL, the broker
+// at cfg.QueenURL or $QUEEN_URL): nothing is started, but StartRelay can add
+// relays that Stop will end.
+func Attach(cfg Config, gateURL string) (*Stack, error) {
+	s, err := prepare(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.gateURL = strings.TrimRight(gateURL, "/")
+	s.queenURL = s.configuredQueen()
+	s.natsURL = s.cfg.NATSURL
+	if s.natsURL == "" {
+		s.natsURL = os.Getenv("GATE_NATS_URL")
+	}
+	if s.natsURL == "" {
+		s.natsURL = DefaultNATSURL
+	}
+	return s, nil
+}
+
+func prepare(cfg Config) (*Stack, error) {
+	if cfg.Root == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Root, err = FindRoot(wd); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.BinDir == "" {
+		cfg.BinDir = filepath.Join(cfg.Root, ".gate-run", "bin")
+	}
+	if cfg.LogDir == "" {
+		cfg.LogDir = filepath.Join(cfg.Root, ".gate-run", "logs")
+	}
+	if cfg.ReconcileSeconds <= 0 {
+		cfg.ReconcileSeconds = DefaultReconcileSeconds
+	}
+	if cfg.Relays == 0 {
+		cfg.Relays = 1
+	}
+	if cfg.HealthTimeout <= 0 {
+		cfg.HealthTimeout = DefaultHealthTimeout
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating log dir: %w", err)
+	}
+	return &Stack{cfg: cfg, log: log}, nil
+}
+
+func (s *Stack) configuredQueen() string {
+	u := s.cfg.QueenURL
+	if u == "" {
+		u = os.Getenv("QUEEN_URL")
+	}
+	if u == "" {
+		u = DefaultQueenURL
+	}
+	return strings.TrimRight(u, "/")
+}
+
+func (s *Stack) start(ctx context.Context) error {
+	names := []string{"gate-api"}
+	if s.cfg.RelayCmd == "" {
+		names = append(names, "gate-relay")
+	}
+	// Decide on the broker first: building miniqueen is only needed when
+	// nothing answers.
+	wantQueen := s.configuredQueen()
+	hc := &http.Client{Timeout: time.Second}
+	reuse := !s.cfg.NoReuse && probeHealth(ctx, hc, wantQueen) == nil
+	if !reuse {
+		names = append(names, "miniqueen")
+	}
+	s.log.Info("building", "binaries", names, "into", s.cfg.BinDir)
+	t0 := time.Now()
+	bins, err := Build(ctx, s.cfg.Root, s.cfg.BinDir, names...)
+	if err != nil {
+		return err
+	}
+	s.bins = bins
+	s.log.Info("built", "seconds", time.Since(t0).Seconds())
+
+	if reuse {
+		s.queenURL = wantQueen
+		s.log.Info("using the broker that answers", "url", wantQueen)
+	} else if err := s.startQueen(ctx); err != nil {
+		return err
+	}
+	if err := s.startNATS(ctx); err != nil {
+		return err
+	}
+	gateBind := s.cfg.GateBind
+	if gateBind == "" {
+		if gateBind, err = freeAddr(); err != nil {
+			return err
+		}
+	}
+	s.gateURL = "http://" + dialable(gateBind)
+	api := s.newProcess("gate-api", []string{bins["gate-api"]}, s.gateURL, []string{"GATE_BIND=" + gateBind})
+	s.mu.Lock()
+	s.api = api
+	s.mu.Unlock()
+	if err := api.start(); err != nil {
+		return err
+	}
+	if err := api.waitHealthy(ctx, s.cfg.HealthTimeout); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.started = append(s.started, "gate-api at "+s.gateURL)
+	s.mu.Unlock()
+	s.log.Info("gate-api healthy", "url", s.gateURL)
+	for i := 0; i < s.cfg.Relays; i++ {
+		bind := ""
+		if i == 0 {
+			bind = s.cfg.RelayBind
+		}
+		if _, err := s.startRelay(ctx, bind, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Stack) startQueen(ctx context.Context) error {
+	addr := s.cfg.QueenAddr
+	if addr == "" {
+		if u := firstNonEmpty(s.cfg.QueenURL, os.Getenv("QUEEN_URL")); u != "" {
+			if pu, err := url.Parse(u); err == nil && pu.Host != "" && portFree(pu.Host) {
+				addr = pu.Host
+			}
+		}
+	}
+	if addr == "" {
+		var err error
+		if addr, err = freeAddr(); err != nil {
+			return err
+		}
+	}
+	s.queenURL = "http://" + dialable(addr)
+	p := s.newProcess("miniqueen", []string{s.bins["miniqueen"], "--addr", addr, "--default-subscription-mode", "new"}, s.queenURL, nil)
+	s.mu.Lock()
+	s.queen = p
+	s.mu.Unlock()
+	if err := p.start(); err != nil {
+		return err
+	}
+	if err := p.waitHealthy(ctx, s.cfg.HealthTimeout); err != nil {
+		return err
+	}
+	s.started = append(s.started, "miniqueen at "+s.queenURL)
+	s.log.Info("miniqueen healthy", "url", s.queenURL)
+	return nil
+}
+
+func (s *Stack) startNATS(ctx context.Context) error {
+	u := firstNonEmpty(s.cfg.NATSURL, os.Getenv("GATE_NATS_URL"))
+	if u != "" {
+		s.natsURL = u
+		return nil
+	}
+	if natsAnswers(DefaultNATSURL) {
+		s.natsURL = DefaultNATSURL
+		s.log.Info("using the local NATS server", "url", s.natsURL)
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "gate-run-nats-")
+	if err != nil {
+		return err
+	}
+	ns, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true,
+		StoreDir: dir, NoSigs: true, NoLog: true,
+	})
+	if err != nil {
+		os.RemoveAll(dir)
+		return fmt.Errorf("configuring embedded nats-server: %w", err)
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		os.RemoveAll(dir)
+		return errors.New("embedded nats-server not ready within 10s")
+	}
+	s.mu.Lock()
+	s.nats, s.natsDir = ns, dir
+	s.mu.Unlock()
+	s.natsURL = ns.ClientURL()
+	s.started = append(s.started, "embedded nats-server at "+s.natsURL)
+	s.log.Info("embedded nats-server running", "url", s.natsURL)
+	return nil
+}
+
+// childEnv is the environment every Gate child gets.
+func (s *Stack) childEnv(extra []string) []string {
+	env := append([]string{}, os.Environ()...)
+	env = append(env,
+		"QUEEN_URL="+s.queenURL,
+		"GATE_NATS_URL="+s.natsURL,
+		"GATE_RECONCILE_SECONDS="+strconv.Itoa(s.cfg.ReconcileSeconds),
+	)
+	env = append(env, s.cfg.Env...)
+	return append(env, extra...)
+}
+
+func (s *Stack) newProcess(name string, argv []string, healthURL string, extraEnv []string) *Process {
+	return &Process{
+		Name:      name,
+		HealthURL: healthURL,
+		LogPath:   filepath.Join(s.cfg.LogDir, name+".log"),
+		argv:      argv,
+		env:       s.childEnv(extraEnv),
+		dir:       s.cfg.Root,
+	}
+}
+
+// StartRelay starts one more gate-relay replica on a free port and waits for
+// its /health. env is added to its environment last, so it overrides the
+// stack's (e.g. a QUEEN_URL pointing at a counting proxy).
+func (s *Stack) StartRelay(ctx context.Context, env ...string) (*Process, error) {
+	if s.bins == nil || (s.cfg.RelayCmd == "" && s.bins["gate-relay"] == "") {
+		if s.cfg.RelayCmd == "" {
+			bins, err := Build(ctx, s.cfg.Root, s.cfg.BinDir, "gate-relay")
+			if err != nil {
+				return nil, err
+			}
+			s.mu.Lock()
+			if s.bins == nil {
+				s.bins = map[string]string{}
+			}
+			s.bins["gate-relay"] = bins["gate-relay"]
+			s.mu.Unlock()
+		}
+	}
+	return s.startRelay(ctx, "", env)
+}
+
+func (s *Stack) startRelay(ctx context.Context, bind string, env []string) (*Process, error) {
+	var err error
+	if bind == "" {
+		if bind, err = freeAddr(); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return nil, errors.New("the stack is stopped")
+	}
+	s.relaySeq++
+	name := "gate-relay-" + strconv.Itoa(s.relaySeq)
+	s.mu.Unlock()
+	argv := []string{s.bins["gate-relay"]}
+	if s.cfg.RelayCmd != "" {
+		argv = []string{"sh", "-c", s.cfg.RelayCmd}
+	}
+	p := s.newProcess(name, argv, "http://"+dialable(bind), append([]string{"GATE_RELAY_BIND=" + bind}, env...))
+	s.mu.Lock()
+	s.relays = append(s.relays, p)
+	s.mu.Unlock()
+	if err := p.start(); err != nil {
+		return nil, err
+	}
+	if err := p.waitHealthy(ctx, s.cfg.HealthTimeout); err != nil {
+		return nil, err
+	}
+	s.log.Info("relay healthy", "name", name, "url", p.HealthURL, "pid", p.Pid())
+	return p, nil
+}
+
+// KillRelay ends relay i (0-based, in start order) with SIGKILL: no graceful
+// shutdown, its claims come back when their leases lapse.
+func (s *Stack) KillRelay(i int) error {
+	p, err := s.relay(i)
+	if err != nil {
+		return err
+	}
+	p.Kill()
+	return nil
+}
+
+// RestartRelay starts relay i again (after a kill or stop) on its old port
+// and waits for its /health.
+func (s *Stack) RestartRelay(ctx context.Context, i int) error {
+	p, err := s.relay(i)
+	if err != nil {
+		return err
+	}
+	if p.Running() {
+		p.Stop(10 * time.Second)
+	}
+	if err := p.start(); err != nil {
+		return err
+	}
+	return p.waitHealthy(ctx, s.cfg.HealthTimeout)
+}
+
+func (s *Stack) relay(i int) (*Process, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i < 0 || i >= len(s.relays) {
+		return nil, fmt.Errorf("relay %d: the stack runs %d relays (0-based index)", i, len(s.relays))
+	}
+	return s.relays[i], nil
+}
+
+// Relays returns the relays the stack started, in start order.
+func (s *Stack) Relays() []*Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Process(nil), s.relays...)
+}
+
+// QueenURL is the broker's base URL.
+func (s *Stack) QueenURL() string { return s.queenURL }
+
+// GateURL is gate-api's base URL.
+func (s *Stack) GateURL() string { return s.gateURL }
+
+// NATSURL is the NATS server the children use.
+func (s *Stack) NATSURL() string { return s.natsURL }
+
+// Started describes what this stack started (miniqueen, embedded NATS,
+// gate-api), one line each; relays are listed by Relays.
+func (s *Stack) Started() []string { return append([]string(nil), s.started...) }
+
+// Stop ends everything the stack started: relays first (SIGTERM, then
+// SIGKILL after 10 s), then gate-api, miniqueen and the embedded NATS
+// server. It is idempotent.
+func (s *Stack) Stop() {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.stopped = true
+	relays := append([]*Process(nil), s.relays...)
+	api, queen, ns, dir := s.api, s.queen, s.nats, s.natsDir
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range relays {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Stop(10 * time.Second) }()
+	}
+	wg.Wait()
+	if api != nil {
+		api.Stop(5 * time.Second)
+	}
+	if queen != nil {
+		queen.Stop(5 * time.Second)
+	}
+	if ns != nil {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		os.RemoveAll(dir)
+	}
+}
+
+// freeAddr returns a loopback host:port nobody listens on right now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// portFree reports whether host:port can be listened on.
+func portFree(hostport string) bool {
+	l, err := net.Listen("tcp", hostport)
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// dialable turns a bind address into one a client can dial (0.0.0.0 and
+// an empty host become 127.0.0.1).
+func dialable(bind string) string {
+	host, port, err := net.SplitHostPort(bind)
+	if err != nil {
+		return bind
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// natsAnswers reports whether a TCP connection to the NATS URL's host opens.
+func natsAnswers(u string) bool {
+	pu, err := url.Parse(u)
+	if err != nil {
+		return false
+	}
+	c, err := net.DialTimeout("tcp", pu.Host, 500*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+func firstNonEmpty(v ...string) string {
+	for _, s := range v {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
