@@ -67,7 +67,7 @@ func unscopedKeys(n *plan.Node) (keys []string, ceiling map[string]int64) {
 // with a TTL of the Retry-After — and the breaker record is written for the
 // whole fleet to see.
 func (s *Server) backoff(q *req) *apiError {
-	raw, bad := readBody(q.w, q.r, q.limit)
+	raw, bad := readRaw(q.w, q.r, q.limit)
 	if bad != nil {
 		return bad
 	}

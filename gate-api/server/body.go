@@ -14,6 +14,19 @@ import (
 // readBody reads a JSON request body of at most limit bytes: 415 without a
 // JSON content type, 413 above the limit, 400 when it is empty or not JSON.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apiError) {
+	b, bad := readRaw(w, r, limit)
+	if bad != nil {
+		return nil, bad
+	}
+	if !json.Valid(b) {
+		return nil, fail(http.StatusBadRequest, "the body is not valid JSON (%s): send one JSON value", syntaxProblem(b))
+	}
+	return b, nil
+}
+
+// readRaw is readBody without the JSON check, for bodies decodeStrict
+// parses anyway (it answers 400 for broken JSON itself).
+func readRaw(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apiError) {
 	if ct := r.Header.Get("Content-Type"); !jsonType(ct) {
 		if ct == "" {
 			ct = "none"
@@ -33,9 +46,6 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *api
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, fail(http.StatusBadRequest, "the body is empty: send a JSON object")
-	}
-	if !json.Valid(b) {
-		return nil, fail(http.StatusBadRequest, "the body is not valid JSON (%s): send one JSON value", syntaxProblem(b))
 	}
 	return b, nil
 }
@@ -71,13 +81,23 @@ func syntaxProblem(b []byte) string {
 // body in messages ("the push body").
 func decodeStrict(b []byte, dst any, what string) *apiError {
 	if t := firstByte(b); t != '{' {
+		if !json.Valid(b) {
+			return fail(http.StatusBadRequest, "the body is not valid JSON (%s): send one JSON value", syntaxProblem(b))
+		}
 		return fail(http.StatusUnprocessableEntity, "%s must be a JSON object, not %s", what, kindOf(t))
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(dst)
 	if err == nil {
+		if len(bytes.TrimSpace(b[dec.InputOffset():])) > 0 {
+			return fail(http.StatusBadRequest, "the body is not valid JSON (data after the object at byte %d): send one JSON object", dec.InputOffset())
+		}
 		return nil
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fail(http.StatusBadRequest, "the body is not valid JSON (%s): send one JSON value", syntaxProblem(b))
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {

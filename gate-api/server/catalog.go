@@ -95,6 +95,9 @@ func (c *catalog) run(ctx context.Context) {
 func (c *catalog) syncDocuments(ctx context.Context, force bool) error {
 	c.listMu.Lock()
 	defer c.listMu.Unlock()
+	if !force && !c.stale() {
+		return nil // another caller re-read while this one waited
+	}
 	rev, err := c.st.Revision(ctx)
 	if err != nil {
 		c.log.Warn("reading the declarations' change signal failed", "error", err)
@@ -144,9 +147,21 @@ func (c *catalog) syncDocuments(ctx context.Context, force bool) error {
 }
 
 // syncStatus re-reads the relays' published status.
-func (c *catalog) syncStatus(ctx context.Context) error {
+func (c *catalog) syncStatus(ctx context.Context) error { return c.readStatus(ctx, 0) }
+
+// readStatus re-reads the relays' status unless a read younger than maxAge
+// landed while this caller waited (maxAge 0: always).
+func (c *catalog) readStatus(ctx context.Context, maxAge time.Duration) error {
 	c.statusMu.Lock()
 	defer c.statusMu.Unlock()
+	if maxAge > 0 {
+		c.mu.RLock()
+		fresh := time.Since(c.statusAt) <= maxAge
+		c.mu.RUnlock()
+		if fresh {
+			return nil
+		}
+	}
 	st, err := c.st.Statuses(ctx)
 	if err != nil {
 		c.log.Warn("reading the relays' status failed", "error", err)
@@ -275,7 +290,7 @@ func (c *catalog) running(ctx context.Context, app, name string) bool {
 	old := time.Since(c.statusAt) > c.eager
 	c.mu.RUnlock()
 	if old {
-		_ = c.syncStatus(ctx)
+		_ = c.readStatus(ctx, c.eager)
 	}
 	return len(c.runners(app, name)) > 0
 }

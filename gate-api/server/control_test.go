@@ -122,7 +122,7 @@ func TestReenter(t *testing.T) {
 	if a.str("queue") != queue || a.str("node") != "prices" || a.num("attempt") != 2 || a.num("maxAttempts") != 3 || a.str("transactionId") != wantTxn || a.num("pushed") != 1 || b.num("pushed") != 0 {
 		t.Fatalf("re-entry answers: %s / %s", a.raw, b.raw)
 	}
-	msgs := h.mini.Messages(queue, "listing-9")
+	msgs := h.partition(queue, "listing-9")
 	if len(msgs) != 1 || msgs[0].TransactionID != wantTxn {
 		t.Fatalf("%d messages on the ingress, want 1 with txn %s", len(msgs), wantTxn)
 	}
@@ -260,4 +260,41 @@ func TestGoneRoutes(t *testing.T) {
 			t.Fatalf("lease 410: %s", r.raw)
 		}
 	}
+}
+
+// The product metrics name each node's state and binding budget.
+func TestProductMetrics(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.expect(h.do(http.MethodPut, h.graphURL("airbnb"), h.airbnb(3)), http.StatusOK)
+	h.expect(h.do(http.MethodPost, h.graphURL("airbnb")+"/nodes/ip/backoff", map[string]any{"retryAfterSeconds": 60}), http.StatusOK)
+	if _, err := h.client.Push(context.Background(), []queen.PushItem{{Queue: h.ingress("airbnb", "prices"), Partition: "p0", Payload: json.RawMessage(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	a := h.expect(h.do(http.MethodGet, "/v1/apps/"+h.app+"/metrics", nil), http.StatusOK)
+	var m struct {
+		Targets []struct {
+			Name          string `json:"name"`
+			State         string `json:"state"`
+			Waiting       int64  `json:"waiting_for_budget"`
+			BindingBudget *struct {
+				ID          string  `json:"id"`
+				Utilisation float64 `json:"utilisation"`
+			} `json:"binding_budget"`
+		} `json:"targets"`
+	}
+	if err := json.Unmarshal(a.raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]string{}
+	for _, tg := range m.Targets {
+		states[tg.Name] = tg.State
+		if tg.Name == "airbnb.ip" && (tg.BindingBudget == nil || tg.BindingBudget.ID != "ip-10s" || tg.BindingBudget.Utilisation != 1) {
+			t.Fatalf("ip binding budget: %s", a.raw)
+		}
+	}
+	if states["airbnb.ip"] != "breached" || states["airbnb.prices"] != "pacing" || states["airbnb.photos"] != "flowing" {
+		t.Fatalf("states %v: %.600s", states, a.raw)
+	}
+	h.expect(h.do(http.MethodGet, "/v1/apps/nobody/metrics", nil), http.StatusNotFound)
 }

@@ -326,7 +326,9 @@ func (s *Server) syncTargets(q *req) *apiError {
 		case id.Graph != nil && *id.Graph != "":
 			name = *id.Graph
 		case id.Name != nil && *id.Name != "":
-			name = *id.Name
+			// A v1 target names itself "a.b.c"; its graph is the last
+			// dot-segment, as the v1 mapping names it.
+			name = (*id.Name)[strings.LastIndexByte(*id.Name, '.')+1:]
 		}
 		if name == "" {
 			refusedList = append(refusedList, refused{Target: fmt.Sprintf("#%d", i), Error: fmt.Sprintf("document %d names no target: set \"graph\" (or the v1 \"name\")", i)})

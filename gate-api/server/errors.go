@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -42,22 +43,20 @@ func (e *apiError) retryAfter(seconds int64) *apiError {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		status = http.StatusInternalServerError
-		b = []byte(`{"error":"encoding the answer failed: ` + err.Error() + `"}`)
+		buf.Reset()
+		buf.WriteString(`{"error":"encoding the answer failed"}` + "\n")
 	}
-	h := w.Header()
-	h["Content-Type"] = jsonContentType
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
-	_, _ = w.Write(newline)
+	_, _ = w.Write(buf.Bytes())
 }
 
-var (
-	jsonContentType = []string{"application/json"}
-	newline         = []byte{'\n'}
-)
+var jsonContentType = []string{"application/json"}
 
 func writeError(w http.ResponseWriter, e *apiError) {
 	for k, v := range e.header {

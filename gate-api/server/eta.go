@@ -117,13 +117,13 @@ func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.
 	}
 	share := n.Shares[st.Path]
 	var (
-		worst      *float64
-		unknown    bool
-		boundBy    any
-		resetsAt   any
-		anyBudget  bool
-		shared     []string
-		scoped     []string
+		worst     *float64
+		unknown   bool
+		boundBy   any
+		resetsAt  any
+		anyBudget bool
+		shared    []string
+		scoped    []string
 	)
 	for _, b := range n.Budgets {
 		if b.ScopeBy != "" {

@@ -245,3 +245,9 @@ func (h *harness) graphURL(graph string) string { return "/v1/apps/" + h.app + "
 func (h *harness) ingress(graph, node string) string { return plan.IngressQueue(h.app, graph, node) }
 
 func queenList() queen.ListQueuesRequest { return queen.ListQueuesRequest{} }
+
+// partition returns the messages of one partition of queue.
+func (h *harness) partition(queue, partition string) []miniqueen.Message {
+	h.t.Helper()
+	return h.broker.RequireMini(h.t, "reading queued messages directly").Messages(queue, partition)
+}

@@ -64,7 +64,7 @@ func TestDeclareBadInput(t *testing.T) {
 			t.Errorf("%s: the refusal does not name %q: %.300s", c.name, c.mention, r.raw)
 		}
 	}
-	if keys := h.mini.KVKeys(h.ns); len(keys) != 0 {
+	if keys := h.broker.RequireMini(t, "listing kv keys").KVKeys(h.ns); len(keys) != 0 {
 		for _, k := range keys {
 			if strings.HasPrefix(k, "graph:") || strings.HasPrefix(k, "spec:") {
 				t.Fatalf("a refused declare stored %s", k)
@@ -144,5 +144,62 @@ func TestBodyLimits(t *testing.T) {
 	}
 	if n := len(h.messages(h.ingress("g", "limit"))); n != 1 {
 		t.Fatalf("%d messages queued, want only the one under the limit", n)
+	}
+}
+
+// Every route that reads a body refuses broken JSON (400), a missing JSON
+// content type (415) and a bad graph name in the URL, and nothing is
+// queued or stored.
+func TestEveryBodyRoute(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.expect(h.do(http.MethodPut, h.graphURL("g"), h.target("g", 10)), http.StatusOK)
+	h.run("relay-1", "g", 1)
+	app := "/v1/apps/" + h.app
+	routes := []struct {
+		method, path string
+		badName      int // status for the graph name "a b"
+	}{
+		{"PUT", app + "/graphs/{g}", 422},
+		{"PUT", app + "/targets/{g}", 422},
+		{"PUT", "/v1/graphs/{g}", 422},
+		{"POST", app + "/graphs/{g}/nodes/limit/push", 400},
+		{"POST", "/v1/graphs/{g}/nodes/limit/push", 400},
+		{"POST", app + "/targets/{g}/lanes/x/push", 400},
+		{"POST", app + "/graphs/{g}/nodes/limit/backoff", 400},
+		{"POST", app + "/graphs/{g}/reenter", 400},
+		{"POST", "/v1/graphs/{g}/reenter", 400},
+	}
+	for _, rt := range routes {
+		path := strings.ReplaceAll(rt.path, "{g}", "g")
+		if r := h.do(rt.method, path, `{"payload": {`); r.status != 400 {
+			t.Errorf("%s %s broken JSON: %d %s", rt.method, path, r.status, r.raw)
+		}
+		if r := h.do(rt.method, path, `{} trailing`); r.status != 400 {
+			t.Errorf("%s %s trailing data: %d %s", rt.method, path, r.status, r.raw)
+		}
+		if r := h.do(rt.method, path, `{}`, "Content-Type", "text/plain"); r.status != 415 {
+			t.Errorf("%s %s text/plain: %d %s", rt.method, path, r.status, r.raw)
+		}
+		bad := strings.ReplaceAll(rt.path, "{g}", "a%20b")
+		body := map[string]any{"txn": "t", "payload": map[string]any{}}
+		if strings.HasPrefix(rt.method, "PUT") {
+			body = h.target("x", 1)
+		} else if strings.HasSuffix(rt.path, "/push") {
+			body = map[string]any{}
+		} else if strings.HasSuffix(rt.path, "/backoff") {
+			body = map[string]any{"retryAfterSeconds": 1}
+		}
+		r := h.do(rt.method, bad, body)
+		if r.status != rt.badName {
+			t.Errorf("%s %s: %d, want %d: %s", rt.method, bad, r.status, rt.badName, r.raw)
+		}
+		h.errorBody(r)
+	}
+	if n := len(h.messages(h.ingress("g", "limit"))); n != 0 {
+		t.Fatalf("refused requests queued %d messages", n)
+	}
+	if h.stored(h.app, "a b") || h.stored("default", "g") {
+		t.Fatalf("a refused declare was stored")
 	}
 }

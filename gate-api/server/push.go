@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -35,7 +36,7 @@ type pushBody struct {
 func (s *Server) push(q *req) *apiError {
 	start := time.Now()
 	defer func() { s.metrics.push.Observe(time.Since(start).Seconds()) }()
-	raw, bad := readBody(q.w, q.r, q.limit)
+	raw, bad := readRaw(q.w, q.r, q.limit)
 	if bad != nil {
 		return bad
 	}
@@ -195,8 +196,8 @@ func nodeNames(p *plan.Plan) []string {
 // stamp is the _gate field of an item entering at the front door.
 type stamp struct {
 	graph, node, path string
-	at              int64
-	attempt         int64
+	at                int64
+	attempt           int64
 }
 
 func (st stamp) json(hop int) json.RawMessage {
@@ -224,24 +225,56 @@ func (st stamp) json(hop int) json.RawMessage {
 // written to payload.op when non-empty, the v1 cost written at the node's
 // cost path when the payload has nothing there, and _gate overwritten.
 func envelope(payload json.RawMessage, op string, legacyCost int64, costPath string, st stamp) ([]byte, error) {
-	m := map[string]json.RawMessage{}
-	if payload != nil {
-		if err := json.Unmarshal(payload, &m); err != nil {
-			return nil, err
+	body := bytes.TrimSpace(payload)
+	needCost := legacyCost > 0 && costPath != ""
+	if !needCost && len(body) >= 2 && body[0] == '{' {
+		// The common case appends to the object as it came: no decode.
+		if _, has := cost.Lookup(body, cost.Root+"."+cost.Stamp); !has {
+			if _, hasOp := cost.Lookup(body, cost.Root+".op"); op == "" || !hasOp {
+				return appendFields(body, op, st), nil
+			}
 		}
+	}
+	if body == nil {
+		body = []byte("{}")
+	}
+	m := map[string]json.RawMessage{}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, err
 	}
 	if op != "" {
 		q, _ := json.Marshal(op)
 		m["op"] = q
 	}
-	if legacyCost > 0 && costPath != "" {
-		if _, ok := cost.Lookup(payload, costPath); !ok {
+	if needCost {
+		if _, ok := cost.Lookup(body, costPath); !ok {
 			segs := strings.Split(strings.TrimPrefix(costPath, cost.Root+"."), ".")
 			setPath(m, segs, json.RawMessage(strconv.FormatInt(legacyCost, 10)))
 		}
 	}
 	m[cost.Stamp] = st.json(0)
 	return json.Marshal(m)
+}
+
+// appendFields adds "op" (when non-empty) and "_gate" to the JSON object
+// obj, which has neither.
+func appendFields(obj []byte, op string, st stamp) []byte {
+	inner := bytes.TrimSpace(obj[1 : len(obj)-1])
+	out := make([]byte, 0, len(obj)+len(op)+128)
+	out = append(out, '{')
+	out = append(out, inner...)
+	if len(inner) > 0 {
+		out = append(out, ',')
+	}
+	if op != "" {
+		out = append(out, `"op":`...)
+		q, _ := json.Marshal(op)
+		out = append(out, q...)
+		out = append(out, ',')
+	}
+	out = append(out, `"_gate":`...)
+	out = append(out, st.json(0)...)
+	return append(out, '}')
 }
 
 // setPath writes v at segs inside m, creating intermediate objects and

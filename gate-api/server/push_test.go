@@ -47,7 +47,7 @@ func TestPushFrontDoor(t *testing.T) {
 	if a.body["ok"] != true || a.num("pushed") != 1 || a.str("queue") != queue || a.str("partition") != "acct-7" || a.num("cost") != 2 {
 		t.Fatalf("push answer: %s", a.raw)
 	}
-	msgs := h.mini.Messages(queue, "acct-7")
+	msgs := h.partition(queue, "acct-7")
 	if len(msgs) != 1 {
 		t.Fatalf("%d messages on acct-7", len(msgs))
 	}
@@ -82,7 +82,7 @@ func TestPushFrontDoor(t *testing.T) {
 	// txn coalesces on the broker's dedup.
 	first := h.expect(h.do(http.MethodPost, push, map[string]any{"partition": "d", "txn": "t-1"}), http.StatusOK)
 	second := h.expect(h.do(http.MethodPost, push, map[string]any{"partition": "d", "txn": "t-1"}), http.StatusOK)
-	if first.num("pushed") != 1 || second.num("pushed") != 0 || second.body["duplicate"] != true || len(h.mini.Messages(queue, "d")) != 1 {
+	if first.num("pushed") != 1 || second.num("pushed") != 0 || second.body["duplicate"] != true || len(h.partition(queue, "d")) != 1 {
 		t.Fatalf("dedup: %s / %s", first.raw, second.raw)
 	}
 
@@ -114,7 +114,7 @@ func TestPushFrontDoor(t *testing.T) {
 		}
 		h.errorBody(r)
 	}
-	if n := len(h.mini.Messages(queue, "x")); n != 0 {
+	if n := len(h.partition(queue, "x")); n != 0 {
 		t.Fatalf("refused pushes queued %d messages", n)
 	}
 	// An op the scoped budget does not charge needs no scope value.
@@ -129,7 +129,7 @@ func TestPushFrontDoor(t *testing.T) {
 	if err != nil || ra < 1 || ra > 7 || r.str("node") != "entry" || r.num("retryAfterSeconds") != float64(ra) {
 		t.Fatalf("429: Retry-After %q body %s", r.header.Get("Retry-After"), r.raw)
 	}
-	if len(h.mini.Messages(queue, "z")) != 0 {
+	if len(h.partition(queue, "z")) != 0 {
 		t.Fatalf("a shed push was queued")
 	}
 }

@@ -29,7 +29,7 @@ type priorStamp struct {
 // the attempt rides in the derived transaction id, so reporting one item
 // twice collapses on the broker's dedup.
 func (s *Server) reenter(q *req) *apiError {
-	raw, bad := readBody(q.w, q.r, q.limit)
+	raw, bad := readRaw(q.w, q.r, q.limit)
 	if bad != nil {
 		return bad
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/gorilla/mux"
@@ -60,6 +61,8 @@ func (s *Server) routes() http.Handler {
 	both("eta", http.MethodGet, "/graphs/{graph}/nodes/{node}/eta", small, s.eta)
 	both("target-eta", http.MethodGet, "/targets/{graph}/eta", small, s.eta)
 
+	r.Handle("/v1/apps/{app}/metrics", s.wrap("app-metrics", false, small, s.productMetrics)).Methods(http.MethodGet)
+
 	both("gone-next", http.MethodGet, "/graphs/{graph}/nodes/{node}/next", small, s.goneNext)
 	both("gone-target-next", http.MethodGet, "/targets/{graph}/lanes/{lane}/next", small, s.goneNext)
 	r.Handle("/v1/leases/{op:ack|nack|renew}", s.wrap("gone-leases", true, small, s.goneLease)).Methods(http.MethodPost)
@@ -84,6 +87,16 @@ func (s *Server) wrap(name string, flat bool, limit int64, h handler) http.Handl
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		q := &req{w: sw, r: r, flat: flat, limit: limit}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.Error("handler panicked", "route", name, "method", r.Method, "path", r.URL.EscapedPath(), "panic", p, "stack", string(debug.Stack()))
+				writeError(sw, fail(http.StatusInternalServerError, "gate-api failed on this request (a bug, logged with its stack): retry, and report it if it repeats"))
+				s.metrics.requests.WithLabelValues(name, r.Method, "500").Inc()
+			}
+		}()
 		e := q.decodeVars()
 		if e == nil {
 			e = h(q)

@@ -191,6 +191,20 @@ func (b *Bench) declare(ctx context.Context, graph string, doc map[string]any) (
 	if err != nil {
 		return d, fmt.Errorf("declaring %s: %w", graph, err)
 	}
+	// gate-api answers 200 once the document is stored; pushes are refused
+	// (503) until a relay reports the graph running, so wait for that.
+	var last string
+	if !waitFor(ctx, 60*time.Second, func() bool {
+		v, err := b.api.View(c, b.cfg.App, graph)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		last = fmt.Sprintf("running=%v, %d stages", v.Running, len(v.Stages))
+		return v.Running && len(v.Stages) > 0
+	}) {
+		return d, fmt.Errorf("declared %s, but no relay ran it within 60 s (%s)", graph, last)
+	}
 	return d, nil
 }
 

@@ -3,6 +3,7 @@ package scenario
 import (
 	"bytes"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -49,6 +50,8 @@ func startProxy(target string) (*countingProxy, error) {
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 1024
 	rp.Transport = tr
 	rp.FlushInterval = -1
+	rp.ErrorLog = log.New(io.Discard, "", 0)
+	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) { w.WriteHeader(http.StatusBadGateway) }
 	p := &countingProxy{}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.tally.Total.Add(1)

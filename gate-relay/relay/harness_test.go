@@ -103,7 +103,7 @@ func (w tWriter) Write(p []byte) (int, error) {
 // knobs are the short test settings.
 type knobs struct {
 	lease, poll, maxPark, skew time.Duration
-	concurrency              int
+	concurrency                int
 }
 
 func defaultKnobs() knobs {

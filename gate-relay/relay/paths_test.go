@@ -280,3 +280,41 @@ func TestBackoffStopsEveryPathUntilLiftedOrExpired(t *testing.T) {
 		t.Fatal("the items left only when the backoff expired, not when it was lifted")
 	}
 }
+
+// An item already downstream (its derived transaction id is on the egress
+// partition) rolls the settle back with QDUP: the relay recovers by
+// halving, bare-acks that item without forwarding it, and forwards every
+// other item once, in order.
+func TestDuplicateRollbackRecoversByHalving(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const graph = "dup"
+	e.declare(graph, fmt.Sprintf(`{"version":1,"nodes":{"n":{"ingress":true,"budgets":[{"count":100000,"timeMs":1000}],"egress":%q}},
+		"paths":[{"name":"main","nodes":["n"]}]}`, e.egressQueue()))
+	var items []item
+	for s := 0; s < 10; s++ {
+		items = append(items, item{Seq: s, Part: "p"})
+	}
+	e.push(plan.IngressQueue(e.app, graph, "n"), items...)
+	derived := plan.DeriveTransactionID("t-p-3", plan.TerminalLabel(e.app, graph, "main", "n"))
+	if _, err := e.client.Push(context.Background(), []queen.PushItem{{Queue: e.egressQueue(), Partition: "p", Payload: json.RawMessage(`{"seq":-1,"part":"p"}`), TransactionID: derived}}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.startRelay(defaultKnobs())
+	gatetest.Eventually(t, 20*time.Second, func() bool { return e.egressCount(e.egressQueue()) >= 10 })
+	consistently(t, 500*time.Millisecond, func() bool { return e.egressCount(e.egressQueue()) == 10 })
+	var seqs []int
+	for _, o := range e.egress(e.egressQueue()) {
+		seqs = append(seqs, o.Seq)
+	}
+	if fmt.Sprint(seqs) != "[-1 0 1 2 4 5 6 7 8 9]" {
+		t.Fatalf("egress holds %v, want the earlier copy of item 3 and every other item once, in order", seqs)
+	}
+	st, _ := stageStatus(r, e.app, graph, "main", "n")
+	if st.Counters.Duplicates == 0 || st.Counters.Forwarded != 9 || st.Wedge != nil {
+		t.Fatalf("counters after recovery: %+v wedge %+v", st.Counters, st.Wedge)
+	}
+	if c, _ := e.mini.Cursor(plan.IngressQueue(e.app, graph, "n"), plan.Group(e.app, graph, "main", "n"), "p"); c.Committed != 9 {
+		t.Fatalf("the source cursor stopped at %d, want every item settled", c.Committed)
+	}
+}

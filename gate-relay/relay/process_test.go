@@ -18,9 +18,11 @@ import (
 
 // proc is one gate-relay process.
 type proc struct {
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan error
+	cmd *exec.Cmd
+	out *syncBuffer
+	// done is closed when the process exited; err is its exit status.
+	done chan struct{}
+	err  error
 }
 
 type syncBuffer struct {
@@ -49,12 +51,12 @@ func (e *env) spawn(id string, extra ...string) *proc {
 		"GATE_RELAY_ID="+id, "GATE_LEASE_SECONDS=2", "GATE_POLL_TIMEOUT_SECONDS=2", "GATE_RECONCILE_SECONDS=2",
 		"GATE_SIGNAL_POLL_MS=100", "GATE_STATUS_SECONDS=1", "GATE_INTERIOR_SEED_SKEW_SECONDS=0", "GATE_LOG_LEVEL=warn")
 	cmd.Env = append(cmd.Env, extra...)
-	p := &proc{cmd: cmd, out: &syncBuffer{}, done: make(chan error, 1)}
+	p := &proc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		e.t.Fatalf("starting gate-relay: %v", err)
 	}
-	go func() { p.done <- cmd.Wait() }()
+	go func() { p.err = cmd.Wait(); close(p.done) }()
 	e.t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-p.done
@@ -130,11 +132,10 @@ func TestTwoReplicasSpendOneBudget(t *testing.T) {
 		start := time.Now()
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case err := <-p.done:
-			if err != nil {
-				t.Fatalf("gate-relay exited with %v on SIGTERM", err)
+		case <-p.done:
+			if p.err != nil {
+				t.Fatalf("gate-relay exited with %v on SIGTERM", p.err)
 			}
-			p.done <- err
 		case <-time.After(5 * time.Second):
 			t.Fatalf("gate-relay did not exit within the poll timeout after SIGTERM")
 		}

@@ -547,3 +547,41 @@ func TestSemantic21_ExtendDoesNotReviveAnExpiredLease(t *testing.T) {
 		t.Errorf("extend of an unknown lease: %+v %v, want HTTP 200 success:false renewed:0", unknown, err)
 	}
 }
+
+func TestSemantic13_OnlyFailedAcksChargeTheBudgetNotRetryOrDLQStatus(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	q, g := e.Queue("in"), e.Group("g")
+	e.configure(t, q, queen.QueueOptions{RetryLimit: queen.Int(1)})
+	e.push(t, q, "p", msgs(1, 2)...)
+	next := func(want int) queen.Message {
+		t.Helper()
+		c := e.popWait(t, queen.PopRequest{Queue: q, ConsumerGroup: g, Batch: 1}, 5*time.Second)
+		if !equalInts(numbers(t, c), []int{want}) {
+			t.Fatalf("claimed %v, want [%d]", numbers(t, c), want)
+		}
+		return c.Messages[0]
+	}
+	for i := range 3 {
+		m := next(1)
+		if r := e.ack(t, m.AckItem(queen.AckRetry, "later")); !r.Success || r.DLQ {
+			t.Fatalf("retry ack #%d: %+v, want success without dlq", i+1, r)
+		}
+	}
+	m := next(1)
+	if r := e.ack(t, m.AckItem(queen.AckFailed, "boom")); !r.Success || r.DLQ {
+		t.Fatalf("first failed ack after 3 retry acks: %+v, want no dlq (retry must not charge the budget)", r)
+	}
+	m = next(1)
+	if r := e.ack(t, m.AckItem(queen.AckFailed, "boom")); !r.DLQ {
+		t.Fatalf("second failed ack with retryLimit 1: %+v, want dlq", r)
+	}
+	// dlq status dead-letters at once, whatever the budget.
+	m = next(2)
+	if r := e.ack(t, m.AckItem(queen.AckDLQ, "bad payload")); !r.Success || !r.DLQ {
+		t.Fatalf("dlq ack: %+v, want dlq at once", r)
+	}
+	if d := e.depth(t, q, g); d.Pending != 0 {
+		t.Errorf("pending %d, want 0", d.Pending)
+	}
+}

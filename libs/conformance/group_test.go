@@ -28,17 +28,20 @@ func TestSemantic18_SubscriptionModeSeedsANewGroupOnFirstContactOnly(t *testing.
 	}
 	e.push(t, q, "p", msg(3))
 	e.push(t, q, "later", msg(4)) // a partition created after the groups registered
-	for _, g := range []string{tail, now} {
+	// tail keeps sending mode new: its stored registration (not this pop)
+	// decides where the later partition starts, so 4 is delivered. now sends
+	// mode all: an existing cursor is never re-seeded, so 1 and 2 stay
+	// skipped.
+	for g, mode := range map[string]queen.SubscriptionMode{tail: queen.SubscribeNew, now: queen.SubscribeAll} {
 		got := map[int]bool{}
 		for range 2 {
-			c := e.pop(t, queen.PopRequest{Queue: q, ConsumerGroup: g, Batch: 10, SubscriptionMode: queen.SubscribeAll})
+			c := e.pop(t, queen.PopRequest{Queue: q, ConsumerGroup: g, Batch: 10, SubscriptionMode: mode})
 			for _, n := range numbers(t, c) {
 				got[n] = true
 			}
 		}
-		// Sending mode all now must not re-seed the existing cursor on p.
-		if !got[3] || !got[4] || got[1] || got[2] {
-			t.Errorf("group %s after new pushes got %v, want exactly {3, 4}: the tail of p and the later partition, never a re-seed", g, got)
+		if !got[3] || !got[4] || got[1] || got[2] || len(got) != 2 {
+			t.Errorf("group %s (now sending mode %s) after new pushes got %v, want exactly {3, 4}", g, mode, got)
 		}
 	}
 }
@@ -143,6 +146,16 @@ func TestSemantic20_DepthCountsAgainstTheNamedGroupsCursor(t *testing.T) {
 	}
 	if got := partDepth(e.depth(t, q, ""), "p1").Pending; got != 1 {
 		t.Errorf("queue-level p1 pending %d, want 1 (the worst named cursor, g's)", got)
+	}
+
+	// A partition created after both groups registered: neither has a cursor
+	// there yet, so both the group figure and the queue-level one owe all of it.
+	e.push(t, q, "p3", msgs(6, 8)...)
+	if got := partDepth(e.depth(t, q, g), "p3").Pending; got != 3 {
+		t.Errorf("g's pending on a partition it never touched: %d, want 3", got)
+	}
+	if got := partDepth(e.depth(t, q, ""), "p3").Pending; got != 3 {
+		t.Errorf("queue-level pending on a partition no group touched: %d, want 3", got)
 	}
 
 	if _, err := e.c.Depth(e.ctx, e.Queue("never-used"), g); !queen.IsNotFound(err) {

@@ -489,3 +489,28 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// The sweeper may delete expired keys only now and then; liveness must not
+// depend on it. The steps below make the key expire between two sweeps of a
+// broker that sweeps at most once a second (as miniqueen does).
+func TestSemantic06_ExpiredKeyIsInvisibleBeforeTheSweeperDeletesIt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.get(t, "touch")
+	e.elapse(500 * time.Millisecond)
+	e.kv1(t, queen.KVPut(e.ns, "k", json.RawMessage(`1`), queen.PutOpts{TTLSeconds: 1}))
+	e.kv1(t, e.incr("n", 3, queen.IncrOpts{TTLSeconds: 1}))
+	e.elapse(600 * time.Millisecond)
+	e.get(t, "touch")
+	e.elapse(500 * time.Millisecond)
+	r := e.kv(t, queen.KVGet(e.ns, "k"), queen.KVGetMany(e.ns, "k"), queen.KVGetPrefix(e.ns, "k", queen.PrefixOpts{}))
+	if r.Results[0].Found || len(r.Results[1].Rows) != 0 || len(r.Results[2].Rows) != 0 {
+		t.Errorf("reads of a key expired 100 ms ago: %+v, want it invisible", r.Results)
+	}
+	if inc := e.kv1(t, e.incr("n", 1, queen.IncrOpts{TTLSeconds: 60})); intOf(t, inc) != 1 {
+		t.Errorf("incr on a counter expired 100 ms ago: value %s, want 1 (it reads 0)", inc.Value)
+	}
+	if pia := e.kv1(t, queen.KVPutIfAbsent(e.ns, "k", json.RawMessage(`2`), queen.PutOpts{TTLSeconds: 60})); !pia.Applied {
+		t.Errorf("putIfAbsent over a key expired 100 ms ago: %+v, want applied", pia)
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/queen-mq/gate/libs/graph"
+	"github.com/queen-mq/gate/libs/plan"
 )
 
 func TestUnreadableBodiesNameThePointer(t *testing.T) {
@@ -232,5 +234,66 @@ func TestErrorText(t *testing.T) {
 	}
 	if ok := compileT(t, Input{Body: body(t, base())}); ok.ErrorText() != "" {
 		t.Errorf("accepted ErrorText = %q", ok.ErrorText())
+	}
+}
+
+// countingFacts records how often each queue is probed.
+type countingFacts struct {
+	mu    sync.Mutex
+	calls map[string]int
+	facts facts
+}
+
+func (c *countingFacts) Queue(name string) QueueFacts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls[name]++
+	return c.facts[name]
+}
+
+func TestFactsAreProbedOncePerQueue(t *testing.T) {
+	t.Parallel()
+	f := &countingFacts{calls: map[string]int{}, facts: facts{"demo.in": {Exists: true, Partitions: 3}}}
+	d := withNamed(nil)()
+	budgetOf(d, "in", 0)["count"] = 100000
+	res := compileT(t, Input{Body: body(t, d), Facts: f, Options: plan.Options{LaneCapacity: 1}})
+	if f.calls["demo.in"] != 1 {
+		t.Errorf("demo.in probed %d times", f.calls["demo.in"])
+	}
+	// The broker's 3 partitions cap the derived workers.
+	if w := res.Plan.Stages[0].Concurrency; w != 3 {
+		t.Errorf("workers %d, want the 3 observed partitions", w)
+	}
+}
+
+func TestStoredForms(t *testing.T) {
+	t.Parallel()
+	other := base()
+	other["application"], other["graph"] = "demo", "other"
+	nodeOf(other, "in")["ingress"] = m{"queue": "theirs.in"}
+	parsed, err := graph.Parse(body(t, other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine := with(func(d m) { nodeOf(d, "in")["ingress"] = m{"queue": "theirs.in"} })()
+	cases := []struct {
+		name   string
+		stored Stored
+		status int
+	}{
+		{"parsed document, running", Stored{App: "demo", Name: "other", Doc: parsed, Running: true}, 422},
+		{"running but not stored", Stored{App: "demo", Name: "other", Doc: parsed, Running: true, NotStored: true}, 422},
+		{"stored only", Stored{App: "demo", Name: "other", Doc: parsed}, 409},
+		{"unreadable body is skipped", Stored{App: "demo", Name: "other", Body: []byte(`{`)}, 200},
+		{"stored v1 target with the same ingress", Stored{App: "demo", Name: "other", Body: []byte(`{"application":"demo","name":"other","version":1,"budgets":[{"id":"g","cap":10,"periodSeconds":1,"alignment":"calendar","confidence":"assumed"}],"cost":{"field":"n","default":1,"max":1}}`)}, 200},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res := compileT(t, Input{Body: body(t, mine), Stored: []Stored{tc.stored}})
+			if res.Status() != tc.status {
+				t.Errorf("status %d, want %d: %v", res.Status(), tc.status, res.Findings)
+			}
+		})
 	}
 }

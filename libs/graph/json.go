@@ -22,18 +22,23 @@ const (
 // walks. Numbers keep their literal text so integers and floats can be told
 // apart exactly.
 type value struct {
-	kind       kind
-	b          bool
+	kind kind
+	b    bool
+	// start and end are byte offsets in the document, for "got …" messages.
+	start, end int32
 	s          string // string value, or number literal
-	arr        []*value
-	obj        []member
-	start, end int // byte offsets in the document, for "got …" messages
+	// kids are an object's members, or an array's elements (with no key).
+	kids []member
 }
 
 type member struct {
 	key string
 	val *value
 }
+
+// maxDocumentBytes bounds a document so offsets fit 32 bits; the declare
+// routes accept 2 MiB.
+const maxDocumentBytes = 1 << 30
 
 // maxNesting bounds the depth of a document; real graphs nest about six
 // levels, and the bound keeps hostile input from exhausting the stack.
@@ -48,10 +53,9 @@ type tree struct {
 	// text is the body as one string: unescaped strings and number
 	// literals are substrings of it, which costs no allocation each.
 	text string
-	// members and elems are stacks the open objects and arrays collect
+	// members is the stack open objects and arrays collect their kids
 	// into; each container copies its own part out once, at its exact size.
 	members []member
-	elems   []*value
 }
 
 // alloc hands out values from chunks, so a document costs a few
@@ -66,6 +70,9 @@ func (t *tree) alloc(v value) *value {
 }
 
 func parseTree(b []byte) (*value, error) {
+	if len(b) > maxDocumentBytes {
+		return nil, fmt.Errorf("the document is %d bytes, more than the %d a document may have", len(b), maxDocumentBytes)
+	}
 	if !utf8.Valid(b) {
 		return nil, fmt.Errorf("the document is not valid UTF-8")
 	}
@@ -115,7 +122,7 @@ func (t *tree) value(depth int) (*value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return t.alloc(value{kind: kindString, s: s, start: start, end: t.i}), nil
+		return t.alloc(value{kind: kindString, s: s, start: int32(start), end: int32(t.i)}), nil
 	case c == 't':
 		return t.literal("true", value{kind: kindBool, b: true})
 	case c == 'f':
@@ -132,9 +139,9 @@ func (t *tree) literal(lit string, v value) (*value, error) {
 	if len(t.b)-t.i < len(lit) || string(t.b[t.i:t.i+len(lit)]) != lit {
 		return nil, t.fail("expected %s", lit)
 	}
-	v.start = t.i
+	v.start = int32(t.i)
 	t.i += len(lit)
-	v.end = t.i
+	v.end = int32(t.i)
 	return t.alloc(v), nil
 }
 
@@ -171,7 +178,7 @@ func (t *tree) number() (*value, error) {
 			return nil, t.fail("malformed number")
 		}
 	}
-	return t.alloc(value{kind: kindNumber, s: t.text[start:t.i], start: start, end: t.i}), nil
+	return t.alloc(value{kind: kindNumber, s: t.text[start:t.i], start: int32(start), end: int32(t.i)}), nil
 }
 
 func (t *tree) str() (string, error) {
@@ -205,20 +212,13 @@ func (t *tree) str() (string, error) {
 }
 
 func (t *tree) object(depth int) (*value, error) {
-	v := t.alloc(value{kind: kindObject, start: t.i})
-	mark := len(t.members)
-	defer func() {
-		if n := len(t.members) - mark; n > 0 {
-			v.obj = make([]member, n)
-			copy(v.obj, t.members[mark:])
-		}
-		t.members = t.members[:mark]
-	}()
+	v := t.alloc(value{kind: kindObject, start: int32(t.i)})
+	defer t.collect(v, len(t.members))
 	t.i++
 	t.space()
 	if t.i < len(t.b) && t.b[t.i] == '}' {
 		t.i++
-		v.end = t.i
+		v.end = int32(t.i)
 		return v, nil
 	}
 	for {
@@ -250,7 +250,7 @@ func (t *tree) object(depth int) (*value, error) {
 			t.i++
 		case '}':
 			t.i++
-			v.end = t.i
+			v.end = int32(t.i)
 			return v, nil
 		default:
 			return nil, t.fail("expected ',' or '}' in an object")
@@ -259,20 +259,13 @@ func (t *tree) object(depth int) (*value, error) {
 }
 
 func (t *tree) array(depth int) (*value, error) {
-	v := t.alloc(value{kind: kindArray, start: t.i})
-	mark := len(t.elems)
-	defer func() {
-		if n := len(t.elems) - mark; n > 0 {
-			v.arr = make([]*value, n)
-			copy(v.arr, t.elems[mark:])
-		}
-		t.elems = t.elems[:mark]
-	}()
+	v := t.alloc(value{kind: kindArray, start: int32(t.i)})
+	defer t.collect(v, len(t.members))
 	t.i++
 	t.space()
 	if t.i < len(t.b) && t.b[t.i] == ']' {
 		t.i++
-		v.end = t.i
+		v.end = int32(t.i)
 		return v, nil
 	}
 	for {
@@ -281,7 +274,7 @@ func (t *tree) array(depth int) (*value, error) {
 		if err != nil {
 			return nil, err
 		}
-		t.elems = append(t.elems, el)
+		t.members = append(t.members, member{val: el})
 		t.space()
 		if t.i >= len(t.b) {
 			return nil, t.fail("unexpected end of input in an array")
@@ -291,10 +284,20 @@ func (t *tree) array(depth int) (*value, error) {
 			t.i++
 		case ']':
 			t.i++
-			v.end = t.i
+			v.end = int32(t.i)
 			return v, nil
 		default:
 			return nil, t.fail("expected ',' or ']' in an array")
 		}
 	}
+}
+
+// collect moves the members a container pushed since mark into the
+// container, at their exact size, and pops them.
+func (t *tree) collect(v *value, mark int) {
+	if n := len(t.members) - mark; n > 0 {
+		v.kids = make([]member, n)
+		copy(v.kids, t.members[mark:])
+	}
+	t.members = t.members[:mark]
 }

@@ -131,9 +131,9 @@ func (r *reader) fields(at, what string, v *value, allowed ...string) (object, b
 		r.expected(at, what, v)
 		return nil, false
 	}
-	out := object(v.obj)
+	out := object(v.kids)
 	clean := true
-	for i, m := range v.obj {
+	for i, m := range v.kids {
 		known := false
 		for _, a := range allowed {
 			if a == m.key {
@@ -142,7 +142,7 @@ func (r *reader) fields(at, what string, v *value, allowed ...string) (object, b
 			}
 		}
 		repeated := false
-		for _, prev := range v.obj[:i] {
+		for _, prev := range v.kids[:i] {
 			if prev.key == m.key {
 				repeated = true
 				break
@@ -158,8 +158,8 @@ func (r *reader) fields(at, what string, v *value, allowed ...string) (object, b
 		}
 	}
 	if !clean {
-		out = make(object, 0, len(v.obj))
-		for _, m := range v.obj {
+		out = make(object, 0, len(v.kids))
+		for _, m := range v.kids {
 			if _, dup := out.get(m.key); !dup {
 				out = append(out, m)
 			}
@@ -303,8 +303,8 @@ func (r *reader) document(v *value) *Document {
 		if v.kind != kindObject {
 			r.expected("/nodes", "an object of node name to node", v)
 		} else {
-			d.Nodes = make(map[string]*Node, len(v.obj))
-			for _, m := range v.obj {
+			d.Nodes = make(map[string]*Node, len(v.kids))
+			for _, m := range v.kids {
 				at := Pointer("/nodes", m.key)
 				if _, dup := d.Nodes[m.key]; dup {
 					r.fail(at, "node "+strconv.Quote(m.key)+" is declared twice")
@@ -320,9 +320,9 @@ func (r *reader) document(v *value) *Document {
 		if v.kind != kindArray {
 			r.expected("/paths", "an array of paths", v)
 		} else {
-			d.Paths = make([]Path, 0, len(v.arr))
-			for i, pv := range v.arr {
-				d.Paths = append(d.Paths, r.path(Pointer("/paths", strconv.Itoa(i)), pv))
+			d.Paths = make([]Path, 0, len(v.kids))
+			for i, pv := range v.kids {
+				d.Paths = append(d.Paths, r.path(Pointer("/paths", strconv.Itoa(i)), pv.val))
 			}
 		}
 	}
@@ -339,8 +339,8 @@ func (r *reader) node(at string, v *value) *Node {
 		if bv.kind != kindArray {
 			r.expected(Pointer(at, "budgets"), "an array of budgets", bv)
 		} else {
-			for i, b := range bv.arr {
-				n.Budgets = append(n.Budgets, r.budget(Pointer(at, "budgets", strconv.Itoa(i)), b))
+			for i, b := range bv.kids {
+				n.Budgets = append(n.Budgets, r.budget(Pointer(at, "budgets", strconv.Itoa(i)), b.val))
 			}
 		}
 	}
@@ -461,9 +461,9 @@ func (r *reader) budget(at string, v *value) Budget {
 		if wv.kind != kindArray {
 			r.expected(Pointer(at, "whenOp"), "an array of op patterns", wv)
 		} else {
-			b.WhenOp = make([]string, 0, len(wv.arr))
-			for i, ov := range wv.arr {
-				if s, ok := r.str(Pointer(at, "whenOp", strconv.Itoa(i)), ov); ok {
+			b.WhenOp = make([]string, 0, len(wv.kids))
+			for i, ov := range wv.kids {
+				if s, ok := r.str(Pointer(at, "whenOp", strconv.Itoa(i)), ov.val); ok {
 					b.WhenOp = append(b.WhenOp, s)
 				}
 			}
@@ -517,15 +517,17 @@ func (r *reader) path(at string, v *value) Path {
 		r.expected(Pointer(at, "nodes"), "an array of node names", hv)
 		return p
 	}
-	p.Nodes = make([]Hop, 0, len(hv.arr))
-	for i, el := range hv.arr {
+	p.Nodes = make([]Hop, 0, len(hv.kids))
+	for i, m := range hv.kids {
+		el := m.val
 		eat := Pointer(at, "nodes", strconv.Itoa(i))
 		switch el.kind {
 		case kindString:
 			p.Nodes = append(p.Nodes, Hop{Names: []string{el.s}})
 		case kindArray:
-			h := Hop{Fanout: true, Names: make([]string, 0, len(el.arr))}
-			for j, bv := range el.arr {
+			h := Hop{Fanout: true, Names: make([]string, 0, len(el.kids))}
+			for j, bm := range el.kids {
+				bv := bm.val
 				if bv.kind != kindString {
 					r.expected(Pointer(eat, strconv.Itoa(j)), "a node name (a fan-out is a flat array of node names)", bv)
 					continue

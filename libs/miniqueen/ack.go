@@ -207,8 +207,8 @@ func (s *Server) deadLetter(c *cursor, off int64, errMsg string, record bool, no
 	if record && off >= p.base && off < p.next {
 		m := p.msgAt(off)
 		s.dlq = append(s.dlq, deadLetter{
-			id: m.id, txn: m.txn, partitionID: p.id, queue: p.q.name, partition: p.name,
-			group: c.group, errMsg: errMsg, retries: c.retries, data: m.data, created: m.created, failed: now,
+			id: m.id.String(), txn: m.txn, partitionID: p.id, queue: p.q.name, partition: p.name,
+			group: c.group, errMsg: errMsg, retries: c.retries, data: m.data, created: m.createdAt(), failed: now,
 		})
 	}
 	if off > c.committed {

@@ -523,7 +523,7 @@ func (s *Server) groupRows(only string) []groupSummary {
 					row.PartitionsWithLag++
 					row.TotalLag += pend
 					off := max(c.committed+1, p.base)
-					age := int64(now.Sub(p.msgAt(off).created) / time.Second)
+					age := int64(now.Sub(p.msgAt(off).createdAt()) / time.Second)
 					row.MaxTimeLag = max(row.MaxTimeLag, age)
 				}
 			}
@@ -612,7 +612,7 @@ func (s *Server) handleGroupDetail(w http.ResponseWriter, r *http.Request) {
 			found = true
 			pt := part{Partition: p.name, PartitionID: p.id, CommittedOffset: c.committed, OffsetLag: c.pending(), LeaseActive: c.leaseLive(now), RetryCount: c.retries}
 			if pt.OffsetLag > 0 {
-				pt.TimeLagSeconds = int64(now.Sub(p.msgAt(max(c.committed+1, p.base)).created) / time.Second)
+				pt.TimeLagSeconds = int64(now.Sub(p.msgAt(max(c.committed+1, p.base)).createdAt()) / time.Second)
 			}
 			if pt.LeaseActive {
 				e := fmtLease(c.leaseExp)

@@ -106,8 +106,8 @@ func (s *Server) Messages(queue, partition string) []Message {
 			}
 		}
 		out[i] = Message{
-			ID: m.id, TransactionID: m.txn, TraceID: m.trace, Queue: queue, Partition: partition, PartitionID: p.id,
-			Offset: off, Data: append(json.RawMessage(nil), m.data...), CreatedAt: m.created, Status: st,
+			ID: m.id.String(), TransactionID: m.txn, TraceID: m.trace, Queue: queue, Partition: partition, PartitionID: p.id,
+			Offset: off, Data: append(json.RawMessage(nil), m.data...), CreatedAt: m.createdAt(), Status: st,
 		}
 	}
 	return out

@@ -95,7 +95,7 @@ func (s *Server) handlePush(w http.ResponseWriter, r *http.Request) {
 		jb.raw(`{"index":`)
 		jb.int(int64(i))
 		jb.raw(`,"message_id":`)
-		jb.str(out[i].msgID)
+		jb.uuid(out[i].msgID)
 		jb.raw(`,"transaction_id":`)
 		jb.str(out[i].txn)
 		jb.raw(`,"queueName":`)
@@ -345,6 +345,8 @@ func (s *Server) writePop(w http.ResponseWriter, got []claimedPart, leaseID, gro
 	jb.raw(`,"messages":[`)
 	var tail []byte
 	n := 0
+	lastCreated := int64(-1 << 63)
+	var createdBuf []byte
 	for _, c := range got {
 		t := jw{b: tail[:0]}
 		t.raw(`,"partitionId":`)
@@ -363,16 +365,20 @@ func (s *Server) writePop(w http.ResponseWriter, got []claimedPart, leaseID, gro
 				jb.comma()
 			}
 			n++
-			jb.raw(`{"id":"`)
-			jb.raw(m.id)
-			jb.raw(`","transactionId":`)
+			jb.raw(`{"id":`)
+			jb.uuid(m.id)
+			jb.raw(`,"transactionId":`)
 			jb.str(m.txn)
 			jb.raw(`,"traceId":`)
 			jb.strOrNull(m.trace)
 			jb.raw(`,"data":`)
 			jb.json(m.data)
+			if m.created != lastCreated {
+				lastCreated = m.created
+				createdBuf = m.createdAt().AppendFormat(createdBuf[:0], createdLayout)
+			}
 			jb.raw(`,"producerSub":null,"createdAt":"`)
-			jb.raw(m.createdStr)
+			jb.rawb(createdBuf)
 			jb.raw(`"`)
 			jb.rawb(tail)
 		}
@@ -772,7 +778,7 @@ func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request) {
 			jb.raw(`,"type":"push","success":true,"transactionId":`)
 			jb.str(o.txn)
 			jb.raw(`,"messageId":`)
-			jb.str(o.msgID)
+			jb.uuid(o.msgID)
 			jb.raw(`,"queueName":`)
 			jb.str(pushes[sl.item].queue)
 			if o.duplicate {

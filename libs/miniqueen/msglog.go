@@ -95,3 +95,69 @@ func (l *msgLog) span(off int64, k int64) []message {
 	}
 	return out
 }
+
+// fifo is an append-only queue stored in fixed-size chunks: pushing never
+// copies old elements and popping the front frees whole chunks.
+type fifo[T any] struct {
+	chunks [][]T
+	head   int // popped elements of chunks[0]
+	n      int
+}
+
+const fifoChunk = 1024
+
+func (f *fifo[T]) len() int { return f.n }
+
+func (f *fifo[T]) push(v T) {
+	k := len(f.chunks)
+	if k == 0 || len(f.chunks[k-1]) == cap(f.chunks[k-1]) {
+		size := fifoChunk
+		if k == 0 {
+			size = 16
+		} else if c := cap(f.chunks[k-1]); c < fifoChunk {
+			size = min(fifoChunk, 4*c)
+		}
+		f.chunks = append(f.chunks, make([]T, 0, size))
+		k++
+	}
+	f.chunks[k-1] = append(f.chunks[k-1], v)
+	f.n++
+}
+
+func (f *fifo[T]) front() *T { return &f.chunks[0][f.head] }
+
+func (f *fifo[T]) pop() {
+	var zero T
+	f.chunks[0][f.head] = zero
+	f.head++
+	f.n--
+	if f.head == len(f.chunks[0]) && (len(f.chunks) > 1 || f.n == 0) {
+		f.chunks[0] = nil
+		f.chunks = f.chunks[1:]
+		f.head = 0
+		if len(f.chunks) == 0 {
+			f.chunks = nil
+		}
+	}
+}
+
+// truncate keeps the first n elements (n <= len), for transaction undo.
+func (f *fifo[T]) truncate(n int) {
+	for f.n > n {
+		last := len(f.chunks) - 1
+		c := f.chunks[last]
+		floor := 0 // elements of this chunk that are already popped
+		if last == 0 {
+			floor = f.head
+		}
+		drop := min(f.n-n, len(c)-floor)
+		f.chunks[last] = c[:len(c)-drop]
+		f.n -= drop
+		if len(f.chunks[last]) == floor {
+			f.chunks = f.chunks[:last]
+			if last == 0 {
+				f.chunks, f.head = nil, 0
+			}
+		}
+	}
+}

@@ -155,6 +155,40 @@ func (s *scanner) str() string {
 	return ""
 }
 
+// strSame reads a string field; when its raw bytes equal *prev (no escapes)
+// it returns *prev without allocating: acks and pushes of one bundle repeat
+// their group, lease, partition and queue names.
+func (s *scanner) strSame(prev *string) string {
+	if s.peek() == '"' && !s.bad {
+		p := *prev
+		end := s.i + 1 + len(p)
+		if p != "" && end < len(s.b) && s.b[end] == '"' && string(s.b[s.i+1:end]) == p && bytesPlain(s.b[s.i+1:end]) {
+			s.i = end + 1
+			return p
+		}
+	}
+	v := s.str()
+	*prev = v
+	return v
+}
+
+func bytesPlain(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' || c < 0x20 {
+			return false
+		}
+	}
+	return true
+}
+
+// optSame is optStr with strSame.
+func (s *scanner) optSame(prev *string) (string, bool) {
+	if s.null() {
+		return "", false
+	}
+	return s.strSame(prev), true
+}
+
 func (s *scanner) hex4() (rune, bool) {
 	if s.i+4 > len(s.b) {
 		s.bad = true
@@ -408,14 +442,21 @@ func (a *arena) keep(raw []byte) []byte {
 	return a.b[start:len(a.b):len(a.b)]
 }
 
-// scanPushItem reads one push item object.
+// pushItem reads one push item object.
 func (s *scanner) pushItem(it *pushItemWire, ar *arena) {
+	var q, p string
+	s.pushItemSame(it, ar, &q, &p)
+}
+
+// pushItemSame reads one push item object, reusing the previous item's
+// queue and partition strings when they repeat.
+func (s *scanner) pushItemSame(it *pushItemWire, ar *arena, lastQueue, lastPartition *string) {
 	s.object(func(k string) {
 		switch k {
 		case "queue":
-			it.Queue, _ = s.optStr()
+			it.Queue, _ = s.optSame(lastQueue)
 		case "partition":
-			if v, ok := s.optStr(); ok {
+			if v, ok := s.optSame(lastPartition); ok {
 				it.Partition = &v
 			} else {
 				it.Partition = nil
@@ -444,9 +485,10 @@ func scanPush(b []byte) (items *[]pushItemWire, ok bool) {
 			return
 		}
 		var list []pushItemWire
+		var lastQueue, lastPartition string
 		if s.array(func() {
 			list = append(list, pushItemWire{})
-			s.pushItem(&list[len(list)-1], &ar)
+			s.pushItemSame(&list[len(list)-1], &ar, &lastQueue, &lastPartition)
 		}) {
 			if list == nil {
 				list = []pushItemWire{}
@@ -474,6 +516,7 @@ type txnWire struct {
 func scanTxn(b []byte, out *txnWire) bool {
 	s := &scanner{b: b}
 	var ar arena
+	var lastType, lastPart, lastLease, lastGroup, lastStatus, lastQueue, lastPartition string
 	s.object(func(k string) {
 		switch k {
 		case "operations":
@@ -484,12 +527,12 @@ func scanTxn(b []byte, out *txnWire) bool {
 				s.object(func(k string) {
 					switch k {
 					case "type":
-						op.Type, _ = s.optStr()
+						op.Type, _ = s.optSame(&lastType)
 					case "items":
 						var list []pushItemWire
 						if s.array(func() {
 							list = append(list, pushItemWire{})
-							s.pushItem(&list[len(list)-1], &ar)
+							s.pushItemSame(&list[len(list)-1], &ar, &lastQueue, &lastPartition)
 						}) {
 							if list == nil {
 								list = []pushItemWire{}
@@ -511,13 +554,13 @@ func scanTxn(b []byte, out *txnWire) bool {
 					case "traceId":
 						op.TraceID, _ = s.optStr()
 					case "partitionId":
-						op.PartitionID, _ = s.optStr()
+						op.PartitionID, _ = s.optSame(&lastPart)
 					case "leaseId":
-						op.LeaseID, _ = s.optStr()
+						op.LeaseID, _ = s.optSame(&lastLease)
 					case "consumerGroup":
-						op.ConsumerGroup, _ = s.optStr()
+						op.ConsumerGroup, _ = s.optSame(&lastGroup)
 					case "status":
-						if v, ok := s.optStr(); ok {
+						if v, ok := s.optSame(&lastStatus); ok {
 							op.Status = &v
 						}
 					case "error":
@@ -534,9 +577,8 @@ func scanTxn(b []byte, out *txnWire) bool {
 			}
 		case "requiredLeases":
 			s.array(func() {
-				if v, ok := s.optStr(); ok {
-					out.RequiredLeases = append(out.RequiredLeases, v)
-				}
+				v, _ := s.optStr()
+				out.RequiredLeases = append(out.RequiredLeases, v)
 			})
 		case "kv":
 			out.KV = append(rawJSON(nil), s.value(0)...)

@@ -105,3 +105,39 @@ func TestScanTxnAgreesWithEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+func FuzzScanTxn(f *testing.F) {
+	f.Add([]byte(`{"operations":[{"type":"ack","transactionId":"t","partitionId":"p","leaseId":"l","consumerGroup":"g","status":"completed"},{"type":"ack","transactionId":"u","partitionId":"p","leaseId":"l","consumerGroup":"g","status":"completed"},{"type":"push","items":[{"queue":"d","partition":"p","payload":{"a":1},"transactionId":"x"},{"queue":"d","partition":"p","payload":2}]}],"requiredLeases":["l"],"kv":[{"op":"incr"}]}`))
+	f.Add([]byte(`{"operations":[{"type":"push","queue":"d","data":[1],"partition":"\u00e9"},{"type":"push","queue":"d","partition":"é"}],"timers":null}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var want, got txnWire
+		err := json.Unmarshal(body, &want)
+		if !scanTxn(body, &got) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("scanner accepted %q that encoding/json refuses: %v", body, err)
+		}
+		// Compare through a canonical re-encoding (raw values compacted).
+		norm := func(w *txnWire) []byte {
+			if w.Operations != nil {
+				for i := range *w.Operations {
+					op := &(*w.Operations)[i]
+					op.Payload, op.Data = compactJSON(op.Payload), compactJSON(op.Data)
+					if op.Items != nil {
+						for k := range *op.Items {
+							it := &(*op.Items)[k]
+							it.Payload, it.Data = compactJSON(it.Payload), compactJSON(it.Data)
+						}
+					}
+				}
+			}
+			w.KV, w.Timers = compactJSON(w.KV), compactJSON(w.Timers)
+			b, _ := json.Marshal(w)
+			return b
+		}
+		if a, b := norm(&want), norm(&got); !bytes.Equal(a, b) {
+			t.Fatalf("mismatch for %q:\n%s\n%s", body, a, b)
+		}
+	})
+}

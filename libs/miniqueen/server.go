@@ -36,6 +36,7 @@ type Server struct {
 	rnd       *rand.Rand
 	scratch   []*partition
 	anyNotify chan struct{}
+	pushCall  uint64
 	j         *journal // non-nil while a transaction or KV batch may still roll back
 	frozen    bool
 	fixed     time.Time     // the clock when frozen

@@ -68,24 +68,28 @@ type queue struct {
 	notify          chan struct{} // closed on any change a parked pop cares about; nil if nobody waits
 }
 
+// message is one stored message. It holds as few pointers as possible: a
+// broker under load keeps many of them and the GC scans every pointer.
 type message struct {
-	id         string
-	txn        string
-	trace      string
-	data       []byte
-	created    time.Time
-	createdStr string
+	id      uuid
+	txn     string
+	trace   string
+	data    []byte
+	created int64 // unix nanoseconds of the push
 }
 
+func (m *message) createdAt() time.Time { return time.Unix(0, m.created).UTC() }
+
 type txnRec struct {
-	msgID  string
+	msgID  uuid
 	offset int64
-	at     time.Time
+	at     int64  // unix nanoseconds
+	call   uint64 // the push call that stored it (in-call duplicate detection)
 }
 
 type txnLogRec struct {
 	txn    string
-	at     time.Time
+	at     int64 // unix nanoseconds
 	offset int64
 }
 
@@ -98,7 +102,7 @@ type partition struct {
 	next      int64 // offset the next push gets; last offset = next-1
 	lastWrite time.Time
 	txns      map[string]txnRec
-	txnLog    []txnLogRec
+	txnLog    fifo[txnLogRec]
 	cursors   map[string]*cursor
 }
 
@@ -233,7 +237,7 @@ func (s *Server) undo(j *journal) {
 		p.base = sv.base
 		p.next = sv.next
 		p.lastWrite = sv.lastWrite
-		p.txnLog = p.txnLog[:sv.txnLog]
+		p.txnLog.truncate(sv.txnLog)
 	}
 	for _, p := range j.newParts {
 		delete(p.q.parts, p.name)
@@ -384,7 +388,7 @@ func seedAt(p *partition, sub subscription) int64 {
 	}
 	ts := sub.ts
 	// First retained message created at/after ts; tail if none.
-	i := sort.Search(int(p.retained()), func(i int) bool { return !p.msgAt(p.base + int64(i)).created.Before(ts) })
+	i := sort.Search(int(p.retained()), func(i int) bool { return p.msgAt(p.base+int64(i)).created >= ts.UnixNano() })
 	return p.base + int64(i) - 1
 }
 
@@ -465,7 +469,7 @@ type pushItem struct {
 }
 
 type pushOutcome struct {
-	msgID     string
+	msgID     uuid
 	txn       string
 	duplicate bool // already stored within the dedup window (or earlier in the call)
 	inCall    bool // the duplicate is an earlier item of the same call
@@ -475,29 +479,29 @@ type pushOutcome struct {
 // call to one partition.
 func (s *Server) push(items []pushItem, out []pushOutcome) {
 	now := s.now()
-	created := fmtCreated(now)
-	type callKey struct{ q, p, txn string }
-	var seen map[callKey]string
+	nowNs := now.UnixNano()
+	s.pushCall++
+	call := s.pushCall
 	for i := range items {
 		it := &items[i]
 		q := s.queueFor(it.queue, true)
 		p := s.partitionFor(q, it.partition, true)
 		s.trimPartition(p, now)
-		id := s.ids.next(now)
+		id := s.ids.raw(now)
 		txn := it.txn
 		if txn == "" {
-			txn = id
+			txn = id.String()
 		}
 		if it.txn != "" {
-			if seen != nil {
-				if first, ok := seen[callKey{it.queue, it.partition, txn}]; ok {
-					out[i] = pushOutcome{msgID: first, txn: txn, duplicate: true, inCall: true}
+			if rec, ok := p.txns[txn]; ok {
+				if rec.call == call {
+					out[i] = pushOutcome{msgID: rec.msgID, txn: txn, duplicate: true, inCall: true}
 					continue
 				}
-			}
-			if rec, ok := p.txns[txn]; ok && now.Sub(rec.at) < time.Duration(q.opts.DedupWindowSeconds)*time.Second {
-				out[i] = pushOutcome{msgID: rec.msgID, txn: txn, duplicate: true}
-				continue
+				if nowNs-rec.at < q.opts.DedupWindowSeconds*int64(time.Second) {
+					out[i] = pushOutcome{msgID: rec.msgID, txn: txn, duplicate: true}
+					continue
+				}
 			}
 		}
 		if j := s.j; j != nil {
@@ -505,7 +509,7 @@ func (s *Server) push(items []pushItem, out []pushOutcome) {
 				j.parts = map[*partition]partSaved{}
 			}
 			if _, ok := j.parts[p]; !ok {
-				j.parts[p] = partSaved{base: p.base, next: p.next, lastWrite: p.lastWrite, txnLog: len(p.txnLog)}
+				j.parts[p] = partSaved{base: p.base, next: p.next, lastWrite: p.lastWrite, txnLog: p.txnLog.len()}
 			}
 			old, had := p.txns[txn]
 			j.txnOld = append(j.txnOld, txnUndo{p: p, txn: txn, old: old, had: had})
@@ -514,17 +518,11 @@ func (s *Server) push(items []pushItem, out []pushOutcome) {
 		if p.retained() == 0 {
 			p.base = off
 		}
-		p.log.push(off, message{id: id, txn: txn, trace: it.trace, data: it.data, created: now, createdStr: created})
+		p.log.push(off, message{id: id, txn: txn, trace: it.trace, data: it.data, created: nowNs})
 		p.next++
 		p.lastWrite = now
-		p.txns[txn] = txnRec{msgID: id, offset: off, at: now}
-		p.txnLog = append(p.txnLog, txnLogRec{txn: txn, at: now, offset: off})
-		if it.txn != "" {
-			if seen == nil {
-				seen = map[callKey]string{}
-			}
-			seen[callKey{it.queue, it.partition, txn}] = id
-		}
+		p.txns[txn] = txnRec{msgID: id, offset: off, at: nowNs, call: call}
+		p.txnLog.push(txnLogRec{txn: txn, at: nowNs, offset: off})
 		out[i] = pushOutcome{msgID: id, txn: txn}
 		s.wake(q)
 	}
@@ -549,7 +547,7 @@ func (s *Server) trimPartition(p *partition, now time.Time) {
 	}
 	if !cut.IsZero() {
 		var n int64
-		for n < p.retained() && !p.msgAt(p.base+n).created.After(cut) {
+		for n < p.retained() && p.msgAt(p.base+n).created <= cut.UnixNano() {
 			n++
 		}
 		s.dropFront(p, n)
@@ -589,7 +587,7 @@ func (s *Server) reclaim(p *partition, now time.Time) {
 		}
 		cut := now.Add(-time.Duration(o.CompletedRetentionSeconds) * time.Second)
 		var k int64
-		for k < n && !p.msgAt(p.base+k).created.After(cut) {
+		for k < n && p.msgAt(p.base+k).created <= cut.UnixNano() {
 			k++
 		}
 		n = k
@@ -611,26 +609,15 @@ func (s *Server) dropFront(p *partition, n int64) {
 // message is no longer retained.
 func (s *Server) pruneTxns(p *partition, now time.Time) {
 	win := time.Duration(p.q.opts.DedupWindowSeconds) * time.Second
-	i := 0
-	for i < len(p.txnLog) {
-		r := p.txnLog[i]
-		if r.offset >= p.base || now.Sub(r.at) < win {
-			break
+	for p.txnLog.len() > 0 {
+		r := p.txnLog.front()
+		if r.offset >= p.base || now.UnixNano()-r.at < int64(win) {
+			return
 		}
 		if cur, ok := p.txns[r.txn]; ok && cur.offset == r.offset {
 			delete(p.txns, r.txn)
 		}
-		i++
-	}
-	if i > 0 {
-		rest := p.txnLog[i:]
-		if len(rest) == 0 {
-			p.txnLog = nil
-		} else if len(rest) < cap(rest)/4 && cap(rest) > 64 {
-			p.txnLog = append(make([]txnLogRec, 0, len(rest)*2), rest...)
-		} else {
-			p.txnLog = rest
-		}
+		p.txnLog.pop()
 	}
 }
 
@@ -734,7 +721,7 @@ func (s *Server) claim(q *queue, req claimReq, leaseID *string, out []claimedPar
 			d := time.Duration(o.DelayedProcessing) * time.Second
 			var m int64
 			for m < take {
-				ready := p.msgAt(start + m).created.Add(d)
+				ready := p.msgAt(start + m).createdAt().Add(d)
 				if now.Before(ready) {
 					soon(ready)
 					break

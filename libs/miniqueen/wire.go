@@ -33,6 +33,12 @@ func (w *jw) key(k string) {
 	w.b = append(w.b, '"', ':')
 }
 func (w *jw) comma() { w.b = append(w.b, ',') }
+func (w *jw) uuid(u uuid) {
+	w.b = append(w.b, '"')
+	w.b = appendUUID(w.b, u)
+	w.b = append(w.b, '"')
+}
+
 func (w *jw) strOrNull(s string) {
 	if s == "" {
 		w.raw("null")
@@ -102,17 +108,36 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// idGen mints UUIDv7 strings: 48 bits of unix millis from the injected
-// clock, then a counter that starts at a random point, so ids are unique and
-// (with a forward clock) ordered.
+// uuid is a 16-byte UUID kept as an array (no pointer for the GC to scan).
+type uuid [16]byte
+
+// appendUUID appends the canonical 36-character form of u.
+func appendUUID(b []byte, u uuid) []byte {
+	for i := 0; i < 16; i++ {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b = append(b, '-')
+		}
+		b = append(b, hexDigits[u[i]>>4], hexDigits[u[i]&0xf])
+	}
+	return b
+}
+
+func (u uuid) String() string {
+	var out [36]byte
+	return string(appendUUID(out[:0], u))
+}
+
+// idGen mints UUIDv7 ids: 48 bits of unix millis from the injected clock,
+// then a counter that starts at a random point, so ids are unique and (with
+// a forward clock) ordered.
 type idGen struct {
 	seq uint64
 }
 
-func (g *idGen) next(now time.Time) string {
+func (g *idGen) raw(now time.Time) uuid {
 	g.seq++
 	ms := uint64(now.UnixMilli())
-	var u [16]byte
+	var u uuid
 	u[0] = byte(ms >> 40)
 	u[1] = byte(ms >> 32)
 	u[2] = byte(ms >> 24)
@@ -131,19 +156,10 @@ func (g *idGen) next(now time.Time) string {
 	u[13] = byte(lo >> 16)
 	u[14] = byte(lo >> 8)
 	u[15] = byte(lo)
-	var out [36]byte
-	j := 0
-	for i := 0; i < 16; i++ {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			out[j] = '-'
-			j++
-		}
-		out[j] = hexDigits[u[i]>>4]
-		out[j+1] = hexDigits[u[i]&0xf]
-		j += 2
-	}
-	return string(out[:])
+	return u
 }
+
+func (g *idGen) next(now time.Time) string { return g.raw(now).String() }
 
 // isUUID reports whether s looks like a canonical UUID string.
 func isUUID(s string) bool {

@@ -81,11 +81,15 @@ type DeleteGroupOpts struct {
 
 // GroupDeleted is the answer to a consumer-group delete.
 type GroupDeleted struct {
-	Success           bool   `json:"success"`
-	ConsumerGroup     string `json:"consumerGroup"`
-	QueueName         string `json:"queueName"`
-	DeletedPartitions int    `json:"deletedPartitions"`
-	MetadataDeleted   bool   `json:"metadataDeleted"`
+	// Success is the broker's verdict.
+	Success bool `json:"success"`
+	// ConsumerGroup and QueueName echo the target (QueueName "" = all queues).
+	ConsumerGroup string `json:"consumerGroup"`
+	QueueName     string `json:"queueName"`
+	// DeletedPartitions counts the cursors removed (0 = the group had none).
+	DeletedPartitions int `json:"deletedPartitions"`
+	// MetadataDeleted says the stored subscription went too.
+	MetadataDeleted bool `json:"metadataDeleted"`
 }
 
 // DeleteConsumerGroup removes a group's cursors (DELETE
@@ -203,24 +207,30 @@ func (c *Client) SetSubscription(ctx context.Context, group string, from time.Ti
 // Fields newer than broker 1.0.4 (processing, ready, partitionsPending, …)
 // are zero when the broker does not send them.
 type Depth struct {
+	// Queue and Group echo the request (Group "" = queue-level figures).
 	Queue string `json:"queue"`
 	Group string `json:"group"`
 	// Pending is messages not yet acked by the cursor.
 	Pending int64 `json:"pending"`
 	// Processing is the live leased span; Ready = Pending − Processing.
-	Processing        int64 `json:"processing"`
-	Ready             int64 `json:"ready"`
-	PartitionsPending int   `json:"partitionsPending"`
-	PartitionsReady   int   `json:"partitionsReady"`
-	Conflation        bool  `json:"conflation"`
-	EffectivePending  int64 `json:"effectivePending"`
-	EffectiveReady    int64 `json:"effectiveReady"`
+	Processing int64 `json:"processing"`
+	Ready      int64 `json:"ready"`
+	// PartitionsPending and PartitionsReady count partitions with pending or
+	// ready messages.
+	PartitionsPending int `json:"partitionsPending"`
+	PartitionsReady   int `json:"partitionsReady"`
+	// Conflation, EffectivePending and EffectiveReady are the conflation-aware
+	// figures of newer brokers (equal to Pending/Ready without conflation).
+	Conflation       bool  `json:"conflation"`
+	EffectivePending int64 `json:"effectivePending"`
+	EffectiveReady   int64 `json:"effectiveReady"`
 	// Partitions are sorted by name.
 	Partitions []PartitionDepth `json:"partitions"`
 }
 
 // PartitionDepth is one partition of a Depth.
 type PartitionDepth struct {
+	// Partition is the partition name; the counts are as on Depth.
 	Partition  string `json:"partition"`
 	Pending    int64  `json:"pending"`
 	Processing int64  `json:"processing"`
@@ -246,25 +256,30 @@ func (c *Client) Depth(ctx context.Context, queue, group string) (Depth, error) 
 // DLQQuery filters the dead-letter listing; zero fields are not sent (the
 // broker's default limit is 100).
 type DLQQuery struct {
+	// Queue and ConsumerGroup filter the rows ("" = any).
 	Queue         string
 	ConsumerGroup string
-	Limit         int
-	Offset        int
+	// Limit and Offset page the listing (0 = not sent).
+	Limit  int
+	Offset int
 }
 
 // DeadLetter is one dead-lettered message.
 type DeadLetter struct {
-	ID            string          `json:"id"`
-	TransactionID string          `json:"transactionId"`
-	PartitionID   string          `json:"partitionId"`
-	Queue         string          `json:"queue"`
-	Partition     string          `json:"partition"`
-	ConsumerGroup string          `json:"consumerGroup"`
-	ErrorMessage  string          `json:"errorMessage"`
-	RetryCount    int             `json:"retryCount"`
-	Data          json.RawMessage `json:"data"`
-	CreatedAt     Timestamp       `json:"createdAt"`
-	FailedAt      Timestamp       `json:"failedAt"`
+	// ID, TransactionID and PartitionID identify the original message (the
+	// replay route takes the partition id and transaction id).
+	ID            string `json:"id"`
+	TransactionID string `json:"transactionId"`
+	PartitionID   string `json:"partitionId"`
+	Queue         string `json:"queue"`
+	Partition     string `json:"partition"`
+	ConsumerGroup string `json:"consumerGroup"`
+	// ErrorMessage is the "error" text of the ack that dead-lettered it.
+	ErrorMessage string          `json:"errorMessage"`
+	RetryCount   int             `json:"retryCount"`
+	Data         json.RawMessage `json:"data"`
+	CreatedAt    Timestamp       `json:"createdAt"`
+	FailedAt     Timestamp       `json:"failedAt"`
 }
 
 // DLQPage is one page of the dead-letter listing.

@@ -105,6 +105,7 @@ type ConfigureRequest struct {
 
 // QueueConfig is the broker's answer to a configure.
 type QueueConfig struct {
+	// Configured is the broker's verdict; QueueID is the queue's UUID.
 	Configured bool   `json:"configured"`
 	QueueID    string `json:"queueId"`
 	Queue      string `json:"queue"`
@@ -257,6 +258,7 @@ func (c *Client) Queue(ctx context.Context, queue string) (QueueInfo, error) {
 // ListQueuesRequest filters GET /api/v1/resources/queues; zero fields are
 // not sent.
 type ListQueuesRequest struct {
+	// Namespace and Task filter by tag; Limit and Offset page the listing.
 	Namespace string
 	Task      string
 	Limit     int

@@ -111,8 +111,8 @@ type TxnItemResult struct {
 	Type string `json:"type"`
 	// OpIndex is a rider's position inside its own array (kv or timers).
 	OpIndex int `json:"opIndex"`
-	// Success says the push or ack applied (always true in a committed
-	// bundle).
+	// Success says the push or ack applied (always true for them in a
+	// committed bundle; KV and timer slots carry their own verdicts).
 	Success bool `json:"success"`
 	// TransactionID is the pushed/acked message's transaction id.
 	TransactionID string `json:"transactionId"`

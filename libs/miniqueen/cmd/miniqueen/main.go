@@ -1,6 +1,6 @@
 // Command miniqueen runs the in-memory Queen-compatible test broker until
 // SIGINT or SIGTERM. It is a test and local-run broker, never a production
-// path.
+// path: production runs the real Queen (>= 1.0.4).
 package main
 
 import (
@@ -20,21 +20,29 @@ func main() {
 	mode := flag.String("default-subscription-mode", "new", "subscription mode for a new group whose pop sends none: new or all")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(*addr, *mode, logger); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *addr, *mode, logger, nil); err != nil {
 		logger.Error("miniqueen stopped", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, mode string, logger *slog.Logger) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// run serves until ctx ends; started (optional) receives the server once it
+// listens.
+func run(ctx context.Context, addr, mode string, logger *slog.Logger, started func(*miniqueen.Server)) error {
+	if mode != "new" && mode != "all" {
+		return fmt.Errorf("--default-subscription-mode %q: use new or all", mode)
+	}
 	srv := miniqueen.NewServer(miniqueen.WithLogger(logger), miniqueen.WithDefaultSubscriptionMode(mode))
 	if err := srv.Start(addr); err != nil {
 		return fmt.Errorf("starting miniqueen: %w", err)
 	}
+	if started != nil {
+		started(srv)
+	}
 	<-ctx.Done()
-	logger.Info("miniqueen shutting down")
+	logger.Info("miniqueen shutting down", "addr", srv.Addr())
 	srv.Close()
 	return nil
 }

@@ -1,0 +1,67 @@
+package scenario
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestParseReadsScenariosAndKnobs(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"BENCH_SECONDS": "4", "BENCH_CONC": "2, 16", "GATE_APP": "x"}
+	cfg, err := Parse([]string{"--json", "out.json", "push,idle"}, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.Scenarios, []string{"push", "idle"}) || cfg.JSONFile != "out.json" || cfg.App != "x" ||
+		cfg.Seconds != 4*time.Second || !slices.Equal(cfg.Conc, []int{2, 16}) || cfg.Backlog != 30000 ||
+		!slices.Equal(cfg.Batches, []int{1, 25, 200, 500}) || cfg.IdleSeconds != 60*time.Second {
+		t.Fatalf("Parse = %+v", cfg)
+	}
+	all, err := Parse([]string{"all", "--embedded"}, func(string) string { return "" })
+	if err != nil || !slices.Equal(all.Scenarios, Names) || !all.Embedded {
+		t.Fatalf("all = %+v, %v", all, err)
+	}
+}
+
+func TestParseRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{nil, nil},
+		{[]string{"push,nope"}, nil},
+		{[]string{"push", "idle"}, nil},
+		{[]string{"--json"}, nil},
+		{[]string{"--fast", "all"}, nil},
+		{[]string{"all"}, map[string]string{"BENCH_BACKLOG": "0"}},
+		{[]string{"all"}, map[string]string{"BENCH_CONC": "1,x"}},
+	} {
+		if _, err := Parse(tc.args, func(k string) string { return tc.env[k] }); !errors.Is(err, ErrUsage) {
+			t.Errorf("Parse(%v, %v) = %v, want a usage error", tc.args, tc.env, err)
+		}
+	}
+}
+
+func TestVerdictAndExactness(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		rate float64
+		want string
+	}{{12000, "TARGET"}, {3000, "above floor"}, {100, "BELOW FLOOR"}} {
+		if got := verdict(tc.rate); got != tc.want {
+			t.Errorf("verdict(%v) = %q, want %q", tc.rate, got, tc.want)
+		}
+	}
+	if got := exactNote(2100, 2000, 2000); got != "yes (worst 2100)" {
+		t.Errorf("exactNote within a tenth = %q", got)
+	}
+	if got := exactNote(4000, 2100, 2000); got != "no (worst 4000 = 200% of the ceiling)" {
+		t.Errorf("exactNote doubled = %q", got)
+	}
+	if got := spanRate([]int64{1000, 1500, 2000}); got != 3 {
+		t.Errorf("spanRate = %v, want 3 items over 1 s", got)
+	}
+}

@@ -1,0 +1,300 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/queen-mq/gate/gate-bench/peer"
+	"github.com/queen-mq/gate/gate-bench/stats"
+	"github.com/queen-mq/gate/libs/plan"
+	"github.com/redis/go-redis/v9"
+)
+
+// overhead runs the same relay job twice: (b) gate-relay with a budget wide
+// enough never to refuse, (a) a bare loop with the Queen client (pop 200 →
+// one transaction ack + push, no budgets), with the same workers.
+func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
+	n := b.cfg.Backlog
+	t := stats.Table{Title: fmt.Sprintf("overhead — the same relay job (%d items, batch 200, 16 partitions) with and without Gate", n),
+		Header: []string{"runner", "workers", "items/s", "commits", "items/commit", "admission kv calls/claim", "share of bare loop"}}
+	graph := b.graphName("ovh")
+	egress := b.egressQueue(graph, "")
+	if _, err := b.fill(ctx, plan.IngressQueue(b.cfg.App, graph, "n"), n, 16, seqPayload); err != nil {
+		return nil, err
+	}
+	d := b.startDrainer(ctx, egress, "bench-workers", 4, 200)
+	var before Snapshot
+	if b.proxy != nil {
+		before = b.proxy.tally.Snap()
+	}
+	decl, err := b.declare(ctx, graph, oneNode(node(1_000_000, 1000, 0, 200, 16, "", egress)))
+	if err != nil {
+		d.close()
+		return nil, err
+	}
+	workers := 1
+	if len(decl.Resolved.Stages) > 0 {
+		workers = max(1, decl.Resolved.Stages[0].Concurrency)
+	}
+	ok := waitFor(ctx, 12*b.cfg.Seconds, func() bool { return d.count() >= n })
+	ats, _ := d.close()
+	var calls Snapshot
+	if b.proxy != nil {
+		calls = b.proxy.tally.Snap().Sub(before)
+	}
+	var c struct{ fwd, commits int64 }
+	waitFor(ctx, 5*time.Second, func() bool {
+		x, _, err := b.counters(ctx, graph)
+		c.fwd, c.commits = x.Forwarded, x.Commits
+		return err == nil && x.Forwarded >= int64(len(ats))
+	})
+	b.forget(graph)
+	if !ok {
+		return []stats.Table{t}, fmt.Errorf("overhead: gate-relay moved %d of %d within %v", len(ats), n, 12*b.cfg.Seconds)
+	}
+	gateRate := spanRate(ats)
+	b.gateWide = gateRate
+
+	src, dst := "bench."+b.cfg.App+".bare-"+b.runID+".src", "bench."+b.cfg.App+".bare-"+b.runID+".out"
+	if _, err := b.fill(ctx, src, n, 16, seqPayload); err != nil {
+		return nil, err
+	}
+	dd := b.startDrainer(ctx, dst, "bench-workers", 4, 200)
+	res, err := peer.Job{Client: b.qp, Source: src, Group: "bench-bare", Dest: dst, Workers: workers, Batch: 200, Total: n, Deadline: 12 * b.cfg.Seconds}.Run(ctx)
+	dd.close()
+	if err != nil {
+		return []stats.Table{t}, fmt.Errorf("overhead: bare loop: %w", err)
+	}
+	bare := res.ItemsPerSec()
+	t.Add("(a) bare loop", strconv.Itoa(workers), stats.Num(bare), strconv.Itoa(res.Commits), ratio(int64(res.Moved), int64(res.Commits)), "0", "100%")
+	perClaim := "-"
+	if b.proxy != nil {
+		perClaim = fmt.Sprintf("%.2f", float64(calls.Incr)/float64(max(c.commits, 1)))
+	}
+	share := 100 * gateRate / bare
+	t.Add("(b) gate-relay", strconv.Itoa(workers), stats.Num(gateRate), strconv.FormatInt(c.commits, 10), ratio(c.fwd, c.commits), perClaim, fmt.Sprintf("%.0f%%", share))
+	t.Note("items/s over the first-to-last commit span; both runners talk to the broker through the same counting proxy")
+	t.Note("targets (reported, not asserted): Gate ≥ 90%% of the bare loop; forwarded/commits ≥ 190 at batch 200; exactly 1 admission kv call per claim when nothing is refused")
+	t.Figure("bare items/s", bare)
+	t.Figure("gate items/s", gateRate)
+	t.Figure("gate share %", share)
+	if c.commits > 0 {
+		t.Figure("forwarded/commits", float64(c.fwd)/float64(c.commits))
+		if b.proxy != nil {
+			t.Figure("admission calls/claim", float64(calls.Incr)/float64(c.commits))
+		}
+	}
+	return []stats.Table{t}, ctx.Err()
+}
+
+// spanRate is the number of stamps over their first-to-last span.
+func spanRate(stamps []int64) float64 {
+	if len(stamps) < 2 {
+		return 0
+	}
+	lo, hi := slices.Min(stamps), slices.Max(stamps)
+	if hi <= lo {
+		return 0
+	}
+	return float64(len(stamps)) / (float64(hi-lo) / 1000)
+}
+
+// peerRow is one contender's figures.
+type peerRow struct {
+	name             string
+	worst            int
+	itemsPerSec      float64
+	wide             float64
+	twoWorst         int
+	twoNote, skipped string
+}
+
+// peers paces one backlog through one ceiling with Gate, x/time/rate and a
+// Redis GCRA limiter.
+func (b *Bench) peers(ctx context.Context) ([]stats.Table, error) {
+	r := b.cfg.PeerRate
+	m := min(b.cfg.Backlog, 5*r)
+	w := b.cfg.Threads
+	t := stats.Table{Title: fmt.Sprintf("peers — %d items paced through a %d/s ceiling, %d workers each popping/pushing with the Queen client", m, r, w),
+		Header: []string{"limiter", "worst 1 s window", "vs ceiling", "utilisation", "items/s when wide", "exact across 2 processes"}}
+	var rows []peerRow
+
+	// Gate.
+	gr, err := b.gatePeer(ctx, r, m)
+	if err != nil {
+		return []stats.Table{t}, err
+	}
+	rows = append(rows, gr)
+
+	// golang.org/x/time/rate: each process has its own bucket.
+	tb := func() peer.Limiter { return peer.NewTokenBucket(float64(r), 200) }
+	xr, err := b.jobPeer(ctx, "x/time/rate (one process)", "xrate", r, m, w, tb, tb, func() peer.Limiter { return peer.NewTokenBucket(1e9, 1000) })
+	if err != nil {
+		return []stats.Table{t}, err
+	}
+	rows = append(rows, xr)
+
+	// Redis GCRA: the state is one key, shared by every process.
+	rdb := redis.NewClient(&redis.Options{Addr: b.cfg.RedisAddr})
+	defer rdb.Close()
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	perr := rdb.Ping(pctx).Err()
+	cancel()
+	if perr != nil {
+		rows = append(rows, peerRow{name: "redis_rate GCRA", skipped: fmt.Sprintf("skipped: no Redis at %s (%v); set BENCH_REDIS", b.cfg.RedisAddr, perr)})
+	} else {
+		key := "gate-bench:" + b.runID
+		gc := func() peer.Limiter {
+			c := redis.NewClient(&redis.Options{Addr: b.cfg.RedisAddr})
+			return peer.NewGCRA(c, key, r, 200)
+		}
+		gcWide := func() peer.Limiter { return peer.NewGCRA(rdb, key+":wide", 1_000_000_000, 1000) }
+		rr, err := b.jobPeer(ctx, "redis_rate GCRA (shared key)", "gcra", r, m, w, gc, gc, gcWide)
+		if err != nil {
+			return []stats.Table{t}, err
+		}
+		rows = append(rows, rr)
+	}
+	for _, p := range rows {
+		if p.skipped != "" {
+			t.Add(p.name, "-", "-", "-", "-", p.skipped)
+			continue
+		}
+		wide := "-"
+		if p.wide > 0 {
+			wide = stats.Num(p.wide)
+		}
+		t.Add(p.name, strconv.Itoa(p.worst), fmt.Sprintf("%.0f%%", 100*float64(p.worst)/float64(r)),
+			fmt.Sprintf("%.0f%%", 100*p.itemsPerSec/float64(r)), wide, p.twoNote)
+		t.Figure(p.name+" worst 1s", float64(p.worst))
+		t.Figure(p.name+" utilisation %", 100*p.itemsPerSec/float64(r))
+	}
+	t.Note("worst 1 s window: most commits inside any sliding second; utilisation: items/s over the run ÷ the ceiling")
+	t.Note("two processes: two runners, each with its own limiter instance (x/time/rate), its own Redis client on the shared key (GCRA), or a second gate-relay process (Gate)")
+	t.Note("Gate is declared %d per 10 s in ten 1 s sub-windows (a kv TTL cannot be shorter than 1 s), so a sliding second can straddle two sub-windows", 10*r)
+	return []stats.Table{t}, ctx.Err()
+}
+
+// jobPeer measures one limiter: at the ceiling, wide open, and split across
+// two runners with their own instances.
+func (b *Bench) jobPeer(ctx context.Context, name, tag string, r, m, w int, one, two, wide func() peer.Limiter) (peerRow, error) {
+	row := peerRow{name: name}
+	run := func(what string, total int, lims ...peer.Limiter) (peer.Result, error) {
+		src := "bench." + b.cfg.App + ".peer-" + tag + "-" + what + "-" + b.runID
+		if _, err := b.fill(ctx, src, total, 16, seqPayload); err != nil {
+			return peer.Result{}, err
+		}
+		var mu sync.Mutex
+		var all peer.Result
+		var wg sync.WaitGroup
+		errs := make([]error, len(lims))
+		for i, l := range lims {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := peer.Job{Client: b.q, Source: src, Group: "bench-peer", Dest: src + ".out", Workers: w, Batch: 200,
+					Total: total, Limiter: l, Deadline: time.Duration(2*total/r+30) * time.Second}.Run(ctx)
+				if err != nil && len(lims) > 1 {
+					err = nil // the other runner may have moved the rest
+				}
+				errs[i] = err
+				mu.Lock()
+				all.Moved += res.Moved
+				all.Commits += res.Commits
+				all.Stamps = append(all.Stamps, res.Stamps...)
+				if all.FirstMs == 0 || (res.FirstMs > 0 && res.FirstMs < all.FirstMs) {
+					all.FirstMs = res.FirstMs
+				}
+				all.LastMs = max(all.LastMs, res.LastMs)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		for _, e := range errs {
+			if e != nil {
+				return all, fmt.Errorf("%s: %w", name, e)
+			}
+		}
+		return all, nil
+	}
+	res, err := run("ceil", m, one())
+	if err != nil {
+		return row, err
+	}
+	row.worst, row.itemsPerSec = stats.WorstSpan(res.Stamps, 1000), res.ItemsPerSec()
+	if res, err = run("wide", m, wide()); err != nil {
+		return row, err
+	}
+	row.wide = res.ItemsPerSec()
+	if res, err = run("two", m, two(), two()); err != nil {
+		return row, err
+	}
+	row.twoWorst = stats.WorstSpan(res.Stamps, 1000)
+	row.twoNote = exactNote(row.twoWorst, row.worst, r)
+	return row, nil
+}
+
+// exactNote says whether two processes kept the single-process worst
+// window: within a tenth of the ceiling of what one process did (or of the
+// ceiling itself).
+func exactNote(two, one, r int) string {
+	if two <= max(one, r)+r/10 {
+		return fmt.Sprintf("yes (worst %d)", two)
+	}
+	return fmt.Sprintf("no (worst %d = %.0f%% of the ceiling)", two, 100*float64(two)/float64(r))
+}
+
+// gatePeer paces the backlog with gate-relay: the ceiling run, the wide
+// figure from the overhead scenario, and (embedded) a second relay process.
+func (b *Bench) gatePeer(ctx context.Context, r, m int) (peerRow, error) {
+	row := peerRow{name: "Gate (gate-relay)", wide: b.gateWide}
+	run := func(what string) ([]int64, float64, error) {
+		graph := b.graphName("peer-" + what)
+		egress := b.egressQueue(graph, "")
+		doc := oneNode(node(int64(10*r), 10_000, 10, 200, 16, "", egress))
+		if _, err := b.fill(ctx, plan.IngressQueue(b.cfg.App, graph, "n"), m, 16, seqPayload); err != nil {
+			return nil, 0, err
+		}
+		d := b.startDrainer(ctx, egress, "bench-workers", 4, 200)
+		if _, err := b.declare(ctx, graph, doc); err != nil {
+			d.close()
+			return nil, 0, err
+		}
+		ok := waitFor(ctx, time.Duration(2*m/r+30)*time.Second, func() bool { return d.count() >= m })
+		ats, _ := d.close()
+		b.forget(graph)
+		if !ok {
+			return ats, 0, fmt.Errorf("gate peer: %d of %d reached the egress", len(ats), m)
+		}
+		return ats, spanRate(ats), nil
+	}
+	ats, rate, err := run("ceil")
+	if err != nil {
+		return row, err
+	}
+	row.worst, row.itemsPerSec = stats.WorstSpan(ats, 1000), rate
+	if b.st == nil {
+		row.twoNote = "not measured (needs --embedded to start a second relay; gate-e2e replicas checks it)"
+		return row, nil
+	}
+	env := []string{}
+	if b.proxy != nil {
+		env = append(env, "QUEEN_URL="+b.proxy.url)
+	}
+	p, err := b.st.StartRelay(ctx, env...)
+	if err != nil {
+		return row, fmt.Errorf("starting a second gate-relay: %w", err)
+	}
+	ats, _, err = run("two")
+	p.Stop(10 * time.Second)
+	if err != nil {
+		return row, err
+	}
+	row.twoWorst = stats.WorstSpan(ats, 1000)
+	row.twoNote = exactNote(row.twoWorst, row.worst, r)
+	return row, nil
+}
