@@ -32,7 +32,7 @@ func main() {
 	slog.SetDefault(log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := relay.Run(ctx, cfg, log); err != nil {
+	if err := relay.Run(ctx, cfg, relay.WithLogger(log)); err != nil {
 		log.Error("gate-relay failed", "err", err)
 		os.Exit(1)
 	}

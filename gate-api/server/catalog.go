@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"sort"
 	"strings"
@@ -101,6 +100,7 @@ func (c *catalog) syncDocuments(ctx context.Context, force bool) error {
 	rev, err := c.st.Revision(ctx)
 	if err != nil {
 		c.log.Warn("reading the declarations' change signal failed", "error", err)
+		c.markListed()
 		return err
 	}
 	c.mu.RLock()
@@ -115,6 +115,7 @@ func (c *catalog) syncDocuments(ctx context.Context, force bool) error {
 	l, err := c.st.List(ctx)
 	if err != nil {
 		c.log.Warn("listing the stored declarations failed", "error", err)
+		c.markListed()
 		return err
 	}
 	c.mu.RLock()
@@ -146,6 +147,14 @@ func (c *catalog) syncDocuments(ctx context.Context, force bool) error {
 	return nil
 }
 
+// markListed records a read attempt, so a failing broker is retried at
+// most once per eager interval (and by the timer) rather than per request.
+func (c *catalog) markListed() {
+	c.mu.Lock()
+	c.listed = time.Now()
+	c.mu.Unlock()
+}
+
 // syncStatus re-reads the relays' published status.
 func (c *catalog) syncStatus(ctx context.Context) error { return c.readStatus(ctx, 0) }
 
@@ -165,6 +174,9 @@ func (c *catalog) readStatus(ctx context.Context, maxAge time.Duration) error {
 	st, err := c.st.Statuses(ctx)
 	if err != nil {
 		c.log.Warn("reading the relays' status failed", "error", err)
+		c.mu.Lock()
+		c.statusAt = time.Now() // keep the last picture; retry on the timer
+		c.mu.Unlock()
 		return err
 	}
 	c.mu.Lock()
@@ -294,6 +306,3 @@ func (c *catalog) running(ctx context.Context, app, name string) bool {
 	}
 	return len(c.runners(app, name)) > 0
 }
-
-// describe renders "app/graph".
-func describe(app, name string) string { return fmt.Sprintf("%s/%s", app, name) }

@@ -105,7 +105,7 @@ func (s *Server) wrap(name string, flat bool, limit int64, h handler) http.Handl
 			writeError(sw, e)
 		}
 		s.metrics.requests.WithLabelValues(name, r.Method, strconv.Itoa(sw.status)).Inc()
-		if sw.status >= 500 {
+		if sw.status >= 500 && sw.status != http.StatusServiceUnavailable {
 			msg := ""
 			if e != nil {
 				msg, _ = e.body["error"].(string)

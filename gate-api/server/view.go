@@ -66,7 +66,6 @@ func (s *Server) getGraph(q *req) *apiError {
 	}
 	rawRows := s.breakerRecords(q, p)
 
-	lag := map[stageKey]any{}
 	waiting := map[string]int64{}
 	stages := make([]map[string]any, 0, len(p.Stages))
 	for _, st := range p.Stages {
@@ -76,7 +75,6 @@ func (s *Server) getGraph(q *req) *apiError {
 			stageLag = n
 			waiting[st.Node] += n
 		}
-		lag[k] = stageLag
 		dests := make([]string, 0, len(st.Destinations))
 		for _, d := range st.Destinations {
 			dests = append(dests, d.Queue)

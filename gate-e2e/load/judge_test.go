@@ -179,3 +179,14 @@ func TestJudgeBackoffStopsThenRecovers(t *testing.T) {
 		t.Fatalf("an admission during the backoff passed: %+v", g)
 	}
 }
+
+func TestJudgeReserveIgnoresSecondsWithNothingFastWaiting(t *testing.T) {
+	t.Parallel()
+	// 60 fast items drain in the first seconds; afterwards bulk is refused
+	// at its share every second while fast has nothing to send, which is not
+	// a reserve failure.
+	r := Judge(paced(20, 25, 25, 60, 2400), params)
+	if g := gateByName(t, r, "reserve held"); !g.Pass {
+		t.Fatalf("seconds without fast work counted against the reserve: %+v", g)
+	}
+}

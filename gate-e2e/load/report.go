@@ -31,12 +31,13 @@ func WriteText(w io.Writer, cfg Config, r Report) {
 	p := r.Params
 	fmt.Fprintf(w, "== gate-e2e %s: declared %d per %d s = %d/s, %d sub-windows of %d per %d ms (fast ceiling %d, bulk ceiling %d)\n",
 		cfg.Scenario, p.Count, p.WindowS, p.Rate, p.WindowS, p.CountSub, p.TTLMs, p.FastCeiling, p.BulkCeiling)
-	var tot, peak int64
-	var drained []float64
-	for _, row := range r.Rows {
-		tot += row.Total
-		peak = max(peak, row.Total)
-		drained = append(drained, float64(row.Total))
+	start := int64(0)
+	if len(r.Rows) > 0 {
+		start = r.Rows[0].AtMs
+	}
+	for _, e := range r.Events {
+		fmt.Fprintf(w, "event: %s at t+%.1f s, disturbing until t+%.1f s (those seconds are not judged for throughput or reserve)\n",
+			e.What, float64(e.AtMs-start)/1000, float64(e.UntilMs-start)/1000)
 	}
 	fmt.Fprintf(w, "pushed %d; ADMITTED p50 %.0f/s (judged seconds with a fast backlog), peak %d/s, total %d\n", r.PushedTotal, r.AdmittedP50, r.AdmittedPeak, r.AdmittedTotal)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -60,7 +61,7 @@ func WriteText(w io.Writer, cfg Config, r Report) {
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%d\t%s\t\n", row.Second, row.Fast, row.Bulk, row.Total, ctr, row.FastBacklog, row.BulkBacklog, ref, row.RelayRefusals, j)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "seconds bulk refused %d, of which fast still admitted %d\n", r.BulkRefusedSeconds, r.FastAdmittedWhileRefused)
+	fmt.Fprintf(w, "seconds bulk refused (while fast had work waiting) %d, of which fast still admitted %d\n", r.BulkRefusedSeconds, r.FastAdmittedWhileRefused)
 	fmt.Fprintf(w, "worst %d s window: %d vs declared %d (%.1f%%); fixed sub-windows allow at most %d (%.0f%%), our gate is that bound (the reference allowed 125%%)\n",
 		p.WindowS, r.WorstWindow, p.Count, 100*float64(r.WorstWindow)/float64(p.Count), r.SlidingBound, 100*float64(r.SlidingBound)/float64(p.Count))
 	a := r.Accounting

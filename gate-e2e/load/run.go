@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -462,10 +463,21 @@ func (r *runner) chaos(ctx context.Context) {
 		cancel()
 		until := time.Now().UnixMilli()
 		fmt.Fprintf(r.cfg.Log, "gate-e2e: chaos: killed relay %d (SIGKILL), restarted after %.1f s (err=%v)\n", idx, float64(until-at)/1000, err)
+		// The claims the killed relay held come back only when their lease
+		// lapses: the disturbance lasts at least that long.
+		until = max(until, at+leaseMs())
 		r.mu.Lock()
 		r.obs.Events = append(r.obs.Events, Event{AtMs: at, What: "relay killed", UntilMs: until})
 		r.mu.Unlock()
 	}
+}
+
+// leaseMs is the relays' work lease (GATE_LEASE_SECONDS, default 10 s).
+func leaseMs() int64 {
+	if n, err := strconv.Atoi(os.Getenv("GATE_LEASE_SECONDS")); err == nil && n > 0 {
+		return int64(n) * 1000
+	}
+	return 10_000
 }
 
 // backoff reports a vendor 429 on the shared node at the given moment.

@@ -22,7 +22,7 @@ type Config struct {
 	// clamped 1..1000).
 	StageBatch int
 	// StageConcurrency overrides derived workers when > 0
-	// (GATE_STAGE_CONCURRENCY, unset = derive).
+	// (GATE_STAGE_CONCURRENCY, unset or ≤ 0 = derive, at most 4096).
 	StageConcurrency int
 	// LaneCapacity is items/s one worker drains, for the derivation
 	// (GATE_LANE_CAPACITY, 1000, > 0).
@@ -118,7 +118,7 @@ func Load(getenv func(string) string) (Config, error) {
 	str("QUEEN_URL", &c.QueenURL)
 	str("GATE_KV_NAMESPACE", &c.KVNamespace)
 	intKnob("GATE_STAGE_BATCH", &c.StageBatch, 1, 1000)
-	intKnob("GATE_STAGE_CONCURRENCY", &c.StageConcurrency, 1, 4096)
+	intKnob("GATE_STAGE_CONCURRENCY", &c.StageConcurrency, 0, 4096) // 0 = derive
 	intKnob("GATE_LANE_CAPACITY", &c.LaneCapacity, 1, 1<<30)
 	durKnob("GATE_LEASE_SECONDS", &c.Lease, time.Second, 1, 3600)
 	durKnob("GATE_POLL_TIMEOUT_SECONDS", &c.PollTimeout, time.Second, 1, 300)

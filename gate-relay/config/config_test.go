@@ -29,6 +29,9 @@ func TestDefaultsClampsAndErrors(t *testing.T) {
 		c.MaxPark != 250*time.Millisecond || c.StageConcurrency != 4 {
 		t.Fatalf("clamped = %+v", c)
 	}
+	if c, _ := Load(env(map[string]string{"GATE_STAGE_CONCURRENCY": "-3"})); c.StageConcurrency != 0 {
+		t.Fatalf("a non-positive concurrency must mean derive, got %d", c.StageConcurrency)
+	}
 	_, err = Load(env(map[string]string{"GATE_LEASE_SECONDS": "ten", "QUEEN_URL": "localhost:6632", "GATE_RELAY_BIND": "8791"}))
 	for _, knob := range []string{"GATE_LEASE_SECONDS", "QUEEN_URL", "GATE_RELAY_BIND"} {
 		if err == nil || !strings.Contains(err.Error(), knob) {

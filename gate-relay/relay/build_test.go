@@ -3,7 +3,27 @@ package relay_test
 import (
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"testing"
 )
+
+// The data plane links no web framework, database driver, container or
+// test machinery: only the broker client, the compiler, NATS and the
+// Prometheus client.
+func TestBinaryKeepsHeavyDependenciesOut(t *testing.T) {
+	t.Parallel()
+	deps, err := depsOf("..")
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, d := range deps {
+		for _, banned := range []string{"testcontainers", "github.com/jackc/pgx", "gorilla/mux", "gatetest", "miniqueen", "nats-server", "testing"} {
+			if strings.Contains(d, banned) {
+				t.Errorf("gate-relay links %s", d)
+			}
+		}
+	}
+}
 
 // buildBinary builds the gate-relay command into dir for the process tests.
 func buildBinary(dir string) (string, error) {
@@ -21,3 +41,12 @@ type buildError struct {
 }
 
 func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
+
+// depsOf lists the packages the gate-relay binary links.
+func depsOf(dir string) ([]string, error) {
+	out, err := exec.Command("go", "list", "-deps", dir).Output()
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(out)), nil
+}

@@ -3,6 +3,7 @@ package relay_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +14,9 @@ import (
 
 // With a 15 s reconcile period, the change signal makes a new declaration
 // run within about a second; a changed document is swapped mid-flow
-// without losing or repeating an item; a deleted one stops.
+// without losing or repeating an item; a stored document that does not
+// compile leaves the running version alone and says why; a deleted one
+// stops.
 func TestDeclareChangeAndDeleteReachARunningRelay(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -59,6 +62,13 @@ func TestDeclareChangeAndDeleteReachARunningRelay(t *testing.T) {
 	gatetest.Eventually(t, 30*time.Second, func() bool { return e.egressCount(e.egressQueue()) >= len(items) })
 	consistently(t, 500*time.Millisecond, func() bool { return e.egressCount(e.egressQueue()) == len(items) })
 	checkOnceInOrder(t, e.egress(e.egressQueue()), want)
+
+	e.declare("live", doc(3, 0))
+	gatetest.Eventually(t, 3*time.Second, func() bool {
+		st := r.Snapshot()
+		g, ok := st.Graph(e.app, "live")
+		return ok && g.Running && g.Version == 2 && strings.Contains(g.Error, "budget-count")
+	})
 
 	if _, err := e.store.Delete(context.Background(), e.app, "live"); err != nil {
 		t.Fatal(err)

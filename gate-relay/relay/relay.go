@@ -221,38 +221,58 @@ func (r *Relay) reconcile(ctx context.Context) {
 	}
 }
 
-// declare starts doc, swapping out old (stop old → start new; if the new
-// start fails, the old document is restarted).
+// declare starts doc, swapping out old. A document that does not compile
+// leaves a running old version untouched (the error is reported in the
+// status). Otherwise old is stopped and the new plan launched; if the
+// launch fails (provisioning), the old document is restarted.
 func (r *Relay) declare(ctx context.Context, k string, old *runtime, doc store.Document) {
+	p, err := r.compile(ctx, doc)
+	if err != nil {
+		r.reportOnce(k, doc, err)
+		if old != nil && old.running.Load() {
+			old.setErr("the stored document does not compile; the previous one keeps running: " + err.Error())
+			return
+		}
+		rt := &runtime{app: doc.App, graph: doc.Graph, body: bytes.Clone(doc.Body), legacy: doc.Legacy, started: time.Now()}
+		rt.setErr(err.Error())
+		r.put(k, rt)
+		return
+	}
+	wasRunning := false
 	if old != nil {
-		old.wasRunning = old.running.Load()
+		wasRunning = old.running.Load()
 		r.stop(old)
 	}
-	rt, err := r.start(ctx, doc)
+	rt, err := r.launch(ctx, doc, p)
 	if err != nil {
-		if r.lastErrs[k] != err.Error() {
-			r.log.Error("graph did not start", "app", doc.App, "graph", doc.Graph, "err", err)
-			r.lastErrs[k] = err.Error()
-		}
-		if old != nil && old.wasRunning {
+		r.reportOnce(k, doc, err)
+		if wasRunning && old.plan != nil {
 			prev := store.Document{App: old.app, Graph: old.graph, Body: old.body, Legacy: old.legacy}
-			if back, err2 := r.start(ctx, prev); err2 == nil {
-				back.err = "the stored document did not start; the previous one runs: " + err.Error()
-				r.mu.Lock()
-				r.graphs[k] = back
-				r.mu.Unlock()
+			if back, err2 := r.launch(ctx, prev, old.plan); err2 == nil {
+				back.setErr("the stored document did not start; the previous one runs: " + err.Error())
+				r.put(k, back)
 				return
 			}
 		}
-		r.mu.Lock()
-		r.graphs[k] = rt
-		r.mu.Unlock()
+		r.put(k, rt)
 		return
 	}
 	delete(r.lastErrs, k)
+	r.put(k, rt)
+}
+
+func (r *Relay) put(k string, rt *runtime) {
 	r.mu.Lock()
 	r.graphs[k] = rt
 	r.mu.Unlock()
+}
+
+// reportOnce logs a start failure once per distinct error.
+func (r *Relay) reportOnce(k string, doc store.Document, err error) {
+	if r.lastErrs[k] != err.Error() {
+		r.log.Error("graph did not start", "app", doc.App, "graph", doc.Graph, "err", err)
+		r.lastErrs[k] = err.Error()
+	}
 }
 
 // stop cancels rt's stages and awaits them for poll timeout + 2 s.

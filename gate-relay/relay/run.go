@@ -15,12 +15,34 @@ import (
 	"github.com/queen-mq/gate/libs/store"
 )
 
+// RunOption adjusts Run.
+type RunOption func(*runOptions)
+
+type runOptions struct{ log *slog.Logger }
+
+// WithLogger logs through l instead of slog.Default().
+func WithLogger(l *slog.Logger) RunOption {
+	return func(o *runOptions) {
+		if l != nil {
+			o.log = l
+		}
+	}
+}
+
 // Run is the whole gate-relay process: it runs every stored graph, writes
 // the replica's status, serves /health and /metrics, and fans out to NATS
 // when configured, until ctx ends (SIGTERM). Then it stops popping,
 // finishes or releases the claims in flight and returns within the poll
 // timeout plus two seconds.
-func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
+	o := runOptions{log: slog.Default()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	log := o.log
+	if cfg.Replica == "" {
+		return fmt.Errorf("the replica id is empty; set GATE_RELAY_ID or let main derive it")
+	}
 	client, err := queen.New(cfg.QueenURL)
 	if err != nil {
 		return fmt.Errorf("QUEEN_URL: %w", err)

@@ -57,7 +57,7 @@ func TestRunSharesStatusMetricsAndNATS(t *testing.T) {
 	cfg.PollTimeout, cfg.Lease, cfg.MaxPark, cfg.StatusPeriod, cfg.SignalPoll = 2*time.Second, 2*time.Second, 200*time.Millisecond, time.Second, 100*time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- relay.Run(ctx, cfg, testLogger(t)) }()
+	go func() { done <- relay.Run(ctx, cfg, relay.WithLogger(testLogger(t))) }()
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {

@@ -28,8 +28,17 @@ type runtime struct {
 	cancel     context.CancelFunc
 	started    time.Time
 	running    atomic.Bool
-	wasRunning bool
-	err        string
+	err        atomic.Pointer[string]
+}
+
+// setErr records why the runtime's document is not (or not fully) running.
+func (rt *runtime) setErr(text string) { rt.err.Store(&text) }
+
+func (rt *runtime) errText() string {
+	if p := rt.err.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // compile compiles a stored document with this replica's knobs, probing
@@ -98,19 +107,24 @@ func (r *Relay) provision(ctx context.Context, p *plan.Plan) error {
 	return nil
 }
 
-// start compiles, provisions and spawns every stage of doc. The runtime's
-// start instant is taken before provisioning; interior groups are seeded
-// at it minus the skew.
+// start compiles doc and launches it.
 func (r *Relay) start(ctx context.Context, doc store.Document) (*runtime, error) {
-	rt := &runtime{app: doc.App, graph: doc.Graph, body: bytes.Clone(doc.Body), legacy: doc.Legacy, started: time.Now()}
 	p, err := r.compile(ctx, doc)
 	if err != nil {
-		rt.err = err.Error()
+		rt := &runtime{app: doc.App, graph: doc.Graph, body: bytes.Clone(doc.Body), legacy: doc.Legacy, started: time.Now()}
+		rt.setErr(err.Error())
 		return rt, err
 	}
-	rt.plan = p
+	return r.launch(ctx, doc, p)
+}
+
+// launch provisions and spawns every stage of a compiled document. The
+// runtime's start instant is taken before provisioning; interior groups
+// are seeded at it minus the skew.
+func (r *Relay) launch(ctx context.Context, doc store.Document, p *plan.Plan) (*runtime, error) {
+	rt := &runtime{app: doc.App, graph: doc.Graph, body: bytes.Clone(doc.Body), legacy: doc.Legacy, started: time.Now(), plan: p}
 	if err := r.provision(ctx, p); err != nil {
-		rt.err = err.Error()
+		rt.setErr(err.Error())
 		return rt, err
 	}
 	seed := rt.started.Add(-r.cfg.InteriorSeedSkew)
@@ -124,7 +138,7 @@ func (r *Relay) start(ctx context.Context, doc store.Document) (*runtime, error)
 			Denials: r.denials, Observer: r.cfg.Observer,
 		})
 		if err != nil {
-			rt.err = err.Error()
+			rt.setErr(err.Error())
 			return rt, err
 		}
 		stages = append(stages, s)
@@ -164,7 +178,7 @@ func (rt *runtime) await(timeout time.Duration) bool {
 
 // status renders rt for the replica's status document.
 func (rt *runtime) status() store.GraphStatus {
-	g := store.GraphStatus{App: rt.app, Graph: rt.graph, Running: rt.running.Load(), Error: rt.err, Started: rt.started.UnixMilli()}
+	g := store.GraphStatus{App: rt.app, Graph: rt.graph, Running: rt.running.Load(), Error: rt.errText(), Started: rt.started.UnixMilli()}
 	if rt.plan != nil {
 		g.Version = int64(rt.plan.Version)
 	}

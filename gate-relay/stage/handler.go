@@ -420,7 +420,6 @@ func (h *handler) recoverDuplicate(admitted int, ch *budget.Charge) {
 			}
 			return
 		case isDuplicate(err):
-			s.c.duplicates.Add(1)
 			continue
 		default:
 			s.log.Warn("settle failed during duplicate recovery; the claim comes back after its lease", "err", err)

@@ -57,11 +57,13 @@ func (s Stamp) Apply(data []byte) []byte {
 	}
 	g = append(g, '}')
 	obj[cost.Stamp] = g
-	out, err := json.Marshal(obj)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(obj); err != nil {
 		return data
 	}
-	return out
+	return bytes.TrimRight(buf.Bytes(), "\n")
 }
 
 // stampedPath returns the `_gate.path` string of data, if any.

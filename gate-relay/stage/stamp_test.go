@@ -64,3 +64,15 @@ func TestStampedPathAndAckRejection(t *testing.T) {
 		}
 	}
 }
+
+func TestStampKeepsTheProducersBytesMeaning(t *testing.T) {
+	t.Parallel()
+	out := Stamp{Graph: "g", Path: "p", Hop: 1, Node: "n", At: 1}.Apply([]byte(`{"html":"<a&b>","n":1.50,"nested":{"x":[1,2]}}`))
+	var got map[string]json.RawMessage
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	if string(got["html"]) != `"<a&b>"` || string(got["n"]) != `1.50` || string(got["nested"]) != `{"x":[1,2]}` {
+		t.Fatalf("stamped payload %s rewrote the producer's values", out)
+	}
+}

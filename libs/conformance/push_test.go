@@ -127,6 +127,8 @@ func TestSemantic23_ConfigureReplacesTheOptionSetAndFillsDefaults(t *testing.T) 
 	}
 }
 
+// DLQ-on by default is the Rust broker's SQL default; older docs and SDK
+// defaults say off and 1.0.x is unconfirmed (§13.12). We follow the broker.
 func TestSemantic23_ImplicitQueueLeasesFor300sAndDeadLettersAfter3Retries(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -95,7 +95,7 @@ func Decide(c Component, in Inputs) Decision {
 		if in.EnvErr == nil {
 			return Decision{Source: SourceEnv, URL: in.EnvURL, Reason: envName + " is set"}
 		}
-		return unavailable(in, fmt.Sprintf("%s=%s does not answer (%v); start it or unset %s", envName, in.EnvURL, in.EnvErr, envName))
+		return unavailable(in, fmt.Sprintf("%s=%s does not answer (%v); start it or unset %s", envName, redact(in.EnvURL), in.EnvErr, envName))
 	}
 	switch c {
 	case ComponentBroker:

@@ -34,6 +34,7 @@ func TestDecideChoosesEverySourceByPreference(t *testing.T) {
 		{"postgres env answers", ComponentPostgres, Inputs{EnvURL: "postgres://x/db", LocalAnswers: true, DockerAnswers: true}, SourceEnv, "postgres://x/db", nil},
 		{"postgres env dead skips", ComponentPostgres, Inputs{EnvURL: "postgres://x/db", EnvErr: refused, LocalAnswers: true}, SourceSkip, "", []string{EnvPostgresURL + "=postgres://x/db"}},
 		{"postgres env dead fails when required", ComponentPostgres, Inputs{EnvURL: "postgres://x/db", EnvErr: refused, RequireLive: true}, SourceFail, "", []string{EnvPostgresURL}},
+		{"postgres env password is redacted", ComponentPostgres, Inputs{EnvURL: "postgres://u:secret@x/db", EnvErr: refused}, SourceSkip, "", []string{"postgres://u:xxxxx@x/db"}},
 		{"postgres local beats docker", ComponentPostgres, Inputs{LocalAnswers: true, DockerAnswers: true}, SourceLocal, LocalPostgresURL, []string{"5432"}},
 		{"postgres docker", ComponentPostgres, Inputs{DockerAnswers: true}, SourceContainer, "", []string{"postgres:18"}},
 		{"postgres nothing skips", ComponentPostgres, Inputs{}, SourceSkip, "", []string{"no PostgreSQL", EnvPostgresURL, "127.0.0.1:5432", "Docker", EnvRequireLive + "=1"}},
@@ -60,6 +61,9 @@ func TestDecideChoosesEverySourceByPreference(t *testing.T) {
 			}
 			if got.Reason == "" {
 				t.Errorf("Decide gave no reason for %s", got.Source)
+			}
+			if strings.Contains(got.Reason, "secret") {
+				t.Errorf("reason %q leaks a password", got.Reason)
 			}
 			for _, sub := range tc.wantReason {
 				if !strings.Contains(got.Reason, sub) {

@@ -620,9 +620,18 @@ func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request) {
 	if body.Operations != nil {
 		ops = *body.Operations
 	}
-	var pushes []pushItem
-	var acks []ackItem
-	var slots []txnSlot
+	nPush, nAck := 0, 0
+	for i := range ops {
+		if ops[i].Items != nil {
+			nPush += len(*ops[i].Items)
+		} else {
+			nPush++
+			nAck++
+		}
+	}
+	pushes := make([]pushItem, 0, nPush)
+	acks := make([]ackItem, 0, nAck)
+	slots := make([]txnSlot, 0, nPush+nAck)
 	for i := range ops {
 		op := &ops[i]
 		switch op.Type {

@@ -2,6 +2,7 @@ package miniqueen
 
 import (
 	"strings"
+	"unsafe"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -14,6 +15,13 @@ type scanner struct {
 	b   []byte
 	i   int
 	bad bool
+	ar  *arena // where decoded strings and raw values are copied
+}
+
+func newScanner(b []byte) *scanner {
+	// Everything kept is a copy of (at most all of) the body's bytes, so
+	// one allocation of the body's size holds every string and payload.
+	return &scanner{b: b, ar: &arena{b: make([]byte, 0, len(b))}}
 }
 
 func (s *scanner) ws() {
@@ -70,7 +78,7 @@ func (s *scanner) str() string {
 	for s.i < len(s.b) {
 		c := s.b[s.i]
 		if c == '"' {
-			v := string(s.b[start:s.i])
+			v := s.ar.str(s.b[start:s.i])
 			s.i++
 			return v
 		}
@@ -87,7 +95,7 @@ func (s *scanner) str() string {
 		switch {
 		case c == '"':
 			s.i++
-			return string(out)
+			return s.ar.str(out)
 		case c < 0x20:
 			s.bad = true
 			return ""
@@ -427,7 +435,9 @@ var pushKeys = []string{"queue", "partition", "payload", "data", "transactionId"
 
 var txnOpKeys = []string{"type", "items", "queue", "partition", "payload", "data", "transactionId", "traceId", "partitionId", "leaseId", "consumerGroup", "status", "error"}
 
-// arena copies raw payloads into one allocation per request.
+// arena copies raw payloads and strings into one allocation per request.
+// Bytes written to it are never modified again, which is what makes the
+// strings it returns valid.
 type arena struct{ b []byte }
 
 func (a *arena) keep(raw []byte) []byte {
@@ -435,11 +445,20 @@ func (a *arena) keep(raw []byte) []byte {
 		return nil
 	}
 	if cap(a.b)-len(a.b) < len(raw) {
-		a.b = make([]byte, 0, max(len(raw), 32<<10))
+		a.b = make([]byte, 0, max(len(raw), 4<<10))
 	}
 	start := len(a.b)
 	a.b = append(a.b, raw...)
 	return a.b[start:len(a.b):len(a.b)]
+}
+
+// str returns a string with the bytes of raw, stored in the arena.
+func (a *arena) str(raw []byte) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	k := a.keep(raw)
+	return unsafe.String(unsafe.SliceData(k), len(k))
 }
 
 // pushItem reads one push item object.
@@ -477,18 +496,18 @@ func (s *scanner) pushItemSame(it *pushItemWire, ar *arena, lastQueue, lastParti
 
 // scanPush decodes {"items":[…]}; ok=false means "use encoding/json".
 func scanPush(b []byte) (items *[]pushItemWire, ok bool) {
-	s := &scanner{b: b}
-	var ar arena
+	s := newScanner(b)
+	ar := s.ar
 	s.object(func(k string) {
 		if k != "items" {
 			s.skipUnknown(k, "items")
 			return
 		}
-		var list []pushItemWire
+		list := make([]pushItemWire, 0, min(8192, len(b)/80+4))
 		var lastQueue, lastPartition string
 		if s.array(func() {
 			list = append(list, pushItemWire{})
-			s.pushItemSame(&list[len(list)-1], &ar, &lastQueue, &lastPartition)
+			s.pushItemSame(&list[len(list)-1], ar, &lastQueue, &lastPartition)
 		}) {
 			if list == nil {
 				list = []pushItemWire{}
@@ -514,13 +533,13 @@ type txnWire struct {
 
 // scanTxn decodes a transaction body; ok=false means "use encoding/json".
 func scanTxn(b []byte, out *txnWire) bool {
-	s := &scanner{b: b}
-	var ar arena
+	s := newScanner(b)
+	ar := s.ar
 	var lastType, lastPart, lastLease, lastGroup, lastStatus, lastQueue, lastPartition string
 	s.object(func(k string) {
 		switch k {
 		case "operations":
-			var ops []txnOpWire
+			ops := make([]txnOpWire, 0, min(4096, len(b)/160+4))
 			if s.array(func() {
 				ops = append(ops, txnOpWire{})
 				op := &ops[len(ops)-1]
@@ -529,10 +548,10 @@ func scanTxn(b []byte, out *txnWire) bool {
 					case "type":
 						op.Type, _ = s.optSame(&lastType)
 					case "items":
-						var list []pushItemWire
+						list := make([]pushItemWire, 0, min(4096, (len(b)-s.i)/100+4))
 						if s.array(func() {
 							list = append(list, pushItemWire{})
-							s.pushItemSame(&list[len(list)-1], &ar, &lastQueue, &lastPartition)
+							s.pushItemSame(&list[len(list)-1], ar, &lastQueue, &lastPartition)
 						}) {
 							if list == nil {
 								list = []pushItemWire{}

@@ -198,3 +198,6 @@ func tail(path string, n int) string {
 	}
 	return string(bytes.Join(lines, []byte("\n")))
 }
+
+// newHealthClient is the client health probes use.
+func newHealthClient() *http.Client { return &http.Client{Timeout: time.Second} }
