@@ -65,3 +65,17 @@ func TestVerdictAndExactness(t *testing.T) {
 		t.Errorf("spanRate = %v, want 3 items over 1 s", got)
 	}
 }
+
+func TestFullClaimsRoundsUpToWholeClaimsPerPartition(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ n, parts, batch, want int }{
+		{30000, 16, 200, 32000},
+		{32000, 16, 200, 32000},
+		{1, 16, 1, 16},
+		{30000, 16, 500, 32000},
+	} {
+		if got := fullClaims(tc.n, tc.parts, tc.batch); got != tc.want {
+			t.Errorf("fullClaims(%d, %d, %d) = %d, want %d", tc.n, tc.parts, tc.batch, got, tc.want)
+		}
+	}
+}

@@ -18,7 +18,7 @@ import (
 // enough never to refuse, (a) a bare loop with the Queen client (pop 200 →
 // one transaction ack + push, no budgets), with the same workers.
 func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
-	n := b.cfg.Backlog
+	n := fullClaims(b.cfg.Backlog, 16, 200)
 	t := stats.Table{Title: fmt.Sprintf("overhead — the same relay job (%d items, batch 200, 16 partitions) with and without Gate", n),
 		Header: []string{"runner", "workers", "items/s", "commits", "items/commit", "admission kv calls/claim", "share of bare loop"}}
 	graph := b.graphName("ovh")

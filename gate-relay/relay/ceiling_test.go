@@ -15,8 +15,12 @@ import (
 // exactly what its counter finally reads and never more than 50, the worst
 // sliding 10 s of egress commits holds at most 550, the admitted rate over
 // the backlog is at least 95% of 50/s, and every partition keeps its order.
+//
+// It does not run in parallel with the package's other tests: the rate is
+// wall-clock, and the gap between windows is scheduling latency that
+// neighbours on a 2-core machine inflate. The ceiling assertions are exact
+// whatever the load.
 func TestCeilingHoldsPerWindowAndSlidingSpan(t *testing.T) {
-	t.Parallel()
 	e := newEnv(t)
 	const graph, partitions, perPartition = "ceiling", 8, 125
 	e.declare(graph, fmt.Sprintf(`{"version":1,"nodes":{"limit":{"ingress":true,"concurrency":8,
@@ -105,6 +109,11 @@ func TestCeilingHoldsPerWindowAndSlidingSpan(t *testing.T) {
 	for _, w := range windows[:len(windows)-1] {
 		full += final[w]
 	}
+	var gaps []string
+	for i := 1; i < len(windows); i++ {
+		gaps = append(gaps, (windows[i].Sub(windows[i-1]) - time.Second).Round(time.Millisecond).String())
+	}
+	t.Logf("gaps between windows: %v", gaps)
 	span := windows[len(windows)-1].Sub(windows[0])
 	rate := float64(full) / span.Seconds()
 	t.Logf("ceiling: %d windows, worst sliding 10 s = %d items (bound 550), admitted rate over the backlog = %.2f/s (%.1f%% of 50/s)",

@@ -502,10 +502,7 @@ func (s *Server) groupRows(only string) []groupSummary {
 						ts = sub.createdAt
 					}
 				}
-				row.SubscriptionMode = map[bool]string{true: "all", false: "new"}[sub.mode == "all"]
-				if sub.mode == "timestamp" {
-					row.SubscriptionMode = "timestamp"
-				}
+				row.SubscriptionMode = sub.mode
 				row.SubscriptionTimestamp = fmtPG(ts)
 				ca := fmtPG(sub.createdAt)
 				row.SubscriptionCreatedAt = &ca

@@ -98,3 +98,22 @@ func TestGroupDeletePerQueueAndSubscriptionChange(t *testing.T) {
 	}
 	w.call("POST", "/api/v1/consumer-groups/g/subscription", `{"subscriptionTimestamp":"yesterday"}`, http.StatusBadRequest)
 }
+
+func TestNewGroupKeepsItsCutoffAfterCursorDelete(t *testing.T) {
+	t.Parallel()
+	w := newWire(t)
+	w.s.SetTime(t0)
+	w.push(item("q", "p", map[string]any{"n": 0}, ""))
+	if p := w.pop("q", "batch=10&consumerGroup=g&subscriptionMode=new"); p.status != http.StatusNoContent {
+		t.Fatalf("new group saw the backlog")
+	}
+	w.s.FastForward(time.Second)
+	w.push(item("q", "p", map[string]any{"n": 1}, ""))
+	// Drop the cursors but keep the subscription record: the partition is
+	// re-seeded from the stored registration time, not from the epoch.
+	w.call("DELETE", "/api/v1/consumer-groups/g?deleteMetadata=false", "", 200)
+	p := w.pop("q", "batch=10&consumerGroup=g")
+	if got := payloads(t, p.messages); len(got) != 1 || got[0] != 1 {
+		t.Fatalf("re-seeded new group got %v, want [1]", got)
+	}
+}

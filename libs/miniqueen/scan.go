@@ -2,9 +2,9 @@ package miniqueen
 
 import (
 	"strings"
-	"unsafe"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // scanner is a small strict JSON reader for the hot request shapes (push

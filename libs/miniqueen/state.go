@@ -1,6 +1,7 @@
 package miniqueen
 
 import (
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -386,9 +387,13 @@ func seedAt(p *partition, sub subscription) int64 {
 	if sub.mode == "all" {
 		return p.base - 1
 	}
-	ts := sub.ts
-	// First retained message created at/after ts; tail if none.
-	i := sort.Search(int(p.retained()), func(i int) bool { return p.msgAt(p.base+int64(i)).created >= ts.UnixNano() })
+	// First retained message created at/after ts (for "new": strictly
+	// after the registration); tail if none.
+	from := nanos(sub.ts)
+	if sub.mode == "new" {
+		from = nanos(sub.createdAt) + 1
+	}
+	i := sort.Search(int(p.retained()), func(i int) bool { return p.msgAt(p.base+int64(i)).created >= from })
 	return p.base + int64(i) - 1
 }
 
@@ -763,4 +768,15 @@ func (s *Server) claim(q *queue, req claimReq, leaseID *string, out []claimedPar
 	}
 	s.scratch = cands[:0]
 	return out, next
+}
+
+// nanos is t.UnixNano clamped to the representable range (years 1678–2262).
+func nanos(t time.Time) int64 {
+	switch {
+	case t.Before(time.Unix(0, math.MinInt64)):
+		return math.MinInt64
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
 }
