@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -23,10 +22,8 @@ func main() {
 func run(ctx context.Context) int {
 	cfg, err := scenario.Parse(os.Args[1:], nil)
 	if err != nil {
+		// Parse only fails on the command line or a BENCH_* knob.
 		fmt.Fprintf(os.Stderr, "gate-bench: %v\n\n%s", err, scenario.Usage)
-		if errors.Is(err, scenario.ErrUsage) {
-			return 2
-		}
 		return 2
 	}
 	out, err := scenario.Run(ctx, cfg)

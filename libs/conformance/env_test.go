@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -38,9 +37,9 @@ func newEnv(t *testing.T) *env {
 func (e *env) real() bool { return e.Mini == nil }
 
 // elapse lets d of broker time pass: on miniqueen it moves the injected clock
-// (instant); on a real broker wall time has to pass, so it sleeps. This is the
-// suite's only sleep, it never synchronises with a goroutine, and the fake
-// path never takes it.
+// (instant); on a real broker wall time has to pass, so it sleeps. It waits
+// for broker time, never to synchronise with a goroutine, and the fake path
+// never sleeps here.
 func (e *env) elapse(d time.Duration) {
 	if e.Mini != nil {
 		e.Mini.FastForward(d)
@@ -51,8 +50,9 @@ func (e *env) elapse(d time.Duration) {
 
 // ---- pushing and claiming ----
 
-// push stores payloads on (queue, partition) in one call, each with a
-// transaction id "<prefix>-<i>", and fails t unless every item is queued.
+// push stores payloads on (queue, partition) in one call, each with the
+// transaction id "<partition>-<payload without punctuation>" (e.g. "p-n3" for
+// {"n":3} on p), and fails t unless every item is queued.
 func (e *env) push(t *testing.T, queue, partition string, payloads ...string) []queen.PushResult {
 	t.Helper()
 	items := make([]queen.PushItem, len(payloads))
@@ -116,7 +116,7 @@ func (e *env) popWait(t *testing.T, req queen.PopRequest, timeout time.Duration)
 	return e.pop(t, req)
 }
 
-// ns returns the payload numbers ("n") of a claim in delivery order.
+// numbers returns the payload numbers ("n") of a claim in delivery order.
 func numbers(t *testing.T, c queen.Claim) []int {
 	t.Helper()
 	out := make([]int, len(c.Messages))
@@ -323,7 +323,7 @@ func has(v any, key string) bool {
 	return ok
 }
 
-// kvStatusErr asserts err is a 400 whose reason is one of reasons.
+// wantBadRequest asserts err is a 400 whose reason is one of reasons.
 func wantBadRequest(t *testing.T, err error, reasons ...string) {
 	t.Helper()
 	if !queen.IsBadRequest(err) {
@@ -336,12 +336,4 @@ func wantBadRequest(t *testing.T, err error, reasons ...string) {
 		}
 	}
 	t.Fatalf("400 reason %q, want one of %v (err %v)", got, reasons, err)
-}
-
-// statusOf is the HTTP status of err, or 200 when err is nil.
-func statusOf(err error) int {
-	if err == nil {
-		return http.StatusOK
-	}
-	return queen.StatusOf(err)
 }

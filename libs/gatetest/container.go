@@ -13,7 +13,9 @@ import (
 
 // Images the container path starts.
 const (
-	QueenImage    = "ghcr.io/queen-mq/queen:latest"
+	// QueenImage is the broker image, run with PG_HOST pointing at PostgresImage.
+	QueenImage = "ghcr.io/queen-mq/queen:latest"
+	// PostgresImage is the PostgreSQL image for tests and for Queen.
 	PostgresImage = "postgres:18"
 )
 

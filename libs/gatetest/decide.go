@@ -43,17 +43,24 @@ const (
 
 // Environment variables the harness reads.
 const (
-	EnvQueenURL    = "GATE_TEST_QUEEN_URL"
+	// EnvQueenURL names a running broker, e.g. http://127.0.0.1:6632.
+	EnvQueenURL = "GATE_TEST_QUEEN_URL"
+	// EnvPostgresURL names a PostgreSQL server (postgres:// URL or key=value).
 	EnvPostgresURL = "GATE_TEST_PG_URL"
-	EnvNATSURL     = "GATE_TEST_NATS_URL"
+	// EnvNATSURL names a NATS server, e.g. nats://127.0.0.1:4222.
+	EnvNATSURL = "GATE_TEST_NATS_URL"
+	// EnvRequireLive, when true, turns a missing component into a failure.
 	EnvRequireLive = "GATE_TEST_REQUIRE_LIVE"
-	EnvNoDocker    = "GATE_TEST_NO_DOCKER"
+	// EnvNoDocker, when true, keeps the harness from starting containers.
+	EnvNoDocker = "GATE_TEST_NO_DOCKER"
 )
 
 // Default local endpoints probed when no URL is configured.
 const (
+	// LocalPostgresURL is PostgreSQL on its default port, user postgres, trust auth.
 	LocalPostgresURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	LocalNATSURL     = "nats://127.0.0.1:4222"
+	// LocalNATSURL is NATS on its default port.
+	LocalNATSURL = "nats://127.0.0.1:4222"
 )
 
 // Inputs is everything Decide looks at: the environment and the probe results.
