@@ -88,9 +88,6 @@ func (s *Server) declareOne(ctx context.Context, app, name string, body []byte, 
 		}
 		return nil, outcome, refusal(res.Status(), res)
 	}
-	if bad := checkLimits(res.Plan); bad != nil {
-		return nil, outcomeInvalid, bad
-	}
 	doc := res.Doc
 	if doc.Watch != nil {
 		// watch.startedAt belongs to the server: kept across declarations,
@@ -157,72 +154,6 @@ func (f brokerFacts) Queue(name string) declare.QueueFacts {
 		out.RetentionSeconds = qi.RetentionSeconds.Value
 	}
 	return out
-}
-
-// Limits the broker imposes that the compiler does not check (it leaves
-// budget ids, shared keys and queue names free-form).
-const (
-	maxKVKey     = 512
-	scopeRoom    = 64
-	maxQueueName = 255
-)
-
-// checkLimits refuses a plan whose kv keys or queue names the broker would
-// refuse at run time, naming the field.
-func checkLimits(p *plan.Plan) *apiError {
-	var problems []map[string]any
-	var texts []string
-	add := func(rule, at, msg string) {
-		problems = append(problems, map[string]any{"rule": rule, "at": at, "message": msg})
-		texts = append(texts, "["+rule+"] "+msg)
-	}
-	for _, n := range p.Nodes {
-		for i, b := range n.Budgets {
-			limit := maxKVKey
-			if b.ScopeBy != "" {
-				limit -= scopeRoom + 1
-			}
-			if len(b.Key) > limit {
-				at := fmt.Sprintf("/nodes/%s/budgets/%d/id", n.Name, i)
-				if b.Shared {
-					at = fmt.Sprintf("/nodes/%s/budgets/%d/sharedKey", n.Name, i)
-				}
-				add("kv-key-length", at, fmt.Sprintf("budget %d of node %q makes the kv key %.40q… of %d bytes, over the limit of %d (the broker's %d, less %d bytes kept for the scope value of a scoped budget): shorten its id or sharedKey", i, n.Name, b.Key, len(b.Key), limit, maxKVKey, scopeRoom))
-			}
-		}
-		if n.IngressQueue != "" && !n.IngressOwnedByGate {
-			if msg := queueNameProblem(n.IngressQueue); msg != "" {
-				add("queue-name", fmt.Sprintf("/nodes/%s/ingress/queue", n.Name), fmt.Sprintf("node %q's ingress queue %s", n.Name, msg))
-			}
-		}
-		if n.EgressQueue != "" {
-			if msg := queueNameProblem(n.EgressQueue); msg != "" {
-				add("queue-name", fmt.Sprintf("/nodes/%s/egress", n.Name), fmt.Sprintf("node %q's egress queue %s", n.Name, msg))
-			}
-		}
-		if n.EgressGroup != "" {
-			if msg := queueNameProblem(n.EgressGroup); msg != "" {
-				add("queue-name", fmt.Sprintf("/nodes/%s/egress/group", n.Name), fmt.Sprintf("node %q's egress group %s", n.Name, msg))
-			}
-		}
-	}
-	if len(problems) == 0 {
-		return nil
-	}
-	return fail(http.StatusUnprocessableEntity, "%s", strings.Join(texts, "; ")).with("rule", problems[0]["rule"]).with("problems", problems)
-}
-
-// queueNameProblem says why a broker queue or group name is unusable, or "".
-func queueNameProblem(q string) string {
-	if len(q) > maxQueueName {
-		return fmt.Sprintf("%.40q… is %d bytes, over %d: use a shorter name", q, len(q), maxQueueName)
-	}
-	for i := 0; i < len(q); i++ {
-		if c := q[i]; c <= ' ' || c == 0x7f || c == '/' {
-			return fmt.Sprintf("%q has %s at byte %d: use letters, digits, '.', '_' and '-'", q, describeByte(q, i), i)
-		}
-	}
-	return ""
 }
 
 // deleteGraph is DELETE /v1/apps/{app}/graphs/{name} (and twins): the

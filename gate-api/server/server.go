@@ -87,10 +87,16 @@ func New(cfg config.Config, log *slog.Logger) (*Server, error) {
 // Handler is the application plane's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Start loads the declared graphs and the relays' status once (a failure is
-// logged, not fatal: the broker may come up later) and keeps them fresh
-// until ctx ends.
+// Start re-saves stored v1 documents in v2 shape (once; see resaveV1),
+// loads the declared graphs and the relays' status once (a failure is
+// logged, not fatal: the broker may come up later; the re-save is then
+// retried every refresh interval until the store can be listed) and keeps
+// them fresh until ctx ends.
 func (s *Server) Start(ctx context.Context) {
+	if err := s.resaveV1(ctx); err != nil {
+		s.log.Warn("stored v1 documents could not be re-saved in v2 shape at start; retrying every refresh interval", "error", err)
+		go s.resaveUntilDone(ctx, s.cfg.Refresh)
+	}
 	if err := s.cat.syncDocuments(ctx, true); err != nil {
 		s.log.Warn("the declared graphs could not be read at start; retrying every refresh interval", "error", err)
 	}

@@ -61,6 +61,13 @@ func (r Result) OK() float64 {
 // part after warmup. Latency is per call; a closed loop finds saturation and
 // understates latency (a slow call delays the next).
 func ClosedLoop(ctx context.Context, label string, conc int, warmup, d time.Duration, call Call) Result {
+	return ClosedLoopUntil(ctx, label, conc, warmup, d, call, nil)
+}
+
+// ClosedLoopUntil is ClosedLoop that also ends the measurement as soon as
+// done reports true (checked every 10 ms), e.g. when a backlog is drained,
+// so the rate is over the time the work actually took.
+func ClosedLoopUntil(ctx context.Context, label string, conc int, warmup, d time.Duration, call Call, done func() bool) Result {
 	var rec Recorder
 	var measuring atomic.Bool
 	var units atomic.Int64
@@ -87,7 +94,13 @@ func ClosedLoop(ctx context.Context, label string, conc int, warmup, d time.Dura
 	sleep(ctx, warmup)
 	measuring.Store(true)
 	start := time.Now()
-	sleep(ctx, d)
+	if done == nil {
+		sleep(ctx, d)
+	} else {
+		for end := start.Add(d); time.Now().Before(end) && ctx.Err() == nil && !done(); {
+			sleep(ctx, 10*time.Millisecond)
+		}
+	}
 	measuring.Store(false)
 	secs := time.Since(start).Seconds()
 	cancel()

@@ -126,3 +126,14 @@ func TestTableWritesAlignedRowsAndNotes(t *testing.T) {
 		t.Fatalf("Statuses = %q", got)
 	}
 }
+
+func TestClosedLoopUntilStopsWhenTheWorkIsDone(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	call := func(ctx context.Context) (int, int) { n.Add(1); time.Sleep(time.Millisecond); return 200, 1 }
+	t0 := time.Now()
+	r := ClosedLoopUntil(context.Background(), "until", 2, 0, 10*time.Second, call, func() bool { return n.Load() >= 20 })
+	if time.Since(t0) > 5*time.Second || r.Requests < 20 || r.Seconds > 5 {
+		t.Fatalf("ran %v for %d requests; want it to stop once 20 were done", time.Since(t0), r.Requests)
+	}
+}

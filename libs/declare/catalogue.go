@@ -45,6 +45,7 @@ const (
 	RulePathName           = "path-name"
 	RuleNodes              = "nodes"
 	RulePaths              = "paths"
+	RuleQueueName          = "queue-name"
 	RulePathLength         = "path-length"
 	RuleFanoutBranch       = "fanout-branch"
 	RuleFanoutTerminal     = "fanout-terminal"
@@ -61,6 +62,7 @@ const (
 	RuleNodeBudget         = "node-budget"
 	RuleNodeUnscopedBudget = "node-unscoped-budget"
 	RuleBudgetUnique       = "budget-unique"
+	RuleKVKeyLength        = "kv-key-length"
 	RuleBudgetCount        = "budget-count"
 	RuleBudgetWindow       = "budget-window"
 	RuleSubwindowRange     = "subwindow-range"
@@ -101,6 +103,7 @@ var Catalogue = []Rule{
 	{RulePathName, finding.Error, GroupNaming, 422, false, "a path name names consumer groups; two paths with one name would split one stream"},
 	{RuleNodes, finding.Error, GroupNaming, 422, false, "a graph with no nodes limits nothing"},
 	{RulePaths, finding.Error, GroupNaming, 422, false, "a graph with no paths moves nothing"},
+	{RuleQueueName, finding.Error, GroupNaming, 422, false, "an application-owned queue or group name must be one the broker takes: at most 255 bytes, no whitespace, control characters or '/'"},
 	{RulePathLength, finding.Error, GroupShape, 422, false, "an empty path has nothing to consume or deliver"},
 	{RuleFanoutBranch, finding.Error, GroupShape, 422, false, "a fan-out is a flat array of at least two node names"},
 	{RuleFanoutTerminal, finding.Error, GroupShape, 422, false, "a fan-out must be the last hop of its path"},
@@ -117,6 +120,7 @@ var Catalogue = []Rule{
 	{RuleNodeBudget, finding.Error, GroupBudgets, 422, false, "an enforcing node needs at least one budget"},
 	{RuleNodeUnscopedBudget, finding.Error, GroupBudgets, 422, false, "an enforcing node needs one budget with neither scopeBy nor whenOp"},
 	{RuleBudgetUnique, finding.Error, GroupBudgets, 422, false, "budget ids are kv keys and must be unique per node"},
+	{RuleKVKeyLength, finding.Error, GroupBudgets, 422, false, "a budget's kv key must fit the broker's 512 bytes, less 65 for the scope value of a scoped budget"},
 	{RuleBudgetCount, finding.Error, GroupBudgets, 422, false, "a budget's count must be at least 1"},
 	{RuleBudgetWindow, finding.Error, GroupBudgets, 422, false, "a budget's timeMs must be at least 100"},
 	{RuleSubwindowRange, finding.Error, GroupBudgets, 422, false, "subWindows must be 1..3600"},

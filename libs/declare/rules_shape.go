@@ -87,6 +87,7 @@ func (c *checker) naming() {
 	if len(d.Paths) == 0 {
 		c.add(RulePaths, "/paths", `the graph declares no paths: a graph with no paths moves nothing; declare at least one, e.g. {"name": "main", "nodes": ["limit"]}`, map[string]float64{"paths": 0})
 	}
+	c.queueNames()
 }
 
 func (c *checker) shape() {

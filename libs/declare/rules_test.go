@@ -92,6 +92,19 @@ func ruleCases() []ruleCase {
 		{name: "one node", rule: RuleNodes, doc: base},
 		{name: "no paths", rule: RulePaths, fire: true, doc: with(func(d m) { d["paths"] = a{} }), at: "/paths", msg: []string{"moves nothing"}},
 		{name: "one path", rule: RulePaths, doc: base},
+		{name: "egress queue of 256 bytes", rule: RuleQueueName, fire: true, doc: with(func(d m) { nodeOf(d, "in")["egress"] = long(256) }),
+			at: "/nodes/in/egress", nums: map[string]float64{"bytes": 256, "limit": 255, "over": 1}, msg: []string{"over the broker's limit of 255", "at most 255 bytes"}},
+		{name: "egress queue of 255 bytes", rule: RuleQueueName, doc: with(func(d m) { nodeOf(d, "in")["egress"] = long(255) })},
+		{name: "slash in an egress queue object", rule: RuleQueueName, fire: true, doc: with(func(d m) { nodeOf(d, "in")["egress"] = m{"queue": "demo/out", "group": "workers"} }),
+			at: "/nodes/in/egress/queue", nums: map[string]float64{"byte": 4}, msg: []string{"a slash at byte 4", "use letters"}},
+		{name: "space in an application ingress queue", rule: RuleQueueName, fire: true, doc: with(func(d m) { nodeOf(d, "in")["ingress"] = m{"queue": "demo in"} }),
+			at: "/nodes/in/ingress/queue", msg: []string{"whitespace U+0020", "ingress queue"}},
+		{name: "control character in an egress group", rule: RuleQueueName, fire: true, doc: with(func(d m) { nodeOf(d, "in")["egress"] = m{"queue": "demo.out", "group": "work\x01ers"} }),
+			at: "/nodes/in/egress/group", msg: []string{"control character U+0001", "egress group"}},
+		{name: "dotted, dashed and underscored names", rule: RuleQueueName, doc: with(func(d m) {
+			nodeOf(d, "in")["ingress"] = m{"queue": "Demo_In-1.q"}
+			nodeOf(d, "in")["egress"] = m{"queue": "demo.out_2-x", "group": "Workers.v2"}
+		})},
 
 		// shape
 		{name: "empty path", rule: RulePathLength, fire: true, doc: with(func(d m) {
@@ -177,6 +190,23 @@ func ruleCases() []ruleCase {
 		}), msg: []string{`"b0"`}},
 		{name: "default ids", rule: RuleBudgetUnique, doc: with(func(d m) {
 			nodeOf(d, "in")["budgets"] = a{m{"count": 100, "timeMs": 1000}, m{"count": 1000, "timeMs": 60000, "subWindows": 60}}
+		})},
+		// b:demo:g:in: is 12 bytes, b:demo:shared: 14.
+		{name: "kv key of 513 bytes", rule: RuleKVKeyLength, fire: true, doc: with(func(d m) { budgetOf(d, "in", 0)["id"] = long(501) }),
+			at: "/nodes/in/budgets/0/id", nums: map[string]float64{"bytes": 513, "limit": 512, "over": 1, "brokerLimit": 512}, msg: []string{"of 513 bytes", "refuse every admission call", "shorten the id by at least 1 byte"}},
+		{name: "kv key of 512 bytes", rule: RuleKVKeyLength, doc: with(func(d m) { budgetOf(d, "in", 0)["id"] = long(500) })},
+		{name: "scoped kv key of 448 bytes", rule: RuleKVKeyLength, fire: true, doc: with(func(d m) {
+			nodeOf(d, "in")["budgets"] = append(nodeOf(d, "in")["budgets"].(a), m{"id": long(436), "count": 10, "timeMs": 1000, "scopeBy": "payload.accountId"})
+		}), at: "/nodes/in/budgets/1/id", nums: map[string]float64{"bytes": 448, "limit": 447, "over": 1, "scopeReserve": 65}, msg: []string{"less 65"}},
+		{name: "scoped kv key of 447 bytes", rule: RuleKVKeyLength, doc: with(func(d m) {
+			nodeOf(d, "in")["budgets"] = append(nodeOf(d, "in")["budgets"].(a), m{"id": long(435), "count": 10, "timeMs": 1000, "scopeBy": "payload.accountId"})
+		})},
+		{name: "shared kv key of 513 bytes", rule: RuleKVKeyLength, fire: true, doc: with(func(d m) { budgetOf(d, "in", 0)["sharedKey"] = long(499) }),
+			at: "/nodes/in/budgets/0/sharedKey", nums: map[string]float64{"bytes": 513, "over": 1}, msg: []string{"shorten the sharedKey"}},
+		{name: "shared kv key of 512 bytes", rule: RuleKVKeyLength, doc: with(func(d m) { budgetOf(d, "in", 0)["sharedKey"] = long(498) })},
+		{name: "kv key of 513 bytes in watch", rule: RuleKVKeyLength, fire: true, doc: with(func(d m) {
+			budgetOf(d, "in", 0)["id"] = long(501)
+			d["watch"] = m{"durationSeconds": 600}
 		})},
 		{name: "count 0", rule: RuleBudgetCount, fire: true, doc: with(func(d m) { budgetOf(d, "in", 0)["count"] = 0 }), at: "/nodes/in/budgets/0/count", nums: map[string]float64{"count": 0, "min": 1}},
 		{name: "count 0 in watch", rule: RuleBudgetCount, fire: true, doc: with(func(d m) { budgetOf(d, "in", 0)["count"] = 0; d["watch"] = m{"durationSeconds": 600} })},
