@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/queen"
 )
 
 // Defaults and bounds of the knobs.
@@ -151,7 +152,7 @@ func (c Config) Validate() error {
 	if _, port, err := net.SplitHostPort(c.Bind); err != nil || port == "" {
 		errs = append(errs, fmt.Errorf("GATE_BIND=%q is not host:port; set it to e.g. %s", c.Bind, DefaultBind))
 	}
-	if !validNamespace(c.KVNamespace) {
+	if !queen.ValidNamespace(c.KVNamespace) {
 		errs = append(errs, fmt.Errorf("GATE_KV_NAMESPACE=%q is not a kv namespace (1–64 of [a-z0-9._-], starting with a letter or digit); set it to e.g. %s", c.KVNamespace, plan.DefaultKVNamespace))
 	}
 	switch c.LogLevel {
@@ -160,22 +161,6 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("GATE_LOG_LEVEL=%q is not a level; set it to debug, info, warn or error", c.LogLevel))
 	}
 	return errors.Join(errs...)
-}
-
-func validNamespace(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case i > 0 && (c == '.' || c == '_' || c == '-'):
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // PlanOptions are the compile options of the plan a PUT answers with.

@@ -45,11 +45,8 @@ func (s *Server) readCounters(ctx context.Context, keys []string) map[string]liv
 // for the first node in name order that has an egress queue): a bound on
 // when today's backlog at the node clears its budgets, never a promise.
 func (s *Server) eta(q *req) *apiError {
-	e, bad := s.resolve(q, "graph")
+	e, bad := s.resolveRunning(q)
 	if bad != nil {
-		return bad
-	}
-	if bad := s.requireRunning(q, e); bad != nil {
 		return bad
 	}
 	var n *plan.Node

@@ -44,11 +44,8 @@ func (s *Server) push(q *req) *apiError {
 	if bad := decodeStrict(raw, &b, "the push body"); bad != nil {
 		return bad
 	}
-	e, bad := s.resolve(q, "graph")
+	e, bad := s.resolveRunning(q)
 	if bad != nil {
-		return bad
-	}
-	if bad := s.requireRunning(q, e); bad != nil {
 		return bad
 	}
 	node, bad := pushNode(q, e)

@@ -50,11 +50,8 @@ func (s *Server) reenter(q *req) *apiError {
 			return bad
 		}
 	}
-	e, bad := s.resolve(q, "graph")
+	e, bad := s.resolveRunning(q)
 	if bad != nil {
-		return bad
-	}
-	if bad := s.requireRunning(q, e); bad != nil {
 		return bad
 	}
 	data := b.Payload

@@ -43,10 +43,16 @@ func (s *Server) resolve(q *req, nameVar string) (*entry, *apiError) {
 	return e, nil
 }
 
-// requireRunning refuses with 503 when no relay replica runs the graph.
-func (s *Server) requireRunning(q *req, e *entry) *apiError {
-	if s.cat.running(q.r.Context(), e.app, e.graph) {
-		return nil
+// resolveRunning resolves the route's graph (the "graph" variable) and
+// refuses with 503 when no relay replica runs it: the routes that move work
+// (push, re-enter, ETA) need a running graph.
+func (s *Server) resolveRunning(q *req) (*entry, *apiError) {
+	e, bad := s.resolve(q, "graph")
+	if bad != nil {
+		return nil, bad
 	}
-	return fail(http.StatusServiceUnavailable, "graph '%s/%s' is declared but no gate-relay replica runs it right now: nothing would move what you send; start gate-relay against the same broker and GATE_KV_NAMESPACE (relays pick declarations up within GATE_RECONCILE_SECONDS, default %d s) and retry", e.app, e.graph, s.cfg.ReconcileSeconds).retryAfter(1)
+	if s.cat.running(q.r.Context(), e.app, e.graph) {
+		return e, nil
+	}
+	return nil, fail(http.StatusServiceUnavailable, "graph '%s/%s' is declared but no gate-relay replica runs it right now: nothing would move what you send; start gate-relay against the same broker and GATE_KV_NAMESPACE (relays pick declarations up within GATE_RECONCILE_SECONDS, default %d s) and retry", e.app, e.graph, s.cfg.ReconcileSeconds).retryAfter(1)
 }

@@ -15,6 +15,8 @@ type Item struct {
 	Path string
 	// AtMs is _gate.at: the relay's commit-time stamp, epoch ms.
 	AtMs int64
+	// RecvMs is when a consumer popped it, epoch ms.
+	RecvMs int64
 }
 
 // Pushed is one item the producers got a 200 for.
@@ -84,6 +86,8 @@ type Row struct {
 	Fast   int64 `json:"fast"`
 	Bulk   int64 `json:"bulk"`
 	Total  int64 `json:"total"`
+	// Drained is how many items the consumers popped in the second.
+	Drained int64 `json:"drained"`
 	// Counter is the last counter value read in the second (-1 none).
 	Counter     int64 `json:"counter"`
 	FastBacklog int64 `json:"fastBacklog"`
@@ -113,6 +117,12 @@ type Report struct {
 	AdmittedTotal int     `json:"admitted"`
 	AdmittedP50   float64 `json:"admittedP50"`
 	AdmittedPeak  int64   `json:"admittedPeak"`
+	// DrainedP50, DrainedPeak, DrainedMean and DrainedTotal describe what
+	// the consumers popped per second (all seconds).
+	DrainedP50    float64 `json:"drainedP50"`
+	DrainedPeak   int64   `json:"drainedPeak"`
+	DrainedMean   float64 `json:"drainedMean"`
+	DrainedTotal  int64   `json:"drainedTotal"`
 	WorstWindow   int     `json:"worstWindow"`
 	WorstWindowAt int64   `json:"worstWindowAtMs"`
 	SlidingBound  int64   `json:"slidingBound"`
@@ -147,8 +157,11 @@ func Judge(o Observation, p Params) Report {
 	if o.Backoff != nil {
 		r.Events = append(r.Events, *o.Backoff)
 	}
-	var stamps, fastStamps, bulkStamps []int64
+	var stamps, fastStamps, bulkStamps, recv []int64
 	for _, it := range o.Items {
+		if it.RecvMs > 0 {
+			recv = append(recv, it.RecvMs)
+		}
 		if it.AtMs >= o.EndMs || it.AtMs <= 0 {
 			continue
 		}
@@ -179,6 +192,17 @@ func Judge(o Observation, p Params) Report {
 	n := int((o.EndMs - o.StartMs) / 1000)
 	fast := window.Buckets(fastStamps, o.StartMs, 1000, n)
 	bulk := window.Buckets(bulkStamps, o.StartMs, 1000, n)
+	drained := window.Buckets(recv, o.StartMs, 1000, n)
+	var drainedF []float64
+	for _, d := range drained {
+		drainedF = append(drainedF, float64(d))
+		r.DrainedTotal += d
+		r.DrainedPeak = max(r.DrainedPeak, d)
+	}
+	r.DrainedP50 = window.Median(drainedF)
+	if n > 0 {
+		r.DrainedMean = float64(r.DrainedTotal) / float64(n)
+	}
 	kv := slices.Clone(o.KV)
 	slices.SortFunc(kv, func(a, b window.Sample) int { return int(a.AtMs - b.AtMs) })
 	firstAdmit := -1
@@ -187,7 +211,7 @@ func Judge(o Observation, p Params) Report {
 	var lastBulkRef int64 = -1
 	for s := 0; s < n; s++ {
 		from, to := o.StartMs+int64(s)*1000, o.StartMs+int64(s+1)*1000
-		row := Row{Second: s, AtMs: from, Fast: fast[s], Bulk: bulk[s], Total: fast[s] + bulk[s], Counter: -1}
+		row := Row{Second: s, AtMs: from, Fast: fast[s], Bulk: bulk[s], Total: fast[s] + bulk[s], Drained: drained[s], Counter: -1}
 		atBulkCeiling := false
 		for ; ki < len(kv) && kv[ki].AtMs < to; ki++ {
 			if kv[ki].AtMs < from || kv[ki].ExpiresAtMs <= kv[ki].AtMs {

@@ -27,12 +27,12 @@ func paced(seconds int, fastPer, bulkPer int, pushedFast, pushedBulk int) Observ
 		open := start + int64(s)*1000 + 10
 		val := int64(0)
 		for k := 0; k < bulkPer && bi < pushedBulk; k++ {
-			o.Items = append(o.Items, Item{ID: "b" + strconv.Itoa(bi), Path: PathBulk, AtMs: open + 2})
+			o.Items = append(o.Items, Item{ID: "b" + strconv.Itoa(bi), Path: PathBulk, AtMs: open + 2, RecvMs: open + 30})
 			bi++
 			val++
 		}
 		for k := 0; k < fastPer && fi < pushedFast; k++ {
-			o.Items = append(o.Items, Item{ID: "f" + strconv.Itoa(fi), Path: PathFast, AtMs: open + 4})
+			o.Items = append(o.Items, Item{ID: "f" + strconv.Itoa(fi), Path: PathFast, AtMs: open + 4, RecvMs: open + 30})
 			fi++
 			val++
 		}
@@ -62,6 +62,9 @@ func TestJudgeAPacedRunPassesEveryGate(t *testing.T) {
 	}
 	if r.AdmittedP50 != 50 {
 		t.Fatalf("p50 = %v, want 50", r.AdmittedP50)
+	}
+	if r.DrainedTotal != int64(r.AdmittedTotal) || r.DrainedP50 != 50 || r.Rows[3].Drained != 50 {
+		t.Fatalf("drained total %d p50 %v row %d; want every admitted item drained, 50 a second", r.DrainedTotal, r.DrainedP50, r.Rows[3].Drained)
 	}
 	if r.WorstWindow != 500 {
 		t.Fatalf("worst window = %d, want 500 (ten one-second windows of 50)", r.WorstWindow)

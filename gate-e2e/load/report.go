@@ -40,8 +40,9 @@ func WriteText(w io.Writer, cfg Config, r Report) {
 			e.What, float64(e.AtMs-start)/1000, float64(e.UntilMs-start)/1000)
 	}
 	fmt.Fprintf(w, "pushed %d; ADMITTED p50 %.0f/s (judged seconds with a fast backlog), peak %d/s, total %d\n", r.PushedTotal, r.AdmittedP50, r.AdmittedPeak, r.AdmittedTotal)
+	fmt.Fprintf(w, "drained p50 %.0f/s, peak %d/s, total %d, mean %.1f/s\n", r.DrainedP50, r.DrainedPeak, r.DrainedTotal, r.DrainedMean)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "sec\tfast\tbulk\ttotal\tcounter\tfast backlog\tbulk backlog\tbulk refused\trelay refusals\tjudged\t")
+	fmt.Fprintln(tw, "sec\tfast\tbulk\ttotal\tdrained\tcounter\tfast backlog\tbulk backlog\tbulk refused\trelay refusals\tjudged\t")
 	for _, row := range r.Rows {
 		ref := ""
 		if row.BulkRefused {
@@ -58,7 +59,7 @@ func WriteText(w io.Writer, cfg Config, r Report) {
 		if row.Counter >= 0 {
 			ctr = fmt.Sprint(row.Counter)
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%d\t%s\t\n", row.Second, row.Fast, row.Bulk, row.Total, ctr, row.FastBacklog, row.BulkBacklog, ref, row.RelayRefusals, j)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%s\t%d\t%s\t\n", row.Second, row.Fast, row.Bulk, row.Total, row.Drained, ctr, row.FastBacklog, row.BulkBacklog, ref, row.RelayRefusals, j)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "seconds bulk refused (while fast had work waiting) %d, of which fast still admitted %d\n", r.BulkRefusedSeconds, r.FastAdmittedWhileRefused)

@@ -334,6 +334,7 @@ func (r *runner) consume(ctx context.Context) {
 		if claim.Empty() {
 			continue
 		}
+		recv := time.Now().UnixMilli()
 		items := make([]Item, 0, len(claim.Messages))
 		for _, m := range claim.Messages {
 			var d struct {
@@ -344,7 +345,7 @@ func (r *runner) consume(ctx context.Context) {
 				} `json:"_gate"`
 			}
 			_ = json.Unmarshal(m.Data, &d)
-			items = append(items, Item{ID: d.ID, Path: d.Gate.Path, AtMs: d.Gate.At})
+			items = append(items, Item{ID: d.ID, Path: d.Gate.Path, AtMs: d.Gate.At, RecvMs: recv})
 		}
 		r.drain.Add(int64(len(items)))
 		r.mu.Lock()

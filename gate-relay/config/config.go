@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/queen"
 )
 
 // Config is every gate-relay knob. Load fills it; the zero value is not
@@ -117,7 +120,7 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	str("QUEEN_URL", &c.QueenURL)
 	str("GATE_KV_NAMESPACE", &c.KVNamespace)
-	intKnob("GATE_STAGE_BATCH", &c.StageBatch, 1, 1000)
+	intKnob("GATE_STAGE_BATCH", &c.StageBatch, 1, plan.MaxStageBatch)
 	intKnob("GATE_STAGE_CONCURRENCY", &c.StageConcurrency, 0, 4096) // 0 = derive
 	intKnob("GATE_LANE_CAPACITY", &c.LaneCapacity, 1, 1<<30)
 	durKnob("GATE_LEASE_SECONDS", &c.Lease, time.Second, 1, 3600)
@@ -136,7 +139,7 @@ func Load(getenv func(string) string) (Config, error) {
 	if u, err := url.Parse(c.QueenURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Errorf("QUEEN_URL=%q is not an absolute http(s) URL; set e.g. http://127.0.0.1:6632", c.QueenURL))
 	}
-	if !validNamespace(c.KVNamespace) {
+	if !queen.ValidNamespace(c.KVNamespace) {
 		errs = append(errs, fmt.Errorf("GATE_KV_NAMESPACE=%q is not a kv namespace; use 1-64 of [a-z0-9._-], starting with [a-z0-9]", c.KVNamespace))
 	}
 	if _, _, err := net.SplitHostPort(c.Bind); err != nil {
@@ -148,18 +151,4 @@ func Load(getenv func(string) string) (Config, error) {
 		errs = append(errs, fmt.Errorf("GATE_LOG_LEVEL=%q is not debug, info, warn or error", c.LogLevel))
 	}
 	return c, errors.Join(errs...)
-}
-
-func validNamespace(ns string) bool {
-	if ns == "" || len(ns) > 64 {
-		return false
-	}
-	for i := 0; i < len(ns); i++ {
-		c := ns[i]
-		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || i > 0 && (c == '.' || c == '_' || c == '-')
-		if !ok {
-			return false
-		}
-	}
-	return true
 }

@@ -107,17 +107,6 @@ func (r *Relay) provision(ctx context.Context, p *plan.Plan) error {
 	return nil
 }
 
-// start compiles doc and launches it.
-func (r *Relay) start(ctx context.Context, doc store.Document) (*runtime, error) {
-	p, err := r.compile(ctx, doc)
-	if err != nil {
-		rt := &runtime{app: doc.App, graph: doc.Graph, body: bytes.Clone(doc.Body), legacy: doc.Legacy, started: time.Now()}
-		rt.setErr(err.Error())
-		return rt, err
-	}
-	return r.launch(ctx, doc, p)
-}
-
 // launch provisions and spawns every stage of a compiled document. The
 // runtime's start instant is taken before provisioning; interior groups
 // are seeded at it minus the skew.

@@ -45,6 +45,7 @@ const (
 
 // Settled describes one committed settle, for an Observer.
 type Settled struct {
+	// App, Graph, Path and Node name the stage that settled.
 	App, Graph, Path, Node string
 	// Partition is the source partition.
 	Partition string
@@ -60,6 +61,7 @@ type Settled struct {
 
 // Window is one charged counter of a settle.
 type Window struct {
+	// Key is the counter's kv key.
 	Key string
 	// ExpiresAt is the window's end as the charge's getMany read it.
 	ExpiresAt time.Time

@@ -26,14 +26,19 @@ func DenialsSubjectFor(app, graph string) string { return DenialsSubject + "." +
 
 // GraphSnapshot is one counters message: a graph as one replica runs it.
 type GraphSnapshot struct {
-	Replica string            `json:"replica"`
-	At      int64             `json:"at"`
-	Graph   store.GraphStatus `json:"graph"`
+	// Replica is the publishing replica's id.
+	Replica string `json:"replica"`
+	// At is epoch milliseconds of the snapshot.
+	At int64 `json:"at"`
+	// Graph is the graph's status on that replica.
+	Graph store.GraphStatus `json:"graph"`
 }
 
 // Source is what the publisher reads every period.
 type Source interface {
+	// Snapshot returns the replica's current status document.
 	Snapshot() store.RelayStatus
+	// Denials returns the replica's denial ring.
 	Denials() *denial.Ring
 }
 

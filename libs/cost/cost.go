@@ -26,6 +26,7 @@ type TooExpensiveError struct {
 	Cost, Max int64
 }
 
+// Error names the cost, the maximum and the fix.
 func (e *TooExpensiveError) Error() string {
 	return fmt.Sprintf("item cost %d is above the node's cost.max %d: it can never fit a window and would park the head of its partition without reaching a DLQ; lower the item's cost or raise cost.max and the budgets", e.Cost, e.Max)
 }

@@ -136,13 +136,22 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // byte-identical plan JSON.
 func TestGoldenIsDeterministic(t *testing.T) {
 	t.Parallel()
-	inputs, _ := filepath.Glob("testdata/golden/*.in.json")
+	inputs, err := filepath.Glob("testdata/golden/*.in.json")
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no golden inputs: %v", err)
+	}
 	for _, inPath := range inputs {
 		var first []byte
 		for range 3 {
 			res := compileT(t, goldenInput(t, inPath))
-			b, _ := json.Marshal(res.Plan)
-			r, _ := json.Marshal(res.Response())
+			b, err := json.Marshal(res.Plan)
+			if err != nil {
+				t.Fatalf("%s: marshalling the plan: %v", inPath, err)
+			}
+			r, err := json.Marshal(res.Response())
+			if err != nil {
+				t.Fatalf("%s: marshalling the response: %v", inPath, err)
+			}
 			b = append(b, r...)
 			if first == nil {
 				first = b

@@ -19,6 +19,8 @@ type Problem struct {
 	Message string `json:"message"`
 }
 
+// String renders the problem as "pointer: message", with "(document)" for
+// the whole body.
 func (p Problem) String() string {
 	at := p.At
 	if at == "" {
@@ -29,9 +31,11 @@ func (p Problem) String() string {
 
 // ParseError lists every problem found while reading a document.
 type ParseError struct {
+	// Problems holds the failures found, at most 50 of them.
 	Problems []Problem
 }
 
+// Error joins every problem with "; ".
 func (e *ParseError) Error() string {
 	parts := make([]string, len(e.Problems))
 	for i, p := range e.Problems {

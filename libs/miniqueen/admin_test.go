@@ -33,7 +33,7 @@ func TestConfigure(t *testing.T) {
 		t.Fatalf("replace: %v", v)
 	}
 	// Options may also be spread at the top level; mode merge keeps the rest.
-	v = w.call("POST", "/api/v1/configure", `{"queue":"gate.rrl.x.in","leaseTime":7}`, 200)
+	w.call("POST", "/api/v1/configure", `{"queue":"gate.rrl.x.in","leaseTime":7}`, 200)
 	v = w.call("POST", "/api/v1/configure", `{"queue":"gate.rrl.x.in","mode":"merge","options":{"retryLimit":9}}`, 200)
 	if num(t, at(t, v, "options", "leaseTime")) != 7 || num(t, at(t, v, "options", "retryLimit")) != 9 {
 		t.Fatalf("top-level + merge: %v", v)

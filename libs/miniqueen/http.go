@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -160,9 +159,4 @@ func decodeBody(r *http.Request, v any, allowEmpty bool) error {
 		return errors.New("empty body, expected a JSON object")
 	}
 	return json.Unmarshal(b, v)
-}
-
-func qbool(r *http.Request, name string) bool {
-	v := strings.ToLower(r.URL.Query().Get(name))
-	return v == "true" || v == "1" || v == "yes"
 }

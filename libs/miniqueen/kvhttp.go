@@ -15,8 +15,8 @@ func writeKVError(w http.ResponseWriter, e *kvError) {
 	writeJSON(w, e.status, map[string]string{"error": e.code, "reason": e.reason, "detail": e.detail})
 }
 
-// runKV validates and executes one KV call; on a lost required gate it
-// rolls back and returns the verdict.
+// runKV executes one validated KV call; on a lost required gate it rolls
+// back and returns the verdict.
 func (s *Server) runKV(cmds []kvCmd) ([]kvRes, *kvVerdict) {
 	res := make([]kvRes, len(cmds))
 	required := false
@@ -39,6 +39,22 @@ func (s *Server) runKV(cmds []kvCmd) ([]kvRes, *kvVerdict) {
 	}
 	s.j = nil
 	return res, v
+}
+
+// checkAndRunKV validates ops (field names the body part for errors) and
+// runs them. ok=false means the refusal or the verdict is already written.
+func (s *Server) checkAndRunKV(w http.ResponseWriter, ops []kvOpWire, field string) (res []kvRes, ok bool) {
+	cmds, kerr := validateKV(ops, false, field)
+	if kerr != nil {
+		writeKVError(w, kerr)
+		return nil, false
+	}
+	res, v := s.runKV(cmds)
+	if v != nil {
+		writeVerdict(w, v)
+		return nil, false
+	}
+	return res, true
 }
 
 func writeVerdict(w http.ResponseWriter, v *kvVerdict) {
@@ -82,14 +98,8 @@ func (s *Server) handleKVBatch(w http.ResponseWriter, r *http.Request) {
 		writeKVError(w, kvBad("kv_bad_body", "bad JSON: %v", err))
 		return
 	}
-	cmds, kerr := validateKV(ops, false, "operations")
-	if kerr != nil {
-		writeKVError(w, kerr)
-		return
-	}
-	res, v := s.runKV(cmds)
-	if v != nil {
-		writeVerdict(w, v)
+	res, ok := s.checkAndRunKV(w, ops, "operations")
+	if !ok {
 		return
 	}
 	jb := getJW()
@@ -156,14 +166,8 @@ func (s *Server) handleKVPath(w http.ResponseWriter, r *http.Request, op string)
 		writeKVError(w, kerr)
 		return
 	}
-	cmds, kerr := validateKV([]kvOpWire{wire}, false, "request")
-	if kerr != nil {
-		writeKVError(w, kerr)
-		return
-	}
-	res, v := s.runKV(cmds)
-	if v != nil {
-		writeVerdict(w, v)
+	res, ok := s.checkAndRunKV(w, []kvOpWire{wire}, "request")
+	if !ok {
 		return
 	}
 	jb := getJW()

@@ -461,12 +461,6 @@ func (a *arena) str(raw []byte) string {
 	return unsafe.String(unsafe.SliceData(k), len(k))
 }
 
-// pushItem reads one push item object.
-func (s *scanner) pushItem(it *pushItemWire, ar *arena) {
-	var q, p string
-	s.pushItemSame(it, ar, &q, &p)
-}
-
 // pushItemSame reads one push item object, reusing the previous item's
 // queue and partition strings when they repeat.
 func (s *scanner) pushItemSame(it *pushItemWire, ar *arena, lastQueue, lastPartition *string) {

@@ -223,27 +223,10 @@ func isHex(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
-// str decodes a string value; null leaves *dst unchanged. prev, when equal,
-// is reused instead of allocating (ids repeated across a claim).
+// str decodes a string value; null leaves *dst unchanged. When the decoded
+// value equals *dst the existing string is kept instead of allocating.
 func (s *scanner) str(dst *string) error {
-	if s.null() {
-		return nil
-	}
-	if s.peek() != '"' {
-		return s.fail("expected a string")
-	}
-	tok, plain, err := s.stringToken()
-	if err != nil {
-		return err
-	}
-	if !plain {
-		return json.Unmarshal(tok, dst)
-	}
-	body := tok[1 : len(tok)-1]
-	if *dst != string(body) {
-		*dst = string(body)
-	}
-	return nil
+	return s.strShared(dst, dst)
 }
 
 // strShared is str with a reuse slot for values that repeat across

@@ -142,6 +142,18 @@ func appendAckFields(b []byte, a *AckItem, withGroup bool) []byte {
 	return strFieldOmit(b, "error", a.Error)
 }
 
+// appendStrings appends ss as a JSON array of strings ([] when empty).
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s)
+	}
+	return append(b, ']')
+}
+
 // appendKVOp appends one KV op object.
 func appendKVOp(b []byte, op *KVOp, where string) ([]byte, error) {
 	if op.Op == "" {
@@ -153,14 +165,7 @@ func appendKVOp(b []byte, op *KVOp, where string) ([]byte, error) {
 	switch op.Op {
 	case OpGetMany:
 		b = field(b, "keys")
-		b = append(b, '[')
-		for i, k := range op.Keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, k)
-		}
-		b = append(b, ']')
+		b = appendStrings(b, op.Keys)
 	case OpGetPrefix:
 		b = strField(b, "prefix", op.Prefix)
 		b = strFieldOmit(b, "after", op.After)

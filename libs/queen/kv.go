@@ -111,6 +111,25 @@ type PrefixOpts struct {
 	KeysOnly bool
 }
 
+// ValidNamespace reports whether ns is a namespace the broker accepts for
+// KV: 1 to 64 bytes of [a-z0-9._-], the first a lowercase letter or a digit
+// (^[a-z0-9][a-z0-9._-]{0,63}$). The empty namespace is not valid.
+func ValidNamespace(ns string) bool {
+	if ns == "" || len(ns) > 64 {
+		return false
+	}
+	for i := 0; i < len(ns); i++ {
+		c := ns[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // KVGet reads one key.
 func KVGet(ns, key string) KVOp { return KVOp{Op: OpGet, NS: ns, Key: key} }
 
@@ -242,12 +261,19 @@ const (
 	// ReasonAckRejected: an ack was refused (QTXN: expired/invalid lease,
 	// position beyond the batch, unknown transactionId, foreign partition).
 	ReasonAckRejected RefusalReason = "ack_rejected"
-	// The remaining reasons of the transaction wire's closed set.
-	ReasonBadRequest      RefusalReason = "bad_request"
-	ReasonTimerHorizon    RefusalReason = "timer_horizon_exceeded"
+	// ReasonBadRequest is the transaction wire's "bad_request" rollback.
+	ReasonBadRequest RefusalReason = "bad_request"
+	// ReasonTimerHorizon is the transaction wire's "timer_horizon_exceeded"
+	// rollback.
+	ReasonTimerHorizon RefusalReason = "timer_horizon_exceeded"
+	// ReasonPayloadTooLarge is the transaction wire's "payload_too_large"
+	// rollback.
 	ReasonPayloadTooLarge RefusalReason = "payload_too_large"
-	ReasonMisaligned      RefusalReason = "misaligned"
-	ReasonDBError         RefusalReason = "db_error"
+	// ReasonMisaligned is the transaction wire's "misaligned" rollback.
+	ReasonMisaligned RefusalReason = "misaligned"
+	// ReasonDBError is the transaction wire's "db_error" rollback: the
+	// database failed and nothing was applied.
+	ReasonDBError RefusalReason = "db_error"
 )
 
 // Refusal is an HTTP 200 verdict that rolled back a whole KV call or

@@ -3,6 +3,7 @@ package queen
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -156,6 +157,20 @@ func TestKVBatchWire(t *testing.T) {
 }
 
 // TestKVOpShapes pins every op's exact wire shape.
+func TestValidNamespaceFollowsTheBrokerPattern(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", 64)
+	for ns, want := range map[string]bool{
+		"gate": true, "gate.rrl": true, "0-x_y.z": true, "a": true, long: true,
+		"": false, long + "a": false, "Gate": false, ".gate": false, "-gate": false,
+		"_gate": false, "gate/x": false, "gate x": false, "gaté": false,
+	} {
+		if got := ValidNamespace(ns); got != want {
+			t.Errorf("ValidNamespace(%q) = %v, want %v", ns, got, want)
+		}
+	}
+}
+
 func TestKVOpShapes(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

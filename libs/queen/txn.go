@@ -277,14 +277,7 @@ func encodeTransaction(t *Transaction) ([]byte, error) {
 	b = append(b, ']')
 	if len(t.RequiredLeases) > 0 {
 		b = field(b, "requiredLeases")
-		b = append(b, '[')
-		for i, l := range t.RequiredLeases {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, l)
-		}
-		b = append(b, ']')
+		b = appendStrings(b, t.RequiredLeases)
 	}
 	if len(t.KV) > 0 {
 		b = field(b, "kv")

@@ -20,18 +20,34 @@ const MaxStatusDenials = 50
 // Counters are one stage's lifetime counters on one replica. The zero value
 // is a stage that has done nothing.
 type Counters struct {
-	Popped       int64 `json:"popped"`
-	Admitted     int64 `json:"admitted"`
-	Deferred     int64 `json:"deferred"`
-	Parked       int64 `json:"parked"`
-	Released     int64 `json:"released"`
-	Forwarded    int64 `json:"forwarded"`
-	Commits      int64 `json:"commits"`
-	Duplicates   int64 `json:"duplicates"`
-	Foreign      int64 `json:"foreign"`
+	// Popped is the messages claimed from the stage's source.
+	Popped int64 `json:"popped"`
+	// Admitted is the work items whose charge applied and committed.
+	Admitted int64 `json:"admitted"`
+	// Deferred is the windows cut to a shorter admitted prefix after a
+	// refusal.
+	Deferred int64 `json:"deferred"`
+	// Parked is the park sleeps taken while holding a claim.
+	Parked int64 `json:"parked"`
+	// Released is the claims given back unsettled (the lease redelivers).
+	Released int64 `json:"released"`
+	// Forwarded is the work items pushed on in committed settles.
+	Forwarded int64 `json:"forwarded"`
+	// Commits is the settle transactions committed.
+	Commits int64 `json:"commits"`
+	// Duplicates is the settles rolled back by a duplicate transaction id.
+	Duplicates int64 `json:"duplicates"`
+	// Foreign is the messages settled without charge because they belong to
+	// another path.
+	Foreign int64 `json:"foreign"`
+	// Deadlettered is the poison items nacked (dead-lettered after the
+	// queue's retry limit).
 	Deadlettered int64 `json:"deadlettered"`
-	Leaked       int64 `json:"leaked"`
-	Wedged       int64 `json:"wedged"`
+	// Leaked is the claims released because a budget call failed.
+	Leaked int64 `json:"leaked"`
+	// Wedged is the escalations of an ack the broker keeps refusing at one
+	// head.
+	Wedged int64 `json:"wedged"`
 	// CostAdmitted is the cost units of forwarded items.
 	CostAdmitted int64 `json:"costAdmitted"`
 }

@@ -66,6 +66,19 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("declaring the demo graph: %w", err)
 	}
+	// gate-api refuses pushes (503) until a relay runs the graph.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		vctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		v, err := api.View(vctx, "demo", "demo")
+		cancel()
+		if err == nil && v.Running && len(v.Stages) > 0 {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the demo graph is declared but no relay ran it within 60 s (last: %v)", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	g := st.GateURL()
 	fmt.Printf(`
 Gate is running.
@@ -75,17 +88,24 @@ Gate is running.
   relays     %s
   logs       .gate-run/logs/
 
-Demo graph demo/demo: %d items per 10 s in ten 1 s sub-windows (%d/s), pushed at %d/s.
+Demo graph demo/demo: %d items per 10 s in ten 1 s sub-windows (%d/s). Demo traffic arrives
+in bursts of %d/s for 20 s (the ceiling binds, lag grows), then %d/s for 40 s (lag drains).
 Watch the ceiling hold:
   curl -s %s/v1/apps/demo/graphs/demo | jq '.nodes[].budgets[] | {id, value, countSub, expiresAt}'
   curl -s %s/v1/apps/demo/graphs/demo | jq '.stages[] | {path, node, lag, counters}'
 Push your own:
   curl -s -XPOST %s/v1/apps/demo/graphs/demo/nodes/api/push -H 'content-type: application/json' -d '{"payload":{"hello":"gate"}}'
 Consume demo.out (group demo-workers) with your Queen SDK; Ctrl-C stops everything started here.
-`, st.QueenURL(), g, st.NATSURL(), relayURLs(st), demoRate*10, demoRate, 2*demoRate, g, g, g)
+`, st.QueenURL(), g, st.NATSURL(), relayURLs(st), demoRate*10, demoRate, 2*demoRate, demoRate/4, g, g, g)
 
-	tick := time.NewTicker(time.Second / (2 * demoRate))
+	// Bursts above the ceiling, then a lull below it, so the backlog stays
+	// bounded however long the demo runs (average 5/6 of the ceiling).
+	burst, lull := time.Second/(2*demoRate), time.Second/(demoRate/4)
+	tick := time.NewTicker(burst)
 	defer tick.Stop()
+	phase := time.NewTicker(20 * time.Second)
+	defer phase.Stop()
+	bursting := true
 	status := time.NewTicker(10 * time.Second)
 	defer status.Stop()
 	var n, failed int
@@ -94,6 +114,15 @@ Consume demo.out (group demo-workers) with your Queen SDK; Ctrl-C stops everythi
 		case <-ctx.Done():
 			fmt.Fprintf(os.Stderr, "\ngate-run: stopping (pushed %d, %d failed)\n", n, failed)
 			return nil
+		case <-phase.C:
+			bursting = !bursting
+			if bursting {
+				tick.Reset(burst)
+				phase.Reset(20 * time.Second)
+			} else {
+				tick.Reset(lull)
+				phase.Reset(40 * time.Second)
+			}
 		case <-status.C:
 			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			v, err := api.View(sctx, "demo", "demo")
