@@ -24,6 +24,8 @@ const (
 	MaxPushBodyBytes        = 64 << 20
 	DefaultBodyBytes        = 2 << 20
 	DefaultRefreshMillis    = 1000
+	DefaultDeclareWaitMs    = 5000
+	MaxDeclareWaitMs        = 60000
 	DefaultShutdownSeconds  = 10
 	DefaultReconcileSeconds = 15
 	DefaultLogLevel         = "info"
@@ -61,6 +63,10 @@ type Config struct {
 	// Refresh is how often the declared graphs and the relays' status are
 	// re-read from kv (GATE_API_REFRESH_MS, 100..60000).
 	Refresh time.Duration
+	// DeclareWait bounds how long a PUT waits, after storing the document,
+	// for some relay replica to report running the stored version
+	// (GATE_DECLARE_WAIT_MS, clamped 0..60000; 0 = answer at once).
+	DeclareWait time.Duration
 	// ShutdownTimeout bounds the graceful drain of in-flight requests on
 	// SIGTERM (GATE_SHUTDOWN_SECONDS, 1..300).
 	ShutdownTimeout time.Duration
@@ -82,6 +88,7 @@ func Default() Config {
 		MaxPushBodyBytes: DefaultMaxPushBodyBytes,
 		BodyBytes:        DefaultBodyBytes,
 		Refresh:          DefaultRefreshMillis * time.Millisecond,
+		DeclareWait:      DefaultDeclareWaitMs * time.Millisecond,
 		ShutdownTimeout:  DefaultShutdownSeconds * time.Second,
 		LogLevel:         DefaultLogLevel,
 	}
@@ -133,6 +140,9 @@ func Load(getenv func(string) string) (Config, error) {
 	refresh := int(c.Refresh / time.Millisecond)
 	num("GATE_API_REFRESH_MS", &refresh, 100, 60000, true)
 	c.Refresh = time.Duration(refresh) * time.Millisecond
+	wait := int(c.DeclareWait / time.Millisecond)
+	num("GATE_DECLARE_WAIT_MS", &wait, 0, MaxDeclareWaitMs, true)
+	c.DeclareWait = time.Duration(wait) * time.Millisecond
 	shutdown := int(c.ShutdownTimeout / time.Second)
 	num("GATE_SHUTDOWN_SECONDS", &shutdown, 1, 300, true)
 	c.ShutdownTimeout = time.Duration(shutdown) * time.Second

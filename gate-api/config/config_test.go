@@ -22,6 +22,12 @@ func TestLoad(t *testing.T) {
 		{"batch clamped", map[string]string{"GATE_STAGE_BATCH": "5000"}, func(c Config) bool { return c.StageBatch == 1000 }, ""},
 		{"lease at least 1", map[string]string{"GATE_LEASE_SECONDS": "0"}, func(c Config) bool { return c.LeaseSeconds == 1 }, ""},
 		{"refresh", map[string]string{"GATE_API_REFRESH_MS": "250"}, func(c Config) bool { return c.Refresh == 250*time.Millisecond }, ""},
+		{"declare wait default", nil, func(c Config) bool { return c.DeclareWait == 5*time.Second }, ""},
+		{"declare wait off", map[string]string{"GATE_DECLARE_WAIT_MS": "0"}, func(c Config) bool { return c.DeclareWait == 0 }, ""},
+		{"declare wait set", map[string]string{"GATE_DECLARE_WAIT_MS": "750"}, func(c Config) bool { return c.DeclareWait == 750*time.Millisecond }, ""},
+		{"declare wait clamped down", map[string]string{"GATE_DECLARE_WAIT_MS": "600000"}, func(c Config) bool { return c.DeclareWait == time.Minute }, ""},
+		{"declare wait clamped up", map[string]string{"GATE_DECLARE_WAIT_MS": "-5"}, func(c Config) bool { return c.DeclareWait == 0 }, ""},
+		{"declare wait unreadable", map[string]string{"GATE_DECLARE_WAIT_MS": "5s"}, nil, "GATE_DECLARE_WAIT_MS=\"5s\" is not a whole number"},
 		{"everything set", map[string]string{"QUEEN_URL": "https://q.example:6632", "GATE_BIND": "127.0.0.1:9000", "GATE_KV_NAMESPACE": "gate-prod", "GATE_STAGE_CONCURRENCY": "4", "GATE_RETRY_LIMIT": "5", "GATE_LOG_LEVEL": "debug"},
 			func(c Config) bool {
 				return c.QueenURL == "https://q.example:6632" && c.Bind == "127.0.0.1:9000" && c.KVNamespace == "gate-prod" && c.StageConcurrency == 4 && c.RetryLimit == 5 && c.LogLevel == "debug"

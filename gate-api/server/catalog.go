@@ -306,3 +306,22 @@ func (c *catalog) running(ctx context.Context, app, name string) bool {
 	}
 	return len(c.runners(app, name)) > 0
 }
+
+// runsVersion reports whether some relay replica runs version of app/name
+// according to the cached status; when none does, failure is the error a
+// replica reported for that version's failed start ("" when none did).
+func (c *catalog) runsVersion(app, name string, version int64) (ok bool, failure string) {
+	for _, r := range c.statuses() {
+		g, found := r.Graph(app, name)
+		if !found || g.Version != version {
+			continue
+		}
+		if g.Running {
+			return true, ""
+		}
+		if g.Error != "" {
+			failure = r.Replica + ": " + g.Error
+		}
+	}
+	return false, failure
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/queen-mq/gate/libs/declare"
 	"github.com/queen-mq/gate/libs/plan"
@@ -25,20 +26,29 @@ const (
 )
 
 // putGraph is PUT /v1/apps/{app}/graphs/{name} (and the target and flat
-// twins): compile, provision, store, answer the compiled plan.
+// twins): compile, provision, store under the declare lock; then, without
+// the lock, wait (GATE_DECLARE_WAIT_MS) for a relay to run the stored
+// version; answer the compiled plan and whether it runs.
 func (s *Server) putGraph(q *req, target bool) *apiError {
 	body, bad := readBody(q.w, q.r, q.limit)
 	if bad != nil {
 		s.metrics.declares.WithLabelValues(outcomeUnreadable).Inc()
 		return bad
 	}
+	app, name := q.app(), q.vars["name"]
+	unlock := sync.OnceFunc(s.declareMu.Unlock)
 	s.declareMu.Lock()
-	defer s.declareMu.Unlock()
-	resp, bad := s.declare(q.r.Context(), q.app(), q.vars["name"], body, target)
+	defer unlock()
+	resp, bad := s.declare(q.r.Context(), app, name, body, target)
+	unlock()
 	if bad != nil {
 		return bad
 	}
-	writeJSON(q.w, http.StatusOK, resp)
+	running, notes := s.awaitRunning(q.r.Context(), app, map[string]uint32{name: resp.Version})
+	if !running[name] {
+		s.log.Info("declared, but no relay runs it yet", "application", app, "graph", name, "version", resp.Version, "note", notes[name])
+	}
+	writeJSON(q.w, http.StatusOK, declared{Response: resp, Running: running[name], RunningNote: notes[name]})
 	return nil
 }
 
@@ -237,9 +247,11 @@ func (s *Server) syncTargets(q *req) *apiError {
 		return fail(http.StatusUnprocessableEntity, "the sync body: %v", err)
 	}
 	ctx := q.r.Context()
+	unlock := sync.OnceFunc(s.declareMu.Unlock)
 	s.declareMu.Lock()
-	defer s.declareMu.Unlock()
+	defer unlock()
 	applied, removed := []string{}, []string{}
+	versions := map[string]uint32{}
 	type refused struct {
 		Target string `json:"target"`
 		Error  string `json:"error"`
@@ -266,12 +278,14 @@ func (s *Server) syncTargets(q *req) *apiError {
 			continue
 		}
 		named[name] = true
-		if _, bad := s.declare(ctx, app, name, bytes.Clone(d), true); bad != nil {
+		resp, bad := s.declare(ctx, app, name, bytes.Clone(d), true)
+		if bad != nil {
 			msg, _ := bad.body["error"].(string)
 			refusedList = append(refusedList, refused{Target: name, Error: msg})
 			continue
 		}
 		applied = append(applied, name)
+		versions[name] = resp.Version
 	}
 	if len(refusedList) == 0 {
 		listing, err := s.store.List(ctx)
@@ -298,9 +312,19 @@ func (s *Server) syncTargets(q *req) *apiError {
 			}
 		}
 	}
-	writeJSON(q.w, http.StatusOK, map[string]any{
+	unlock()
+	// One wait for every applied document, after the reaping and without
+	// the lock: the sync answers once all run or GATE_DECLARE_WAIT_MS passed.
+	running, notes := s.awaitRunning(ctx, app, versions)
+	out := map[string]any{
 		"ok": len(refusedList) == 0, "application": app,
 		"applied": applied, "removed": removed, "refused": refusedList,
-	})
+		"running": running,
+	}
+	if len(notes) > 0 {
+		out["runningNotes"] = notes
+		s.log.Info("synced, but no relay runs some targets yet", "application", app, "targets", notRunning(running))
+	}
+	writeJSON(q.w, http.StatusOK, out)
 	return nil
 }

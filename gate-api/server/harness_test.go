@@ -47,6 +47,9 @@ func newHarness(t testing.TB, tweak ...func(*config.Config)) *harness {
 	cfg.QueenURL = b.URL
 	cfg.KVNamespace = b.Namespace()
 	cfg.Refresh = 200 * time.Millisecond
+	// Most tests declare without a relay: answer at once. The tests of the
+	// wait itself set it back with a tweak.
+	cfg.DeclareWait = 0
 	for _, f := range tweak {
 		f(&cfg)
 	}

@@ -45,10 +45,15 @@ type Server struct {
 	handler http.Handler
 
 	// declareMu is the declare lock: every PUT, sync and DELETE of this
-	// process runs under it. Other gate-api processes are not excluded (see
-	// the README: concurrent declares of one graph through two processes
-	// are last-writer-wins in kv).
+	// process runs under it (a PUT's or sync's wait for a relay to run what
+	// it stored does not: see awaitRunning). Other gate-api processes are
+	// not excluded (see the README: concurrent declares of one graph
+	// through two processes are last-writer-wins in kv).
 	declareMu sync.Mutex
+	// closing is closed when Serve starts shutting down; it ends the waits
+	// of declares for a relay so the drain is not held up by them.
+	closing   chan struct{}
+	closeOnce sync.Once
 	// rr names round-robin partitions of Gate-owned ingress queues.
 	rr atomic.Uint64
 
@@ -76,6 +81,7 @@ func New(cfg config.Config, log *slog.Logger) (*Server, error) {
 		cfg: cfg, log: log, client: c, store: st,
 		cat:     newCatalog(st, cfg.PlanOptions(), log, cfg.Refresh),
 		metrics: newMetrics(),
+		closing: make(chan struct{}),
 		now:     time.Now,
 	}
 	s.health.ttl = time.Second
@@ -128,7 +134,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
-		WriteTimeout:      time.Minute,
+		WriteTimeout:      time.Minute + s.cfg.DeclareWait, // a PUT may wait for a relay
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
@@ -141,6 +147,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.log.Info("gate-api shutting down", "timeout", s.cfg.ShutdownTimeout.String())
+	s.closeOnce.Do(func() { close(s.closing) })
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	err := srv.Shutdown(sctx)

@@ -62,6 +62,7 @@ type Relay struct {
 	lastErrs map[string]string
 	stopped  chan struct{}
 	kick     chan struct{}
+	changed  chan struct{}
 }
 
 // New checks cfg and returns a Relay ready to Start.
@@ -98,7 +99,7 @@ func New(cfg Config) (*Relay, error) {
 		limiter: &budget.Limiter{KV: cfg.Client, NS: cfg.Store.Namespace(), Observer: cfg.BudgetObserver},
 		denials: &denial.Ring{}, log: cfg.Logger,
 		graphs: map[string]*runtime{}, lastErrs: map[string]string{},
-		stopped: make(chan struct{}), kick: make(chan struct{}, 1),
+		stopped: make(chan struct{}), kick: make(chan struct{}, 1), changed: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -110,6 +111,20 @@ func (r *Relay) Replica() string { return r.cfg.Replica }
 
 // Stopped is closed once Start's context ended and every graph stopped.
 func (r *Relay) Stopped() <-chan struct{} { return r.stopped }
+
+// Changed receives a value after every reconcile pass that changed what
+// runs here (a graph started, swapped, stopped or failed to start), so the
+// status can be published at once instead of at the next period. Signals
+// coalesce: one pending value stands for any number of changes.
+func (r *Relay) Changed() <-chan struct{} { return r.changed }
+
+// signalChanged notes a change of what runs without blocking.
+func (r *Relay) signalChanged() {
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
 
 // Reconcile asks for a reconcile pass now (it runs on the relay's loop).
 func (r *Relay) Reconcile() {
@@ -169,6 +184,12 @@ func (r *Relay) reconcile(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	changed := false
+	defer func() {
+		if changed {
+			r.signalChanged()
+		}
+	}()
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	listing, err := r.store.List(lctx)
 	cancel()
@@ -199,6 +220,7 @@ func (r *Relay) reconcile(ctx context.Context) {
 		delete(r.graphs, k)
 		r.mu.Unlock()
 		r.stop(rt)
+		changed = true
 		r.log.Info("graph removed from the store; stopped", "app", rt.app, "graph", rt.graph)
 	}
 	names := make([]string, 0, len(stored))
@@ -218,6 +240,7 @@ func (r *Relay) reconcile(ctx context.Context) {
 			continue
 		}
 		r.declare(ctx, k, old, doc)
+		changed = true
 	}
 }
 

@@ -79,7 +79,7 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 	}
 	log.Info("gate-relay starting", "replica", cfg.Replica, "queen", cfg.QueenURL, "namespace", cfg.KVNamespace)
 	r.Start(runCtx)
-	pub := &status.Publisher{Store: st, Source: r, Period: cfg.StatusPeriod, NATS: nc, Logger: log}
+	pub := &status.Publisher{Store: st, Source: r, Period: cfg.StatusPeriod, NATS: nc, Logger: log, Changed: r.Changed()}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {

@@ -332,7 +332,22 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 	if len(pushes) > 0 {
 		t.Push(pushes...)
 	}
+	h.handBack(t, end)
 	return t, end, fwd, foreignN, costSum
+}
+
+// handBack adds to a settle of the first end messages a `retry` ack of the
+// first unsettled one, when the settle covers less than the claim. The
+// broker then stops the cursor just before it, releases the lease and
+// redelivers the tail at once, without charging the retry budget; without
+// it the tail would sit leased until the lease lapses (a settled claim's
+// lease cannot carry a second transaction). A settle of nothing hands
+// nothing back: waiting is park or release.
+func (h *handler) handBack(t *queen.Transaction, end int) {
+	if end <= 0 || end >= len(h.msgs) {
+		return
+	}
+	t.Ack(h.msgs[end].AckItem(queen.AckRetry, ""))
 }
 
 // commit sends one transaction.
@@ -434,6 +449,7 @@ func (h *handler) recoverDuplicate(admitted int, ch *budget.Charge) {
 	if head.kind != work {
 		t := &queen.Transaction{}
 		t.Ack(head.msg.AckItem(queen.AckCompleted, ""))
+		h.handBack(t, 1)
 		if err := h.commit(t); err == nil {
 			s.c.foreign.Add(1)
 		} else {
@@ -452,6 +468,7 @@ func (h *handler) recoverDuplicate(admitted int, ch *budget.Charge) {
 		case isDuplicate(err):
 			bare := &queen.Transaction{}
 			bare.Ack(head.msg.AckItem(queen.AckCompleted, ""))
+			h.handBack(bare, 1)
 			if err := h.commit(bare); err != nil {
 				s.log.Warn("bare ack of an already-forwarded head failed", "err", err)
 			}

@@ -54,6 +54,10 @@ type Publisher struct {
 	Period time.Duration
 	// NATS, when non-nil, receives the fan-out.
 	NATS *nats.Conn
+	// Changed, when non-nil, asks for one publish now, besides the period
+	// (the relay signals it when what runs changed, so a new version is
+	// visible at once); nil publishes on the period only.
+	Changed <-chan struct{}
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -98,6 +102,8 @@ func (p *Publisher) Run(ctx context.Context) {
 			cancel()
 			return
 		case <-t.C:
+			publish()
+		case <-p.Changed:
 			publish()
 		}
 	}
