@@ -16,6 +16,7 @@ import (
 	"github.com/queen-mq/gate/gate-api/check"
 	"github.com/queen-mq/gate/gate-api/config"
 	"github.com/queen-mq/gate/gate-api/server"
+	"github.com/queen-mq/gate/libs/knob"
 )
 
 const usage = `usage:
@@ -61,8 +62,7 @@ func serve(stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gate-api: configuration:\n%v\n", err)
 		return 2
 	}
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	level, _ := knob.ParseLogLevel(cfg.LogLevel) // Load has checked it
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -9,11 +9,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/queen-mq/gate/gate-relay/config"
 	"github.com/queen-mq/gate/gate-relay/relay"
+	"github.com/queen-mq/gate/libs/knob"
 )
 
 func main() {
@@ -26,8 +26,7 @@ func main() {
 		host, _ := os.Hostname()
 		cfg.Replica = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(strings.ToLower(cfg.LogLevel)))
+	level, _ := knob.ParseLogLevel(cfg.LogLevel) // Load has checked it
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

@@ -4,21 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/plan"
-	"github.com/queen-mq/gate/libs/queen"
 )
 
 // Defaults and bounds of the knobs.
 const (
-	DefaultQueenURL         = "http://localhost:6632"
+	DefaultQueenURL         = knob.DefaultQueenURL
 	DefaultBind             = "0.0.0.0:8788"
-	DefaultLeaseSeconds     = 10
-	DefaultRetryLimit       = 3
+	DefaultLeaseSeconds     = knob.DefaultLeaseSeconds
+	DefaultRetryLimit       = knob.DefaultRetryLimit
 	DefaultMaxPushBodyBytes = 8 << 20
 	MinPushBodyBytes        = 2 << 20
 	MaxPushBodyBytes        = 64 << 20
@@ -27,8 +25,8 @@ const (
 	DefaultDeclareWaitMs    = 5000
 	MaxDeclareWaitMs        = 60000
 	DefaultShutdownSeconds  = 10
-	DefaultReconcileSeconds = 15
-	DefaultLogLevel         = "info"
+	DefaultReconcileSeconds = knob.DefaultReconcileSeconds
+	DefaultLogLevel         = knob.DefaultLogLevel
 )
 
 // Config is every knob gate-api reads. The zero value is not meaningful;
@@ -43,12 +41,14 @@ type Config struct {
 	KVNamespace string
 	// StageBatch, StageConcurrency and LaneCapacity are the compile options
 	// of the plan a PUT answers with (GATE_STAGE_BATCH, clamped 1..1000;
-	// GATE_STAGE_CONCURRENCY, 0 = derived; GATE_LANE_CAPACITY).
+	// GATE_STAGE_CONCURRENCY, 0 = derived, clamped 0..4096;
+	// GATE_LANE_CAPACITY, clamped 1..2^30). Package knob defines them.
 	StageBatch       int
 	StageConcurrency int
 	LaneCapacity     int
 	// LeaseSeconds and RetryLimit configure Gate-owned queues at
-	// provisioning (GATE_LEASE_SECONDS ≥ 1, GATE_RETRY_LIMIT ≥ 0).
+	// provisioning (GATE_LEASE_SECONDS, clamped 1..3600; GATE_RETRY_LIMIT,
+	// clamped 0..1000).
 	LeaseSeconds int
 	RetryLimit   int
 	// ReconcileSeconds is the relays' reconcile period; gate-api only
@@ -70,7 +70,8 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful drain of in-flight requests on
 	// SIGTERM (GATE_SHUTDOWN_SECONDS, 1..300).
 	ShutdownTimeout time.Duration
-	// LogLevel is debug, info, warn or error (GATE_LOG_LEVEL).
+	// LogLevel is debug, info, warn or error, read case-insensitively and
+	// stored lower case (GATE_LOG_LEVEL).
 	LogLevel string
 }
 
@@ -94,61 +95,44 @@ func Default() Config {
 	}
 }
 
-// Load reads the knobs through getenv (os.Getenv in main). Every knob that
-// is set but unreadable is reported, all at once, each naming the knob, the
-// value and the fix; values outside a documented clamp are clamped.
+// Load reads the knobs through getenv (os.Getenv in main): the knobs every
+// binary shares through package knob, then gate-api's own with the same
+// policy. Every knob that is set but unreadable is reported, all at once,
+// each naming the knob, the value and the fix; a number outside its range
+// is clamped to it.
 func Load(getenv func(string) string) (Config, error) {
 	c := Default()
-	var errs []error
+	shared, err := knob.ReadShared(getenv)
+	errs := []error{err}
+	c.QueenURL, c.KVNamespace, c.LogLevel = shared.QueenURL, shared.KVNamespace, shared.LogLevel
+	c.StageBatch, c.StageConcurrency, c.LaneCapacity = shared.StageBatch, shared.StageConcurrency, shared.LaneCapacity
+	c.LeaseSeconds, c.RetryLimit, c.ReconcileSeconds = shared.LeaseSeconds, shared.RetryLimit, shared.ReconcileSeconds
 	str := func(name string, dst *string) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			*dst = v
 		}
 	}
-	num := func(name string, dst *int, lo, hi int, clamp bool) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q is not a whole number; set it to an integer in %d..%d, or unset it for the default %d", name, v, lo, hi, *dst))
-			return
-		}
-		if n < lo || n > hi {
-			if !clamp {
-				errs = append(errs, fmt.Errorf("%s=%d is outside %d..%d; set it inside that range, or unset it for the default %d", name, n, lo, hi, *dst))
-				return
-			}
-			n = min(max(n, lo), hi)
-		}
+	num := func(name string, dst *int, lo, hi int) {
+		n, err := knob.Int{Name: name, Default: *dst, Min: lo, Max: hi}.Read(getenv)
 		*dst = n
-	}
-	str("QUEEN_URL", &c.QueenURL)
-	str("GATE_BIND", &c.Bind)
-	str("GATE_KV_NAMESPACE", &c.KVNamespace)
-	str("GATE_LOG_LEVEL", &c.LogLevel)
-	num("GATE_STAGE_BATCH", &c.StageBatch, 1, plan.MaxStageBatch, true)
-	num("GATE_STAGE_CONCURRENCY", &c.StageConcurrency, 0, 4096, false)
-	num("GATE_LANE_CAPACITY", &c.LaneCapacity, 1, 1<<30, false)
-	num("GATE_LEASE_SECONDS", &c.LeaseSeconds, 1, 86400, true)
-	num("GATE_RETRY_LIMIT", &c.RetryLimit, 0, 1000, false)
-	num("GATE_RECONCILE_SECONDS", &c.ReconcileSeconds, 1, 86400, true)
-	push := int(c.MaxPushBodyBytes)
-	num("GATE_MAX_PUSH_BODY_BYTES", &push, MinPushBodyBytes, MaxPushBodyBytes, true)
-	c.MaxPushBodyBytes = int64(push)
-	refresh := int(c.Refresh / time.Millisecond)
-	num("GATE_API_REFRESH_MS", &refresh, 100, 60000, true)
-	c.Refresh = time.Duration(refresh) * time.Millisecond
-	wait := int(c.DeclareWait / time.Millisecond)
-	num("GATE_DECLARE_WAIT_MS", &wait, 0, MaxDeclareWaitMs, true)
-	c.DeclareWait = time.Duration(wait) * time.Millisecond
-	shutdown := int(c.ShutdownTimeout / time.Second)
-	num("GATE_SHUTDOWN_SECONDS", &shutdown, 1, 300, true)
-	c.ShutdownTimeout = time.Duration(shutdown) * time.Second
-	if err := c.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	str("GATE_BIND", &c.Bind)
+	push := int(c.MaxPushBodyBytes)
+	num("GATE_MAX_PUSH_BODY_BYTES", &push, MinPushBodyBytes, MaxPushBodyBytes)
+	c.MaxPushBodyBytes = int64(push)
+	refresh := int(c.Refresh / time.Millisecond)
+	num("GATE_API_REFRESH_MS", &refresh, 100, 60000)
+	c.Refresh = time.Duration(refresh) * time.Millisecond
+	wait := int(c.DeclareWait / time.Millisecond)
+	num("GATE_DECLARE_WAIT_MS", &wait, 0, MaxDeclareWaitMs)
+	c.DeclareWait = time.Duration(wait) * time.Millisecond
+	shutdown := int(c.ShutdownTimeout / time.Second)
+	num("GATE_SHUTDOWN_SECONDS", &shutdown, 1, 300)
+	c.ShutdownTimeout = time.Duration(shutdown) * time.Second
+	// The shared strings that failed kept their defaults, so this adds
+	// only what knob did not check: the bind address.
+	errs = append(errs, c.Validate())
 	return c, errors.Join(errs...)
 }
 
@@ -156,19 +140,12 @@ func Load(getenv func(string) string) (Config, error) {
 // address, the kv namespace and the log level.
 func (c Config) Validate() error {
 	var errs []error
-	if u, err := url.Parse(c.QueenURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("QUEEN_URL=%q is not an absolute http(s) URL; set it to the broker, e.g. %s", c.QueenURL, DefaultQueenURL))
-	}
+	errs = append(errs, knob.QueenURL.Validate(c.QueenURL), knob.KVNamespace.Validate(c.KVNamespace))
 	if _, port, err := net.SplitHostPort(c.Bind); err != nil || port == "" {
 		errs = append(errs, fmt.Errorf("GATE_BIND=%q is not host:port; set it to e.g. %s", c.Bind, DefaultBind))
 	}
-	if !queen.ValidNamespace(c.KVNamespace) {
-		errs = append(errs, fmt.Errorf("GATE_KV_NAMESPACE=%q is not a kv namespace (1–64 of [a-z0-9._-], starting with a letter or digit); set it to e.g. %s", c.KVNamespace, plan.DefaultKVNamespace))
-	}
-	switch c.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		errs = append(errs, fmt.Errorf("GATE_LOG_LEVEL=%q is not a level; set it to debug, info, warn or error", c.LogLevel))
+	if _, err := knob.ParseLogLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

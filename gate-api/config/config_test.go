@@ -33,7 +33,9 @@ func TestLoad(t *testing.T) {
 				return c.QueenURL == "https://q.example:6632" && c.Bind == "127.0.0.1:9000" && c.KVNamespace == "gate-prod" && c.StageConcurrency == 4 && c.RetryLimit == 5 && c.LogLevel == "debug"
 			}, ""},
 		{"unparseable number", map[string]string{"GATE_STAGE_BATCH": "lots"}, nil, "GATE_STAGE_BATCH=\"lots\" is not a whole number"},
-		{"negative retry limit", map[string]string{"GATE_RETRY_LIMIT": "-1"}, nil, "GATE_RETRY_LIMIT=-1 is outside"},
+		{"negative retry limit clamped", map[string]string{"GATE_RETRY_LIMIT": "-1"}, func(c Config) bool { return c.RetryLimit == 0 }, ""},
+		{"lease capped as the relay caps it", map[string]string{"GATE_LEASE_SECONDS": "86400"}, func(c Config) bool { return c.LeaseSeconds == 3600 }, ""},
+		{"log level in any case", map[string]string{"GATE_LOG_LEVEL": "WARN"}, func(c Config) bool { return c.LogLevel == "warn" }, ""},
 		{"bad broker URL", map[string]string{"QUEEN_URL": "localhost:6632"}, nil, "QUEEN_URL"},
 		{"bad bind", map[string]string{"GATE_BIND": "8788"}, nil, "GATE_BIND"},
 		{"bad namespace", map[string]string{"GATE_KV_NAMESPACE": "Gate"}, nil, "GATE_KV_NAMESPACE"},

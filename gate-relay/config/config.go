@@ -4,13 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/queen-mq/gate/libs/plan"
-	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/knob"
 )
 
 // Config is every gate-relay knob. Load fills it; the zero value is not
@@ -31,7 +28,7 @@ type Config struct {
 	// (GATE_LANE_CAPACITY, 1000, > 0).
 	LaneCapacity int
 	// Lease is the work lease, renewed while a handler runs
-	// (GATE_LEASE_SECONDS, 10, ≥ 1).
+	// (GATE_LEASE_SECONDS, 10, clamped 1..3600).
 	Lease time.Duration
 	// PollTimeout is the parked long-poll window and the shutdown bound
 	// (GATE_POLL_TIMEOUT_SECONDS, 30, ≥ 1).
@@ -61,33 +58,36 @@ type Config struct {
 	NATSURL string
 	// Replica is this replica's id (GATE_RELAY_ID, default host-pid).
 	Replica string
-	// LogLevel is debug, info, warn or error (GATE_LOG_LEVEL, info).
+	// LogLevel is debug, info, warn or error, read case-insensitively and
+	// stored lower case (GATE_LOG_LEVEL, info).
 	LogLevel string
 }
 
 // Default returns every knob at its default.
 func Default() Config {
 	return Config{
-		QueenURL:         "http://localhost:6632",
-		KVNamespace:      "gate",
-		StageBatch:       200,
-		LaneCapacity:     1000,
-		Lease:            10 * time.Second,
+		QueenURL:         knob.DefaultQueenURL,
+		KVNamespace:      knob.KVNamespace.Default,
+		StageBatch:       knob.StageBatch.Default,
+		LaneCapacity:     knob.LaneCapacity.Default,
+		Lease:            knob.DefaultLeaseSeconds * time.Second,
 		PollTimeout:      30 * time.Second,
 		MaxPark:          30 * time.Second,
 		InteriorSeedSkew: 120 * time.Second,
-		RetryLimit:       3,
-		Reconcile:        15 * time.Second,
+		RetryLimit:       knob.DefaultRetryLimit,
+		Reconcile:        knob.DefaultReconcileSeconds * time.Second,
 		SignalPoll:       500 * time.Millisecond,
 		StatusPeriod:     5 * time.Second,
 		Bind:             "127.0.0.1:8791",
-		LogLevel:         "info",
+		LogLevel:         knob.DefaultLogLevel,
 	}
 }
 
-// Load reads the knobs through getenv (os.Getenv in main). An unset or
-// empty knob keeps its default; a value out of range is clamped; a value
-// that does not parse is an error naming the knob and the fix.
+// Load reads the knobs through getenv (os.Getenv in main): the knobs every
+// binary shares through package knob, then gate-relay's own with the same
+// policy. An unset or empty knob keeps its default; a value out of range is
+// clamped; a value that does not parse is an error naming the knob and the
+// fix.
 func Load(getenv func(string) string) (Config, error) {
 	c := Default()
 	var errs []error
@@ -96,59 +96,28 @@ func Load(getenv func(string) string) (Config, error) {
 			*dst = v
 		}
 	}
-	num := func(name string, lo, hi int64) (int64, bool) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return 0, false
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q is not an integer; set a whole number in %d..%d or unset it for the default", name, v, lo, hi))
-			return 0, false
-		}
-		return min(max(n, lo), hi), true
+	durKnob := func(name string, dst *time.Duration, unit time.Duration, lo, hi int) {
+		n, err := knob.Int{Name: name, Default: int(*dst / unit), Min: lo, Max: hi}.Read(getenv)
+		*dst = time.Duration(n) * unit
+		errs = append(errs, err)
 	}
-	intKnob := func(name string, dst *int, lo, hi int64) {
-		if n, ok := num(name, lo, hi); ok {
-			*dst = int(n)
-		}
-	}
-	durKnob := func(name string, dst *time.Duration, unit time.Duration, lo, hi int64) {
-		if n, ok := num(name, lo, hi); ok {
-			*dst = time.Duration(n) * unit
-		}
-	}
-	str("QUEEN_URL", &c.QueenURL)
-	str("GATE_KV_NAMESPACE", &c.KVNamespace)
-	intKnob("GATE_STAGE_BATCH", &c.StageBatch, 1, plan.MaxStageBatch)
-	intKnob("GATE_STAGE_CONCURRENCY", &c.StageConcurrency, 0, 4096) // 0 = derive
-	intKnob("GATE_LANE_CAPACITY", &c.LaneCapacity, 1, 1<<30)
-	durKnob("GATE_LEASE_SECONDS", &c.Lease, time.Second, 1, 3600)
+	shared, err := knob.ReadShared(getenv)
+	errs = append(errs, err)
+	c.QueenURL, c.KVNamespace, c.LogLevel = shared.QueenURL, shared.KVNamespace, shared.LogLevel
+	c.StageBatch, c.StageConcurrency, c.LaneCapacity = shared.StageBatch, shared.StageConcurrency, shared.LaneCapacity
+	c.Lease, c.RetryLimit = time.Duration(shared.LeaseSeconds)*time.Second, shared.RetryLimit
+	c.Reconcile = time.Duration(shared.ReconcileSeconds) * time.Second
 	durKnob("GATE_POLL_TIMEOUT_SECONDS", &c.PollTimeout, time.Second, 1, 300)
 	durKnob("GATE_MAX_PARK_MS", &c.MaxPark, time.Millisecond, 0, 3_600_000)
 	durKnob("GATE_INTERIOR_SEED_SKEW_SECONDS", &c.InteriorSeedSkew, time.Second, 0, 600)
-	intKnob("GATE_RETRY_LIMIT", &c.RetryLimit, 0, 1000)
-	durKnob("GATE_RECONCILE_SECONDS", &c.Reconcile, time.Second, 1, 86400)
 	durKnob("GATE_SIGNAL_POLL_MS", &c.SignalPoll, time.Millisecond, 50, 60000)
 	durKnob("GATE_STATUS_SECONDS", &c.StatusPeriod, time.Second, 1, 300)
 	str("GATE_RELAY_BIND", &c.Bind)
 	str("GATE_NATS_URL", &c.NATSURL)
 	str("GATE_RELAY_ID", &c.Replica)
-	str("GATE_LOG_LEVEL", &c.LogLevel)
 
-	if u, err := url.Parse(c.QueenURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("QUEEN_URL=%q is not an absolute http(s) URL; set e.g. http://127.0.0.1:6632", c.QueenURL))
-	}
-	if !queen.ValidNamespace(c.KVNamespace) {
-		errs = append(errs, fmt.Errorf("GATE_KV_NAMESPACE=%q is not a kv namespace; use 1-64 of [a-z0-9._-], starting with [a-z0-9]", c.KVNamespace))
-	}
 	if _, _, err := net.SplitHostPort(c.Bind); err != nil {
 		errs = append(errs, fmt.Errorf("GATE_RELAY_BIND=%q is not host:port; set e.g. 127.0.0.1:8791", c.Bind))
-	}
-	switch strings.ToLower(c.LogLevel) {
-	case "debug", "info", "warn", "error":
-	default:
-		errs = append(errs, fmt.Errorf("GATE_LOG_LEVEL=%q is not debug, info, warn or error", c.LogLevel))
 	}
 	return c, errors.Join(errs...)
 }

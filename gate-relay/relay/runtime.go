@@ -10,13 +10,10 @@ import (
 	"github.com/queen-mq/gate/gate-relay/stage"
 	"github.com/queen-mq/gate/libs/declare"
 	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/provision"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
 )
-
-// completedRetentionSeconds is how long Gate-owned queues keep completed
-// messages (30 days).
-const completedRetentionSeconds = 2_592_000
 
 // runtime is one running graph.
 type runtime struct {
@@ -78,33 +75,10 @@ func (r *Relay) compile(ctx context.Context, doc store.Document) (*plan.Plan, er
 
 // provision configures Gate-owned queues (lease, retry limit, retention)
 // and creates absent egress queues; application-owned ingress queues are
-// never touched.
+// never touched. See package provision.
 func (r *Relay) provision(ctx context.Context, p *plan.Plan) error {
-	for _, q := range p.Queues {
-		switch {
-		case q.OwnedByGate:
-			o := queen.DefaultQueueOptions()
-			o.LeaseTime = queen.Int(int64(queen.CeilSeconds(r.cfg.Lease)))
-			o.RetryLimit = queen.Int(int64(r.cfg.RetryLimit))
-			o.RetentionEnabled = queen.Bool(true)
-			o.CompletedRetentionSeconds = queen.Int(completedRetentionSeconds)
-			o.RetentionSeconds = queen.Int(0)
-			o.MaxWaitTimeSeconds = queen.Int(0)
-			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			_, err := r.client.Configure(cctx, queen.ConfigureRequest{Queue: q.Name, Namespace: p.Namespace, Options: o})
-			cancel()
-			if err != nil {
-				return fmt.Errorf("configuring queue %s: %w", q.Name, err)
-			}
-		case q.Kind == plan.KindEgress:
-			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			if _, err := r.client.Queue(cctx, q.Name); queen.IsNotFound(err) {
-				_, _ = r.client.Configure(cctx, queen.ConfigureRequest{Queue: q.Name})
-			}
-			cancel()
-		}
-	}
-	return nil
+	o := provision.Options{LeaseSeconds: int(queen.CeilSeconds(r.cfg.Lease)), RetryLimit: r.cfg.RetryLimit, Logger: r.log}
+	return provision.Queues(ctx, r.client, p, o)
 }
 
 // launch provisions and spawns every stage of a compiled document. The

@@ -25,45 +25,129 @@ type Stamp struct {
 // returned unchanged. A non-negative integer `_gate.attempt` of the
 // incoming data is carried forward; every other `_gate` content is
 // overwritten.
+//
+// The object is spliced, not re-encoded: every other top-level member is
+// copied byte for byte (values are never decoded), each `_gate` member is
+// dropped and the new stamp is appended as the last member.
 func (s Stamp) Apply(data []byte) []byte {
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return data
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &obj); err != nil {
+	obj := bytes.TrimSpace(data)
+	if len(obj) == 0 || obj[0] != '{' || !json.Valid(obj) {
 		return data
 	}
 	attempt, hasAttempt := int64(0), false
-	if raw, ok := cost.Lookup(trimmed, cost.Root+"."+cost.Stamp+".attempt"); ok {
+	if raw, ok := cost.Lookup(obj, cost.Root+"."+cost.Stamp+".attempt"); ok {
 		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n >= 0 {
 			attempt, hasAttempt = n, true
 		}
 	}
-	g := make([]byte, 0, 128)
-	g = append(g, `{"graph":`...)
-	g = strconv.AppendQuote(g, s.Graph)
-	g = append(g, `,"path":`...)
-	g = strconv.AppendQuote(g, s.Path)
-	g = append(g, `,"hop":`...)
-	g = strconv.AppendInt(g, int64(s.Hop), 10)
-	g = append(g, `,"node":`...)
-	g = strconv.AppendQuote(g, s.Node)
-	g = append(g, `,"at":`...)
-	g = strconv.AppendInt(g, s.At, 10)
+	out := make([]byte, 0, len(obj)+len(s.Graph)+len(s.Path)+len(s.Node)+96)
+	out = append(out, '{')
+	members := 0
+	// obj is valid JSON, so the scan below only has to find boundaries.
+	i := skipSpace(obj, 1)
+	for obj[i] != '}' {
+		keyStart := i
+		keyEnd := stringEnd(obj, i)
+		i = skipSpace(obj, keyEnd)
+		i = skipSpace(obj, i+1) // the ':'
+		valueEnd := valueEnd(obj, i)
+		if !isStampKey(obj[keyStart:keyEnd]) {
+			if members > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, obj[keyStart:valueEnd]...)
+			members++
+		}
+		i = skipSpace(obj, valueEnd)
+		if obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	if members > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"_gate":{"graph":`...)
+	out = strconv.AppendQuote(out, s.Graph)
+	out = append(out, `,"path":`...)
+	out = strconv.AppendQuote(out, s.Path)
+	out = append(out, `,"hop":`...)
+	out = strconv.AppendInt(out, int64(s.Hop), 10)
+	out = append(out, `,"node":`...)
+	out = strconv.AppendQuote(out, s.Node)
+	out = append(out, `,"at":`...)
+	out = strconv.AppendInt(out, s.At, 10)
 	if hasAttempt {
-		g = append(g, `,"attempt":`...)
-		g = strconv.AppendInt(g, attempt, 10)
+		out = append(out, `,"attempt":`...)
+		out = strconv.AppendInt(out, attempt, 10)
 	}
-	g = append(g, '}')
-	obj[cost.Stamp] = g
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(obj); err != nil {
-		return data
+	return append(out, '}', '}')
+}
+
+// isStampKey reports whether the quoted key (escapes included) names the
+// stamp member.
+func isStampKey(key []byte) bool {
+	if string(key) == `"`+cost.Stamp+`"` {
+		return true
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n")
+	if bytes.IndexByte(key, '\\') < 0 {
+		return false
+	}
+	var k string
+	return json.Unmarshal(key, &k) == nil && k == cost.Stamp
+}
+
+// skipSpace returns the index of the first non-space byte at or after i.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string starting at b[i] ('"').
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// valueEnd returns the index just past the valid JSON value starting at
+// b[i].
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	default:
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return i
+			}
+		}
+		return i
+	}
 }
 
 // stampedPath returns the `_gate.path` string of data, if any.

@@ -1,8 +1,14 @@
 package stage
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"reflect"
+	"strconv"
 	"testing"
+
+	"github.com/queen-mq/gate/libs/cost"
 )
 
 func TestStampRewritesGateKeepingOnlyAttempt(t *testing.T) {
@@ -75,4 +81,86 @@ func TestStampKeepsTheProducersBytesMeaning(t *testing.T) {
 	if string(got["html"]) != `"<a&b>"` || string(got["n"]) != `1.50` || string(got["nested"]) != `{"x":[1,2]}` {
 		t.Fatalf("stamped payload %s rewrote the producer's values", out)
 	}
+}
+
+// applyByDecoding is the reference stamp: decode the object, replace the
+// `_gate` member, re-encode. Apply must produce an equivalent object.
+func applyByDecoding(s Stamp, data []byte) []byte {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return data
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &obj); err != nil {
+		return data
+	}
+	attempt, has := int64(0), false
+	if raw, ok := cost.Lookup(trimmed, cost.Root+"."+cost.Stamp+".attempt"); ok {
+		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n >= 0 {
+			attempt, has = n, true
+		}
+	}
+	g := map[string]any{"graph": s.Graph, "path": s.Path, "hop": s.Hop, "node": s.Node, "at": s.At}
+	if has {
+		g["attempt"] = attempt
+	}
+	obj[cost.Stamp], _ = json.Marshal(g)
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return data
+	}
+	return out
+}
+
+// decodeExact decodes JSON keeping numbers as their text.
+func decodeExact(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if d.More() {
+		return nil, errors.New("trailing data")
+	}
+	return v, nil
+}
+
+// The spliced stamp is the decoded-and-re-encoded stamp: for any input the
+// two results are the same JSON value (objects compared as decoded, keys
+// unordered, numbers by their text), and non-objects or invalid JSON come
+// back byte for byte.
+func FuzzStampSpliceEqualsDecodeEncode(f *testing.F) {
+	for _, seed := range []string{
+		`{}`, ` { } `, `{"a":1}`, `{"i":42}`, `{"_gate":{"path":"p","attempt":3},"x":[1,{"_gate":2}]}`,
+		`{"a":1,"_gate":1,"b":"x","_gate":{"attempt":7}}`, `{"\u005fgate":{"attempt":2},"k":"v"}`,
+		`{ "a" : { "b" : [ "}" , "\"" , "\\" ] } , "c" : -1.5e3 , "d" : true , "e" : null }`,
+		`{"a":1,"a":2}`, `[1,2]`, `"s"`, `12`, `null`, `{"a":}`, `{"a":1}x`, `{"html":"<&>"}`, "{\"bad\":\"\xff\"}",
+		`{"_gate":{"attempt":-1}}`, `{"_gate":{"attempt":1.0}}`, `{"_gate":{"attempt":99999999999999999999}}`,
+	} {
+		f.Add([]byte(seed), "g", "main", 1, "n", int64(1700000000000))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, graph, path string, hop int, node string, at int64) {
+		s := Stamp{Graph: graph, Path: path, Hop: hop, Node: node, At: at}
+		in := bytes.Clone(data)
+		got := s.Apply(data)
+		want := applyByDecoding(s, data)
+		if !bytes.Equal(data, in) {
+			t.Fatalf("Apply modified its input")
+		}
+		wv, werr := decodeExact(want)
+		if bytes.Equal(want, data) && (werr != nil || len(bytes.TrimSpace(data)) == 0 || bytes.TrimSpace(data)[0] != '{') {
+			if !bytes.Equal(got, data) {
+				t.Fatalf("input %q: the reference leaves it unchanged, the splice wrote %q", data, got)
+			}
+			return
+		}
+		gv, gerr := decodeExact(got)
+		if werr != nil || gerr != nil {
+			t.Fatalf("input %q: reference %q (%v), splice %q (%v)", data, want, werr, got, gerr)
+		}
+		if !reflect.DeepEqual(gv, wv) {
+			t.Fatalf("input %q:\n splice    %s\n reference %s", data, got, want)
+		}
+	})
 }

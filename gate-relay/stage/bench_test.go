@@ -1,0 +1,98 @@
+package stage
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/cost"
+	"github.com/queen-mq/gate/libs/gatetest"
+	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/queen"
+)
+
+// benchStage is a terminal stage with one wide budget, as gate-bench's
+// overhead job declares it.
+func benchStage(app, source, egress string) (plan.Stage, *plan.Node) {
+	st := plan.Stage{Path: "main", Node: "n", Source: source, Group: source + ".g", Batch: 200, Concurrency: 16, Share: 1,
+		Destinations: []plan.Destination{{Node: "n", Queue: egress, DerivesTransactionID: true, Terminal: true, Label: plan.TerminalLabel(app, "g", "main", "n")}}}
+	node := &plan.Node{Name: "n", Cost: cost.Fixed(1), Budgets: []plan.Budget{{ID: "wide", Key: plan.BudgetKey(app, "g", "n", "wide"),
+		CountSub: 1_000_000_000, WindowSubSeconds: 1, SubWindows: 1, Count: 1_000_000_000, TimeMs: 1000}}}
+	return st, node
+}
+
+// BenchmarkSettleBuild is the relay's own CPU per claim of 200 small
+// payloads: classify, group the charges and build the settle (acks,
+// stamped pushes, derived ids). No I/O.
+func BenchmarkSettleBuild(b *testing.B) {
+	c, _ := queen.New("http://127.0.0.1:1")
+	st, node := benchStage("a", "src", "out")
+	s, err := New(Config{App: "a", Graph: "g", Stage: st, Node: node, Client: c, Limiter: &budget.Limiter{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := make([]queen.Message, 200)
+	for i := range msgs {
+		msgs[i] = queen.Message{ID: "m" + strconv.Itoa(i), TransactionID: "0198a4b2-7c1d-7e3f-9a0b-" + strconv.Itoa(100000000000+i),
+			Data: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`), PartitionID: "0198a4b2-7c1d-7e3f-9a0b-00000000p001",
+			Partition: "p1", LeaseID: "0198a4b2-7c1d-7e3f-9a0b-00000000l001", ConsumerGroup: "src.g"}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		h := handler{s: s, ctx: context.Background(), msgs: msgs}
+		h.classify()
+		h.buildBatch()
+		t, end, _, _, _ := h.transaction(len(msgs))
+		if end != len(msgs) || t.Slots() != 400 {
+			b.Fatalf("settle of %d messages with %d slots", end, t.Slots())
+		}
+	}
+}
+
+// BenchmarkStageRelay drains a backlog through one stage (16 workers,
+// batch 200, 16 partitions, nothing refused) against the in-process
+// miniqueen: the relay job of gate-bench's overhead scenario, for
+// profiling (-cpuprofile). Reports items/s.
+func BenchmarkStageRelay(b *testing.B) {
+	br := gatetest.NewBroker(b)
+	br.RequireMini(b, "the benchmark measures the relay against the in-process broker")
+	c, err := queen.New(br.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	src, egress := br.Queue("src"), br.Queue("out")
+	st, node := benchStage(br.Prefix, src, egress)
+	total := b.N * 200
+	ctx := context.Background()
+	var batch []queen.PushItem
+	for i := 0; i < total; i++ {
+		batch = append(batch, queen.PushItem{Queue: src, Partition: "p" + strconv.Itoa(i%16), Payload: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)})
+		if len(batch) == 1000 || i == total-1 {
+			if _, err := c.Push(ctx, batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	s, err := New(Config{App: br.Prefix, Graph: "g", Stage: st, Node: node, Client: c,
+		Limiter: &budget.Limiter{KV: c, NS: br.Namespace()}, Lease: 10 * time.Second, PollTimeout: 2 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	b.ResetTimer()
+	start := time.Now()
+	s.Start(runCtx)
+	gatetest.Eventually(b, 5*time.Minute, func() bool { return s.Counters().Forwarded >= int64(total) })
+	elapsed := time.Since(start)
+	b.StopTimer()
+	cancel()
+	<-s.Stopped()
+	b.ReportMetric(float64(total)/elapsed.Seconds(), "items/s")
+}
