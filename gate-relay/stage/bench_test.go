@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,31 +70,105 @@ func BenchmarkStageRelay(b *testing.B) {
 	src, egress := br.Queue("src"), br.Queue("out")
 	st, node := benchStage(br.Prefix, src, egress)
 	total := b.N * 200
-	ctx := context.Background()
+	fillBench(b, c, src, total)
+	var moved atomic.Int64
+	done := make(chan struct{})
+	observe := func(ev Settled) {
+		if moved.Add(int64(ev.Items)) == int64(total) {
+			close(done)
+		}
+	}
+	s, err := New(Config{App: br.Prefix, Graph: "g", Stage: st, Node: node, Client: c,
+		Limiter: &budget.Limiter{KV: c, NS: br.Namespace()}, Lease: 10 * time.Second, PollTimeout: 2 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Observer: observe})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	b.ResetTimer()
+	start := time.Now()
+	s.Start(runCtx)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("moved %d of %d in 5 minutes", moved.Load(), total)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	cancel()
+	<-s.Stopped()
+	b.ReportMetric(float64(total)/elapsed.Seconds(), "items/s")
+}
+
+// fillBench pushes total small payloads to queue over 16 partitions.
+func fillBench(b *testing.B, c *queen.Client, queue string, total int) {
+	b.Helper()
 	var batch []queen.PushItem
 	for i := 0; i < total; i++ {
-		batch = append(batch, queen.PushItem{Queue: src, Partition: "p" + strconv.Itoa(i%16), Payload: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)})
+		batch = append(batch, queen.PushItem{Queue: queue, Partition: "p" + strconv.Itoa(i%16), Payload: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)})
 		if len(batch) == 1000 || i == total-1 {
-			if _, err := c.Push(ctx, batch); err != nil {
+			if _, err := c.Push(context.Background(), batch); err != nil {
 				b.Fatal(err)
 			}
 			batch = batch[:0]
 		}
 	}
-	s, err := New(Config{App: br.Prefix, Graph: "g", Stage: st, Node: node, Client: c,
-		Limiter: &budget.Limiter{KV: c, NS: br.Namespace()}, Lease: 10 * time.Second, PollTimeout: 2 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
+// BenchmarkBareLoop is BenchmarkStageRelay's job without Gate: 16 workers
+// pop 200 and settle each claim with one transaction (an ack and a push
+// per item, as gate-bench's bare loop), no budget and no stamp. The
+// stage's items/s is compared with this one.
+func BenchmarkBareLoop(b *testing.B) {
+	br := gatetest.NewBroker(b)
+	br.RequireMini(b, "the benchmark measures against the in-process broker")
+	c, err := queen.New(br.URL)
 	if err != nil {
 		b.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
+	src, egress := br.Queue("src"), br.Queue("out")
+	total := b.N * 200
+	fillBench(b, c, src, total)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var moved atomic.Int64
+	var wg sync.WaitGroup
+	done := make(chan struct{})
 	b.ResetTimer()
 	start := time.Now()
-	s.Start(runCtx)
-	gatetest.Eventually(b, 5*time.Minute, func() bool { return s.Counters().Forwarded >= int64(total) })
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := queen.PopRequest{Queue: src, ConsumerGroup: src + ".g", Batch: 200, Wait: true, Timeout: time.Second, LeaseSeconds: 10, SubscriptionMode: queen.SubscribeAll}
+			for moved.Load() < int64(total) && ctx.Err() == nil {
+				cl, err := c.Pop(ctx, req)
+				if err != nil || cl.Empty() {
+					continue
+				}
+				t := &queen.Transaction{}
+				items := make([]queen.PushItem, len(cl.Messages))
+				for i, m := range cl.Messages {
+					t.Ack(m.AckItem(queen.AckCompleted, ""))
+					items[i] = queen.PushItem{Queue: egress, Partition: m.Partition, Payload: m.Data, TransactionID: m.TransactionID}
+				}
+				t.Push(items...)
+				if res, err := c.Transact(ctx, t); err == nil && res.Success {
+					if moved.Add(int64(len(items))) == int64(total) {
+						close(done)
+					}
+				}
+			}
+		}()
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("moved %d of %d in 5 minutes", moved.Load(), total)
+	}
 	elapsed := time.Since(start)
 	b.StopTimer()
 	cancel()
-	<-s.Stopped()
+	wg.Wait()
 	b.ReportMetric(float64(total)/elapsed.Seconds(), "items/s")
 }

@@ -106,6 +106,7 @@ func (h *handler) buildBatch() {
 	n := h.s.cfg.Node
 	path := h.s.cfg.Stage.Path
 	var touched []int
+	h.batch.Items = make([]budget.Item, 0, len(h.window))
 	for i := range h.window {
 		e := &h.window[i]
 		if e.kind != work {
@@ -308,9 +309,25 @@ func (h *handler) settleEnd(admitted int) int {
 func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, foreignN int, costSum int64) {
 	s := h.s
 	end = h.settleEnd(admitted)
-	t = &queen.Transaction{}
+	dests := s.cfg.Stage.Destinations
+	// One allocation each for the operations, the pushes and every stamped
+	// payload of the settle (payloads are capped slices of one arena).
+	t = &queen.Transaction{Operations: make([]queen.TxnOp, 0, end+2)}
 	now := s.cfg.Clock.Now().UnixMilli()
-	var pushes []queen.PushItem
+	pushes := make([]queen.PushItem, 0, min(admitted, end)*len(dests))
+	stamps := make([]Stamp, len(dests))
+	size := 0
+	for i, d := range dests {
+		stamps[i] = Stamp{Graph: s.cfg.Graph, Path: s.cfg.Stage.Path, Hop: s.cfg.Stage.Hop + 1, Node: d.Node, At: now}
+		size += stamps[i].overhead()
+	}
+	arenaSize := 0
+	for i := 0; i < end; i++ {
+		if h.window[i].kind == work {
+			arenaSize += len(dests)*len(h.window[i].msg.Data) + size
+		}
+	}
+	arena := make([]byte, 0, arenaSize)
 	for i := 0; i < end; i++ {
 		e := &h.window[i]
 		t.Ack(e.msg.AckItem(queen.AckCompleted, ""))
@@ -320,13 +337,19 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 		}
 		fwd++
 		costSum += e.cost
-		for _, d := range s.cfg.Stage.Destinations {
+		for di := range dests {
+			d := &dests[di]
 			txn := e.msg.TransactionID
 			if d.DerivesTransactionID {
 				txn = plan.DeriveTransactionID(txn, d.Label)
 			}
-			st := Stamp{Graph: s.cfg.Graph, Path: s.cfg.Stage.Path, Hop: s.cfg.Stage.Hop + 1, Node: d.Node, At: now}
-			pushes = append(pushes, queen.PushItem{Queue: d.Queue, Partition: e.msg.Partition, Payload: st.Apply(e.msg.Data), TransactionID: txn})
+			payload := []byte(e.msg.Data)
+			from := len(arena)
+			if out, ok := stamps[di].AppendTo(arena, e.msg.Data); ok {
+				arena = out
+				payload = arena[from:len(arena):len(arena)]
+			}
+			pushes = append(pushes, queen.PushItem{Queue: d.Queue, Partition: e.msg.Partition, Payload: payload, TransactionID: txn})
 		}
 	}
 	if len(pushes) > 0 {

@@ -30,9 +30,23 @@ type Stamp struct {
 // copied byte for byte (values are never decoded), each `_gate` member is
 // dropped and the new stamp is appended as the last member.
 func (s Stamp) Apply(data []byte) []byte {
+	out, ok := s.AppendTo(make([]byte, 0, len(data)+s.overhead()), data)
+	if !ok {
+		return data
+	}
+	return out
+}
+
+// overhead is about how many bytes the stamp adds to a payload.
+func (s Stamp) overhead() int { return len(s.Graph) + len(s.Path) + len(s.Node) + 112 }
+
+// AppendTo appends the stamped object (see Apply) to dst and reports true,
+// or returns dst unchanged and false when data is not a JSON object — the
+// caller then forwards data as it is. Many payloads can share one dst.
+func (s Stamp) AppendTo(dst, data []byte) ([]byte, bool) {
 	obj := bytes.TrimSpace(data)
 	if len(obj) == 0 || obj[0] != '{' || !json.Valid(obj) {
-		return data
+		return dst, false
 	}
 	attempt, hasAttempt := int64(0), false
 	if raw, ok := cost.Lookup(obj, cost.Root+"."+cost.Stamp+".attempt"); ok {
@@ -40,8 +54,7 @@ func (s Stamp) Apply(data []byte) []byte {
 			attempt, hasAttempt = n, true
 		}
 	}
-	out := make([]byte, 0, len(obj)+len(s.Graph)+len(s.Path)+len(s.Node)+96)
-	out = append(out, '{')
+	out := append(dst, '{')
 	members := 0
 	// obj is valid JSON, so the scan below only has to find boundaries.
 	i := skipSpace(obj, 1)
@@ -67,20 +80,34 @@ func (s Stamp) Apply(data []byte) []byte {
 		out = append(out, ',')
 	}
 	out = append(out, `"_gate":{"graph":`...)
-	out = strconv.AppendQuote(out, s.Graph)
+	out = appendJSONString(out, s.Graph)
 	out = append(out, `,"path":`...)
-	out = strconv.AppendQuote(out, s.Path)
+	out = appendJSONString(out, s.Path)
 	out = append(out, `,"hop":`...)
 	out = strconv.AppendInt(out, int64(s.Hop), 10)
 	out = append(out, `,"node":`...)
-	out = strconv.AppendQuote(out, s.Node)
+	out = appendJSONString(out, s.Node)
 	out = append(out, `,"at":`...)
 	out = strconv.AppendInt(out, s.At, 10)
 	if hasAttempt {
 		out = append(out, `,"attempt":`...)
 		out = strconv.AppendInt(out, attempt, 10)
 	}
-	return append(out, '}', '}')
+	return append(out, '}', '}'), true
+}
+
+// appendJSONString appends v as a JSON string (names are plain ASCII in
+// practice; anything else goes through the encoder).
+func appendJSONString(b []byte, v string) []byte {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+			q, _ := json.Marshal(v)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, v...)
+	return append(b, '"')
 }
 
 // isStampKey reports whether the quoted key (escapes included) names the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/queen-mq/gate/libs/queen"
@@ -50,6 +51,9 @@ type Batch struct {
 	Counters []Counter
 	Items    []Item
 	index    map[string]int
+	// refs backs every Item.Counters (each item a capped sub-slice), so a
+	// window of any size costs a few allocations, not one per item.
+	refs []int
 }
 
 // Counter returns the index of key, minting it with max, ttl and budgetID
@@ -69,20 +73,14 @@ func (b *Batch) Counter(key string, max, ttl int64, budgetID string) int {
 // Add appends an item of cost touching counters (duplicates are dropped,
 // so a key two budgets share is charged once per item).
 func (b *Batch) Add(cost int64, counters []int) {
-	out := counters[:0:0]
+	start := len(b.refs)
 	for _, c := range counters {
-		dup := false
-		for _, o := range out {
-			if o == c {
-				dup = true
-				break
-			}
-		}
-		if !dup {
-			out = append(out, c)
+		if !slices.Contains(b.refs[start:], c) {
+			b.refs = append(b.refs, c)
 		}
 	}
-	b.Items = append(b.Items, Item{Cost: cost, Counters: out})
+	end := len(b.refs)
+	b.Items = append(b.Items, Item{Cost: cost, Counters: b.refs[start:end:end]})
 }
 
 // Charges reports whether any item touches any counter; a window that
