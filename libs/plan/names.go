@@ -81,13 +81,13 @@ var transactionNamespace = [16]byte{0x6b, 0xa7, 0xb8, 0x14, 0x9d, 0xad, 0x11, 0x
 // id's bytes (hashed as a string, never parsed), the byte 0x1F and the
 // label's bytes; rendered lowercase 8-4-4-4-12.
 func DeriveTransactionID(parent, label string) string {
-	h := sha1.New()
-	h.Write(transactionNamespace[:])
-	h.Write([]byte(parent))
-	h.Write([]byte{0x1F})
-	h.Write([]byte(label))
-	var sum [sha1.Size]byte
-	u := h.Sum(sum[:0])[:16]
+	var stack [256]byte
+	buf := append(stack[:0], transactionNamespace[:]...)
+	buf = append(buf, parent...)
+	buf = append(buf, 0x1F)
+	buf = append(buf, label...)
+	sum := sha1.Sum(buf)
+	u := sum[:16]
 	u[6] = u[6]&0x0F | 0x50
 	u[8] = u[8]&0x3F | 0x80
 	var out [36]byte
