@@ -1,6 +1,10 @@
 package gateapi
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/queen-mq/gate/libs/store"
+)
 
 // Declared is the declare route's 200 answer (the fields the tools read).
 type Declared struct {
@@ -118,21 +122,10 @@ type ViewStage struct {
 	Counters Counters `json:"counters"`
 }
 
-// Counters are a stage's lifetime counters (§2.11 of the runtime spec).
+// Counters are a stage's lifetime counters (§2.11 of the runtime spec),
+// summed across relay replicas: the shape gate-relay publishes in kv.
 type Counters struct {
-	Popped       int64 `json:"popped"`
-	Admitted     int64 `json:"admitted"`
-	Deferred     int64 `json:"deferred"`
-	Parked       int64 `json:"parked"`
-	Released     int64 `json:"released"`
-	Forwarded    int64 `json:"forwarded"`
-	Commits      int64 `json:"commits"`
-	Duplicates   int64 `json:"duplicates"`
-	Foreign      int64 `json:"foreign"`
-	Deadlettered int64 `json:"deadlettered"`
-	Leaked       int64 `json:"leaked"`
-	Wedged       int64 `json:"wedged"`
-	CostAdmitted int64 `json:"costAdmitted"`
+	store.Counters
 }
 
 // Refusals is how many times the stage was refused: deferred (a prefix
