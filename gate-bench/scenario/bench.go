@@ -185,11 +185,21 @@ func oneNode(n map[string]any) map[string]any {
 }
 
 func (b *Bench) declare(ctx context.Context, graph string, doc map[string]any) (gateapi.Declared, error) {
+	return b.declareWatch(ctx, graph, doc, nil)
+}
+
+// declareWatch is declare that calls stored (when not nil) with gate-api's
+// answer as soon as the document is stored, before waiting for a relay to
+// run it, so a caller can start watching the graph's counters in time.
+func (b *Bench) declareWatch(ctx context.Context, graph string, doc map[string]any, stored func(gateapi.Declared)) (gateapi.Declared, error) {
 	c, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	d, err := b.api.Declare(c, b.cfg.App, graph, doc)
 	if err != nil {
 		return d, fmt.Errorf("declaring %s: %w", graph, err)
+	}
+	if stored != nil {
+		stored(d)
 	}
 	// gate-api answers 200 once the document is stored; pushes are refused
 	// (503) until a relay reports the graph running, so wait for that.

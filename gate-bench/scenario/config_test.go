@@ -55,16 +55,40 @@ func TestVerdictAndExactness(t *testing.T) {
 			t.Errorf("verdict(%v) = %q, want %q", tc.rate, got, tc.want)
 		}
 	}
-	if got := exactNote(2100, 2000, 2000); got != "yes (worst 2100)" {
-		t.Errorf("exactNote within a tenth = %q", got)
-	}
-	if got := exactNote(4000, 2100, 2000); got != "no (worst 4000 = 200% of the ceiling)" {
-		t.Errorf("exactNote doubled = %q", got)
-	}
 	if got := spanRate([]int64{1000, 1500, 2000}); got != 3 {
 		t.Errorf("spanRate = %v, want 3 items over 1 s", got)
 	}
 }
+
+func TestPeerVerdictsJudgeEachLimiterByItsOwnBound(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		ok     bool
+		note   string
+		wantOK bool
+		want   string
+	}{
+		{"continuous within its burst", first(continuousVerdict(2200, 2000)), second(continuousVerdict(2200, 2000)), true, "yes (worst 1 s 2200 ≤ 2200)"},
+		{"continuous doubled by two buckets", first(continuousVerdict(4000, 2000)), second(continuousVerdict(4000, 2000)), false, "no (worst 1 s 4000 = 200% of the ceiling)"},
+		{"fixed windows exact", first(fixedVerdict(2000, 2000, 6, 10000, 22000)), second(fixedVerdict(2000, 2000, 6, 10000, 22000)), true,
+			"yes (6 sub-windows, worst 2000 ≤ 2000; sliding 10 s 10000 ≤ 22000)"},
+		{"a sub-window over its share", first(fixedVerdict(2001, 2000, 6, 10000, 22000)), second(fixedVerdict(2001, 2000, 6, 10000, 22000)), false,
+			"no (worst sub-window 2001 of 2000, sliding 10 s 10000 of ≤ 22000)"},
+		{"sliding 10 s over the (N+1)/N bound", first(fixedVerdict(2000, 2000, 12, 22001, 22000)), second(fixedVerdict(2000, 2000, 12, 22001, 22000)), false,
+			"no (worst sub-window 2000 of 2000, sliding 10 s 22001 of ≤ 22000)"},
+		{"no counter read is not a pass", first(fixedVerdict(0, 2000, 0, 10000, 22000)), second(fixedVerdict(0, 2000, 0, 10000, 22000)), false,
+			"no (the kv counter was never read)"},
+	} {
+		if tc.ok != tc.wantOK || tc.note != tc.want {
+			t.Errorf("%s: (%v, %q), want (%v, %q)", tc.name, tc.ok, tc.note, tc.wantOK, tc.want)
+		}
+	}
+}
+
+func first(ok bool, _ string) bool { return ok }
+
+func second(_ bool, s string) string { return s }
 
 func TestFullClaimsRoundsUpToWholeClaimsPerPartition(t *testing.T) {
 	t.Parallel()
