@@ -14,6 +14,7 @@ import (
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/stack/gateapi"
+	"github.com/queen-mq/gate/libs/window"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -234,7 +235,7 @@ func (b *Bench) peers(ctx context.Context) ([]stats.Table, error) {
 	t.Note("worst sliding 1 s / 10 s: most commits inside any half-open [t, t+1 s) / [t, t+10 s) of the single-process run, against %d/s and %d per 10 s", r, 10*r)
 	t.Note("utilisation: items ÷ (whole 1 s windows spanned from the first commit to the last × %d), so a fixed-window limiter that fills each window in a burst is not credited with more than 100%%", r)
 	t.Note("exact across 2 processes — each limiter against its own declared bound, on the two-process run:")
-	t.Note("  Gate (%d per 10 s in ten 1 s sub-windows of %d, fixed windows: a kv TTL cannot be shorter than 1 s): the shared kv counter's peak in every sub-window ≤ %d, read every %v, AND worst sliding 10 s ≤ (N+1)/N × %d = %d", 10*r, r, r, counterPoll, 10*r, stats.SlidingBound(int64(10*r), 10))
+	t.Note("  Gate (%d per 10 s in ten 1 s sub-windows of %d, fixed windows: a kv TTL cannot be shorter than 1 s): the shared kv counter's peak in every sub-window ≤ %d, read every %v, AND worst sliding 10 s ≤ (N+1)/N × %d = %d", 10*r, r, r, counterPoll, 10*r, window.SlidingBound(int64(r), 10))
 	t.Note("  x/time/rate, GCRA (continuous limiters, burst 200): worst sliding 1 s ≤ 110%% of the ceiling (%d)", r+r/10)
 	t.Note("  a fixed-window sliding second may straddle two sub-windows, so Gate's 1 s column can exceed the ceiling by design (bounded by 2 × %d)", r)
 	t.Note("items/s when wide: Gate's figure comes from the overhead scenario (\"-\" when it did not run first); the others pace the same backlog with a limiter that never waits")
@@ -297,7 +298,7 @@ func (b *Bench) jobPeer(ctx context.Context, name, tag string, r, m, w int, one,
 	if err != nil {
 		return row, err
 	}
-	row.worst1, row.worst10 = stats.WorstSpan(res.Stamps, 1000), stats.WorstSpan(res.Stamps, 10_000)
+	row.worst1, row.worst10 = worstSpan(res.Stamps, 1000), worstSpan(res.Stamps, 10_000)
 	row.util = stats.Utilisation(res.Stamps, int64(r), 1000)
 	if res, err = run("wide", m, wide()); err != nil {
 		return row, err
@@ -306,7 +307,7 @@ func (b *Bench) jobPeer(ctx context.Context, name, tag string, r, m, w int, one,
 	if res, err = run("two", m, two(), two()); err != nil {
 		return row, err
 	}
-	row.twoOK, row.twoNote = continuousVerdict(stats.WorstSpan(res.Stamps, 1000), r)
+	row.twoOK, row.twoNote = continuousVerdict(worstSpan(res.Stamps, 1000), r)
 	return row, nil
 }
 
@@ -445,7 +446,7 @@ func (b *Bench) gatePeer(ctx context.Context, r, m int) (peerRow, error) {
 	if err != nil {
 		return row, err
 	}
-	row.worst1, row.worst10 = stats.WorstSpan(g.ats, 1000), stats.WorstSpan(g.ats, 10_000)
+	row.worst1, row.worst10 = worstSpan(g.ats, 1000), worstSpan(g.ats, 10_000)
 	row.util = stats.Utilisation(g.ats, int64(r), 1000)
 	if b.st == nil {
 		row.twoNote = "not measured (needs --embedded to start a second relay; gate-e2e replicas checks it)"
@@ -469,8 +470,8 @@ func (b *Bench) gatePeer(ctx context.Context, r, m int) (peerRow, error) {
 		perSub = int64(r)
 	}
 	row.twoOK, row.twoNote = fixedVerdict(stats.WorstPeak(g.windows), perSub, len(g.windows),
-		int64(stats.WorstSpan(g.ats, 10_000)), stats.SlidingBound(int64(10*r), 10))
-	row.twoNote += fmt.Sprintf(" [sliding 1 s %d]", stats.WorstSpan(g.ats, 1000))
+		int64(worstSpan(g.ats, 10_000)), window.SlidingBound(int64(r), 10))
+	row.twoNote += fmt.Sprintf(" [sliding 1 s %d]", worstSpan(g.ats, 1000))
 	if g.readErr > 0 {
 		row.twoNote += fmt.Sprintf(" [%d counter reads failed]", g.readErr)
 	}
@@ -484,4 +485,10 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// worstSpan is the most commits inside one half-open [t, t+spanMs).
+func worstSpan(stamps []int64, spanMs int64) int {
+	n, _ := window.WorstSpan(stamps, spanMs)
+	return n
 }

@@ -76,21 +76,3 @@ func (r *Recorder) Take() ([]time.Duration, map[int]int, int) {
 	}
 	return s, st, e
 }
-
-// WorstSpan is the largest number of events (epoch ms, any order) inside
-// one half-open interval [t, t+spanMs).
-func WorstSpan(stamps []int64, spanMs int64) int {
-	if len(stamps) == 0 || spanMs <= 0 {
-		return 0
-	}
-	s := slices.Clone(stamps)
-	slices.Sort(s)
-	best, j := 0, 0
-	for i := range s {
-		for s[i]-s[j] >= spanMs {
-			j++
-		}
-		best = max(best, i-j+1)
-	}
-	return best
-}

@@ -57,23 +57,6 @@ func TestSummarizeSortsAndAverages(t *testing.T) {
 	}
 }
 
-func TestWorstSpanCountsTheBusiestSecond(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		stamps []int64
-		want   int
-	}{
-		{nil, 0},
-		{[]int64{0, 999, 1000}, 2},
-		{[]int64{5000, 0, 100, 200, 1100}, 3},
-		{[]int64{0, 0, 0, 2000}, 3},
-	} {
-		if got := WorstSpan(tc.stamps, 1000); got != tc.want {
-			t.Errorf("WorstSpan(%v) = %d, want %d", tc.stamps, got, tc.want)
-		}
-	}
-}
-
 func TestClosedLoopCountsOnlyAfterTheWarmUp(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int64

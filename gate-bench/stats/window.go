@@ -58,14 +58,6 @@ func WorstPeak(windows []SubWindow) int64 {
 	return p
 }
 
-// SlidingBound is the most n fixed sub-windows of ceiling/n each can admit
-// inside one sliding window as long as the whole: the window can straddle
-// n+1 sub-windows, so the bound is ceiling × (n+1)/n. n < 1 counts as 1.
-func SlidingBound(ceiling int64, n int) int64 {
-	n = max(n, 1)
-	return ceiling * int64(n+1) / int64(n)
-}
-
 // WindowsSpanned is how many whole windows of windowMs the stamps span,
 // counted from the first stamp: (last − first) / windowMs + 1. It is 0 for
 // no stamps or windowMs ≤ 0.

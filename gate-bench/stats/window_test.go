@@ -49,28 +49,6 @@ func TestWorstPeakIsTheFullestWindow(t *testing.T) {
 	}
 }
 
-func TestSlidingBoundAllowsOneExtraSubWindow(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name    string
-		ceiling int64
-		n       int
-		want    int64
-	}{
-		{"ten sub-windows", 20000, 10, 22000},
-		{"one window doubles", 2000, 1, 4000},
-		{"zero counts as one", 2000, 0, 4000},
-		{"four sub-windows", 1000, 4, 1250},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			if got := SlidingBound(tc.ceiling, tc.n); got != tc.want {
-				t.Fatalf("SlidingBound(%d, %d) = %d, want %d", tc.ceiling, tc.n, got, tc.want)
-			}
-		})
-	}
-}
-
 func TestUtilisationCountsWholeWindows(t *testing.T) {
 	t.Parallel()
 	burst := func(n int, at ...int64) []int64 { // n stamps at each instant

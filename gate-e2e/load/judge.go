@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/queen-mq/gate/gate-e2e/window"
+	"github.com/queen-mq/gate/libs/window"
 )
 
 // Item is one item seen on the egress.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/queen-mq/gate/gate-e2e/window"
+	"github.com/queen-mq/gate/libs/window"
 )
 
 var params = Params{Rate: 50, WindowS: 10, Count: 500, CountSub: 50, TTLMs: 1000, FastCeiling: 50, BulkCeiling: 25}

@@ -14,10 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/queen-mq/gate/gate-e2e/window"
+	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/stack"
 	"github.com/queen-mq/gate/libs/stack/gateapi"
+	"github.com/queen-mq/gate/libs/window"
 )
 
 // ErrSetup wraps failures before judging could start (no stack, declare
@@ -130,7 +131,8 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	count := int64(cfg.Rate * cfg.WindowS)
 	countSub := b.CountSub
 	if countSub == 0 {
-		countSub = window.CountSub(count, int64(cfg.WindowS))
+		n := uint32(cfg.WindowS)
+		countSub = plan.Subdivide(count, int64(cfg.WindowS)*1000, &n).CountSub
 	}
 	ttl := b.WindowSubSeconds
 	if ttl == 0 {
@@ -228,7 +230,7 @@ func ceilingOf(b gateapi.Budget, path string, countSub int64, share float64) int
 	if c, ok := b.Ceilings[path]; ok {
 		return c
 	}
-	return window.ShareCeiling(countSub, share)
+	return plan.Ceiling(countSub, share)
 }
 
 // waitRunning polls the view until the graph runs with its ip stages.

@@ -82,30 +82,9 @@ func WorstSpan(stamps []int64, spanMs int64) (count int, startMs int64) {
 // of them, each admitting countSub, so the bound is countSub × (N+1) —
 // (N+1)/N of the declared count when countSub × N = count (110% for ten
 // sub-windows).
+// subWindows < 1 counts as one window.
 func SlidingBound(countSub, subWindows int64) int64 {
-	return countSub * (subWindows + 1)
-}
-
-// CountSub is the per-sub-window count of a budget: max(1, floor(count/N)).
-func CountSub(count, subWindows int64) int64 {
-	if subWindows < 1 {
-		subWindows = 1
-	}
-	c := count / subWindows
-	if c < 1 {
-		c = 1
-	}
-	return c
-}
-
-// ShareCeiling is a path's ceiling on a counter: round(countSub × share),
-// half away from zero, floored at 0.
-func ShareCeiling(countSub int64, share float64) int64 {
-	v := math.Round(float64(countSub) * share)
-	if v < 0 {
-		return 0
-	}
-	return int64(v)
+	return countSub * (max(subWindows, 1) + 1)
 }
 
 // Buckets counts stamps per fixed bucket of widthMs starting at originMs:

@@ -1,6 +1,10 @@
 package window
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/queen-mq/gate/libs/plan"
+)
 
 func TestPercentileIsNearestRank(t *testing.T) {
 	t.Parallel()
@@ -89,6 +93,9 @@ func TestWorstSpanCountsAHalfOpenInterval(t *testing.T) {
 		// when the eleventh opened less than 10 s after the first.
 		{"eleven windows within ten seconds", bursts(11, 999, 50), 10_000, 550, 0},
 		{"eleven windows over ten seconds", bursts(11, 1000, 50), 10_000, 500, 0},
+		{"a second's end is excluded", []int64{0, 999, 1000}, 1000, 2, 0},
+		{"unsorted, busiest second later", []int64{5000, 0, 100, 200, 1100}, 1000, 3, 0},
+		{"repeated stamps count each", []int64{0, 0, 0, 2000}, 1000, 3, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -120,28 +127,13 @@ func TestSlidingBoundIsNPlusOneSubWindows(t *testing.T) {
 		{2000, 1, 4000}, // one window: a sliding observer can see two
 		{100, 4, 125},
 		{7, 10, 11}, // count_sub floors at 1
+		{20000, 10, 22000},
+		{1000, 4, 1250},
+		{2000, 0, 4000}, // zero sub-windows count as one
 	} {
-		if got := SlidingBound(CountSub(tc.count, tc.n), tc.n); got != tc.want {
+		countSub := plan.Subdivide(tc.count, 1000*max(tc.n, 1), ptr(uint32(tc.n))).CountSub
+		if got := SlidingBound(countSub, tc.n); got != tc.want {
 			t.Errorf("SlidingBound(count %d, N %d) = %d, want %d", tc.count, tc.n, got, tc.want)
-		}
-	}
-}
-
-func TestShareCeilingRoundsHalfAwayFromZero(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		countSub int64
-		share    float64
-		want     int64
-	}{
-		{50, 1.0, 50},
-		{50, 0.5, 25},
-		{150, 0.75, 113},
-		{1, 0.5, 1},
-		{1, 0.4, 0},
-	} {
-		if got := ShareCeiling(tc.countSub, tc.share); got != tc.want {
-			t.Errorf("ShareCeiling(%d, %v) = %d, want %d", tc.countSub, tc.share, got, tc.want)
 		}
 	}
 }
@@ -156,3 +148,5 @@ func TestBucketsIgnoreStampsOutsideTheSpan(t *testing.T) {
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -1,6 +1,0 @@
-// Package window is the arithmetic gate-e2e judges a run with: percentiles
-// of per-second samples, the worst sliding window over samples or over
-// commit timestamps, the (N+1)/N bound fixed sub-windows allow, and the
-// per-sub-window accounting that matches items forwarded in a kv window to
-// that window's final counter value.
-package window
