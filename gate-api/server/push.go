@@ -113,7 +113,13 @@ func (s *Server) push(q *req) *apiError {
 		}
 	}
 	if partition == "" && node.IngressOwnedByGate && node.IngressPartitions > 1 {
-		partition = "p" + strconv.FormatUint((s.rr.Add(1)-1)%uint64(node.IngressPartitions), 10)
+		if txn != "" {
+			// A retry of one txn must meet the broker's dedup, which is
+			// per partition: the txn picks the partition.
+			partition = plan.TxnPartition(txn, node.IngressPartitions)
+		} else {
+			partition = plan.RoundRobinPartition((s.rr.Add(1) - 1) % uint64(node.IngressPartitions))
+		}
 	}
 	res, err := s.client.Push(q.r.Context(), []queen.PushItem{{Queue: node.IngressQueue, Partition: partition, Payload: data, TransactionID: txn}})
 	if err != nil {

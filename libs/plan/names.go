@@ -102,3 +102,25 @@ func DeriveTransactionID(parent, label string) string {
 	hex.Encode(out[24:36], u[10:16])
 	return string(out[:])
 }
+
+// TxnPartition is the partition of a Gate-owned ingress queue of width n
+// that an item pushed with transaction id txn and no partition lands on:
+// "p0".."p{n-1}", the same for every push of one txn, so a retried push
+// meets the broker's per-partition dedup. It is "" when n < 2 (one
+// partition: the broker's default).
+func TxnPartition(txn string, n uint32) string {
+	if n < 2 || txn == "" {
+		return ""
+	}
+	// FNV-1a, 64 bit: stable across processes and releases.
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(txn); i++ {
+		h ^= uint64(txn[i])
+		h *= 1099511628211
+	}
+	return RoundRobinPartition(h % uint64(n))
+}
+
+// RoundRobinPartition is the name of partition i of a Gate-owned ingress
+// queue.
+func RoundRobinPartition(i uint64) string { return "p" + strconv.FormatUint(i, 10) }
