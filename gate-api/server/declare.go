@@ -108,10 +108,7 @@ func (s *Server) declareOne(ctx context.Context, app, name string, body []byte, 
 		}
 		doc.Watch.StartedAt = &at
 	}
-	serving := fmt.Sprintf("nothing was stored, so no relay serves '%s/%s' until a declare succeeds", app, name)
-	if old != nil && old.doc != nil {
-		serving = fmt.Sprintf("still serving version %d (the stored document is unchanged)", old.doc.Version)
-	}
+	serving := servingNote(app, name, old, lerr)
 	if err := s.provision(ctx, res.Plan); err != nil {
 		return nil, outcomeProvisioning, fail(http.StatusBadGateway, "provisioning failed: %v; %s", err, serving)
 	}
@@ -125,6 +122,20 @@ func (s *Server) declareOne(ctx context.Context, app, name string, body []byte, 
 	s.cat.put(&entry{app: app, graph: name, body: stamped, doc: doc, plan: res.Plan})
 	s.log.Info("declared", "application", app, "graph", name, "version", doc.Version, "v1", res.V1, "warnings", len(res.Findings.Warnings()))
 	return res.Response(), outcomeOK, nil
+}
+
+// servingNote says what still serves '%s/%s' after this declare failed to
+// store: the previous version when the store listing showed one, nothing
+// when it showed none, and — when the listing itself failed (readErr) —
+// that the previous version, if any, may still serve.
+func servingNote(app, name string, old *entry, readErr error) string {
+	switch {
+	case old != nil && old.doc != nil:
+		return fmt.Sprintf("still serving version %d (the stored document is unchanged)", old.doc.Version)
+	case readErr != nil:
+		return fmt.Sprintf("the stored documents could not be read before this declare (%v), so whether a previous version of '%s/%s' is stored is unknown: if one is, it is unchanged and may still serve", readErr, app, name)
+	}
+	return fmt.Sprintf("nothing was stored, so no relay serves '%s/%s' until a declare succeeds", app, name)
 }
 
 // refusal renders a refused declaration: every problem "[rule] detail"

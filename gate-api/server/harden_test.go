@@ -1,6 +1,9 @@
 package server
 
 import (
+	"strings"
+
+	"github.com/queen-mq/gate/libs/miniqueen"
 	"net/http"
 	"testing"
 )
@@ -32,5 +35,37 @@ func TestPushTxnWithoutPartitionIsStoredOnce(t *testing.T) {
 	}
 	if n := len(h.mini.Partitions(h.ingress("shop", "entry"))); n < 2 {
 		t.Fatalf("16 distinct txns landed on %d partition(s)", n)
+	}
+}
+
+// A declare that fails after the read of the stored documents failed must
+// not claim nothing serves: the previous version is stored and may run.
+func TestDeclareFailureAfterUnreadableStoreSaysThePreviousVersionMayServe(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.expect(h.do(http.MethodPut, h.graphURL("shop"), h.shop()), http.StatusOK)
+	h.broker.RequireMini(t, "failing the kv route").SetError(miniqueen.RouteKV, http.StatusServiceUnavailable)
+	doc := h.shop()
+	doc["version"] = 2
+	r := h.expect(h.do(http.MethodPut, h.graphURL("shop"), doc), http.StatusBadGateway)
+	msg := h.errorBody(r)
+	if strings.Contains(msg, "nothing was stored") || !strings.Contains(msg, "may still serve") || !strings.Contains(msg, "could not be read") {
+		t.Fatalf("the 502 after an unreadable store must say the previous version may still serve: %s", msg)
+	}
+	h.mini.ClearError(miniqueen.RouteKV)
+	got := h.expect(h.do(http.MethodGet, h.graphURL("shop"), nil), http.StatusOK)
+	if v := got.num("version"); v != 1 {
+		t.Fatalf("stored version %v after the failed declare, want 1 (unchanged)", v)
+	}
+}
+
+// A v1 body as users send it names nothing: the route names it.
+func TestV1DocumentWithoutNameTakesTheRoutesName(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	body := `{"version":1,"budgets":[{"id":"g","cap":5,"periodSeconds":1,"alignment":"rolling","confidence":"assumed"}],"cost":{"field":"units"}}`
+	r := h.expect(h.do(http.MethodPut, "/v1/apps/"+h.app+"/targets/mail", body), http.StatusOK)
+	if r.str("graph") != "mail" || !h.stored(h.app, "mail") {
+		t.Fatalf("v1 target without name: %.400s", r.raw)
 	}
 }
