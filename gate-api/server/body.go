@@ -76,8 +76,10 @@ func syntaxProblem(b []byte) string {
 	return "unknown problem"
 }
 
-// decodeStrict decodes a JSON object into dst, refusing unknown fields and
-// values of the wrong type with a 422 that names the field. what names the
+// decodeStrict decodes a JSON object into dst, refusing unknown fields
+// (case-sensitively), keys given twice, invalid UTF-8 and values of the
+// wrong type with a 422 that names the field: every body a handler decodes
+// (push, re-enter, backoff) is read as strictly as a declared document. what names the
 // body in messages ("the push body").
 func decodeStrict(b []byte, dst any, what string) *apiError {
 	if t := firstByte(b); t != '{' {
@@ -85,6 +87,9 @@ func decodeStrict(b []byte, dst any, what string) *apiError {
 			return fail(http.StatusBadRequest, "the body is not valid JSON (%s): send one JSON value", syntaxProblem(b))
 		}
 		return fail(http.StatusUnprocessableEntity, "%s must be a JSON object, not %s", what, kindOf(t))
+	}
+	if bad := strictScan(b, jsonFields(dst), what); bad != nil {
+		return bad
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

@@ -69,3 +69,50 @@ func TestV1DocumentWithoutNameTakesTheRoutesName(t *testing.T) {
 		t.Fatalf("v1 target without name: %.400s", r.raw)
 	}
 }
+
+// One application cannot name another application's queues silently: a
+// Gate-owned queue of another graph is refused by rule, and a queue another
+// graph uses is named in a warning — egress-owner included, which gate-api
+// must feed with the other stored graphs.
+func TestCrossApplicationQueuesAreRefusedOrWarnedByRule(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.expect(h.do(http.MethodPut, h.graphURL("shop"), h.shop()), http.StatusOK)
+	other := "/v1/apps/" + h.app + "x/graphs/"
+	entry := func(d map[string]any) map[string]any { return d["nodes"].(map[string]any)["limit"].(map[string]any) }
+	warned := func(a answer, rule string) bool {
+		ws, _ := a.body["warnings"].([]any)
+		for _, w := range ws {
+			if s, _ := w.(string); strings.HasPrefix(s, "["+rule+"] ") {
+				return true
+			}
+		}
+		return false
+	}
+
+	// Consuming shop's Gate-owned ingress: refused by name.
+	d := h.target("thief", 10)
+	entry(d)["ingress"] = map[string]any{"queue": h.ingress("shop", "entry")}
+	r := h.expect(h.do(http.MethodPut, other+"thief", d), http.StatusUnprocessableEntity)
+	if r.str("rule") != "gate-queue" {
+		t.Fatalf("ingress on another application's Gate-owned queue: rule %q, want gate-queue: %s", r.str("rule"), r.raw)
+	}
+	// Pushing into shop's Gate-owned ingress, past its budgets: refused.
+	d = h.target("pusher", 10)
+	entry(d)["egress"] = h.ingress("shop", "entry")
+	if r := h.expect(h.do(http.MethodPut, other+"pusher", d), http.StatusUnprocessableEntity); r.str("rule") != "gate-queue" {
+		t.Fatalf("egress onto another application's Gate-owned queue: %s", r.raw)
+	}
+	// Sharing shop's egress: accepted with egress-owner.
+	d = h.target("twin", 10)
+	entry(d)["egress"] = h.app + ".shop.out"
+	if r := h.expect(h.do(http.MethodPut, other+"twin", d), http.StatusOK); !warned(r, "egress-owner") {
+		t.Fatalf("two graphs sharing an egress: no egress-owner warning: %s", r.raw)
+	}
+	// Consuming shop's egress: accepted with queue-cross-graph.
+	d = h.target("copier", 10)
+	entry(d)["ingress"] = map[string]any{"queue": h.app + ".shop.out"}
+	if r := h.expect(h.do(http.MethodPut, other+"copier", d), http.StatusOK); !warned(r, "queue-cross-graph") {
+		t.Fatalf("an ingress on another graph's egress: no queue-cross-graph warning: %s", r.raw)
+	}
+}

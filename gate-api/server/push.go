@@ -19,6 +19,9 @@ import (
 const (
 	maxPartition = 256
 	maxTxn       = 256
+	// maxOp bounds the op a push writes to payload.op; whenOp globs match
+	// it, so it stays a short printable name.
+	maxOp = 256
 )
 
 // pushBody is the push front door's body; every field is optional.
@@ -84,6 +87,9 @@ func (s *Server) push(q *req) *apiError {
 	op := ""
 	if b.Op != nil {
 		op = *b.Op
+		if bad := checkText("op", op, maxOp); bad != nil {
+			return bad
+		}
 	}
 	var legacyCost int64
 	if b.Cost != nil {

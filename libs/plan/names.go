@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"strconv"
+	"strings"
 )
 
 // DefaultKVNamespace is GATE_KV_NAMESPACE's default: where counters,
@@ -24,6 +25,29 @@ func IngressQueue(app, graph, node string) string {
 // InteriorQueue is the queue upstream hops push into for a node.
 func InteriorQueue(app, graph, node string) string {
 	return "gate." + app + "." + graph + "." + node + ".in"
+}
+
+// GateOwnedQueue parses q as a Gate-owned ingress or interior queue name,
+// gate.{app}.{graph}.{node}.ingress or gate.{app}.{graph}.{node}.in, and
+// returns its parts with kind "ingress" or "interior".
+func GateOwnedQueue(q string) (app, graph, node, kind string, ok bool) {
+	rest, found := strings.CutPrefix(q, "gate.")
+	if !found {
+		return "", "", "", "", false
+	}
+	parts := strings.Split(rest, ".")
+	if len(parts) != 4 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return "", "", "", "", false
+	}
+	switch parts[3] {
+	case "ingress":
+		kind = "ingress"
+	case "in":
+		kind = "interior"
+	default:
+		return "", "", "", "", false
+	}
+	return parts[0], parts[1], parts[2], kind, true
 }
 
 // Group is the consumer group of the stage of path at node.
