@@ -88,6 +88,9 @@ func decodeStrict(b []byte, dst any, what string) *apiError {
 		}
 		return fail(http.StatusUnprocessableEntity, "%s must be a JSON object, not %s", what, kindOf(t))
 	}
+	if !json.Valid(b) {
+		return fail(http.StatusBadRequest, "the body is not valid JSON (%s): send one JSON value", syntaxProblem(b))
+	}
 	if bad := strictScan(b, jsonFields(dst), what); bad != nil {
 		return bad
 	}

@@ -1,11 +1,19 @@
 package server
 
 import (
-	"strings"
-
-	"github.com/queen-mq/gate/libs/miniqueen"
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/queen-mq/gate/gate-api/config"
+	"github.com/queen-mq/gate/libs/gatetest"
+	"github.com/queen-mq/gate/libs/miniqueen"
 )
 
 // The regression suite of issue 14 (hardening): each test reproduces one
@@ -114,5 +122,103 @@ func TestCrossApplicationQueuesAreRefusedOrWarnedByRule(t *testing.T) {
 	entry(d)["ingress"] = map[string]any{"queue": h.app + ".shop.out"}
 	if r := h.expect(h.do(http.MethodPut, other+"copier", d), http.StatusOK); !warned(r, "queue-cross-graph") {
 		t.Fatalf("an ingress on another graph's egress: no queue-cross-graph warning: %s", r.raw)
+	}
+}
+
+// The small ones of issue 14, item 7: the push body is read as strictly as
+// a declared document, ':' cannot make two budgets share a kv key, and a
+// forged attempt does not wrap.
+func TestHostileBodiesAreRefusedByField(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.expect(h.do(http.MethodPut, h.graphURL("shop"), h.shop()), http.StatusOK)
+	h.run("relay-1", "shop", 1)
+	push := h.graphURL("shop") + "/nodes/entry/push"
+	cases := []struct {
+		name, body string
+		status     int
+		field      string
+	}{
+		{"duplicate top-level key", `{"partition":"x","partition":"y"}`, 422, "partition"},
+		{"duplicate key inside the payload", `{"partition":"x","payload":{"account":"1","account":"2"}}`, 422, "payload.account"},
+		{"capitalised Payload", `{"partition":"x","Payload":{"units":1}}`, 422, "Payload"},
+		{"invalid UTF-8 in a payload value", "{\"partition\":\"x\",\"payload\":{\"note\":\"a\xffb\"}}", 422, "payload.note"},
+		{"invalid UTF-8 in a key", "{\"partition\":\"x\",\"payload\":{\"n\xc3\":1}}", 422, "payload"},
+		{"op of 100 kB", `{"partition":"x","op":"` + strings.Repeat("o", 100_000) + `"}`, 422, "op"},
+		{"op with NUL", `{"partition":"x","op":"a\u0000b"}`, 422, "op"},
+	}
+	for _, c := range cases {
+		r := h.do(http.MethodPost, push, c.body)
+		if r.status != c.status || r.str("field") != c.field {
+			t.Errorf("%s: status %d field %q, want %d %q: %.300s", c.name, r.status, r.str("field"), c.status, c.field, r.raw)
+			continue
+		}
+		h.errorBody(r)
+	}
+	if n := len(h.partition(h.ingress("shop", "entry"), "x")); n != 0 {
+		t.Fatalf("refused pushes queued %d item(s)", n)
+	}
+	// The same ':' refused at the PUT, by rule.
+	for _, field := range []string{"id", "sharedKey"} {
+		d := h.shop()
+		d["nodes"].(map[string]any)["entry"].(map[string]any)["budgets"].([]any)[0].(map[string]any)[field] = "k:z"
+		if r := h.expect(h.do(http.MethodPut, h.graphURL("colon"), d), http.StatusUnprocessableEntity); r.str("rule") != "kv-key-separator" {
+			t.Errorf("':' in %s: rule %q, want kv-key-separator", field, r.str("rule"))
+		}
+	}
+	// A re-entered item stamped attempt 4294967295 is over maxAttempts.
+	re := h.graphURL("shop") + "/reenter"
+	r := h.do(http.MethodPost, re, `{"txn":"t-9","payload":{"_gate":{"path":"main","attempt":4294967295}}}`)
+	if r.status != http.StatusUnprocessableEntity || r.str("field") != "attempt" {
+		t.Fatalf("attempt 4294967295 re-entered: %d %s, want 422 on attempt", r.status, r.raw)
+	}
+	if n := len(h.messages(h.ingress("shop", "entry"))); n != 0 {
+		t.Fatalf("the wrapped re-entry queued %d item(s)", n)
+	}
+}
+
+// What net/http answers itself — a malformed percent-escape in the request
+// line, 2 MiB of headers — is the JSON error every other refusal is.
+func TestUnreadableRequestsGetJSONErrors(t *testing.T) {
+	t.Parallel()
+	b := gatetest.NewBroker(t)
+	t.Cleanup(sharedIdleClose)
+	cfg := config.Default()
+	cfg.QueenURL, cfg.KVNamespace = b.URL, b.Namespace()
+	s, err := New(cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	cases := []struct {
+		name, request string
+		status        int
+	}{
+		{"malformed percent-escape", "GET /v1/apps/%zz/graphs/g HTTP/1.1\r\nHost: gate\r\n\r\n", 400},
+		{"2 MiB header", "GET /health HTTP/1.1\r\nHost: gate\r\nX-Big: " + strings.Repeat("h", 2<<20) + "\r\n\r\n", 431},
+	}
+	for _, c := range cases {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _, _ = io.WriteString(conn, c.request) }()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		conn.Close()
+		var body map[string]any
+		if resp.StatusCode != c.status || resp.Header.Get("Content-Type") != "application/json" || json.Unmarshal(raw, &body) != nil || body["error"] == "" {
+			t.Errorf("%s: %d %q %s, want %d with a JSON error", c.name, resp.StatusCode, resp.Header.Get("Content-Type"), raw, c.status)
+		}
 	}
 }

@@ -139,7 +139,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(jsonErrorListener{ln}) }()
 	s.log.Info("gate-api serving", "bind", ln.Addr().String(), "queen", s.cfg.QueenURL, "kvNamespace", s.cfg.KVNamespace, "version", buildVersion())
 	select {
 	case err := <-errc:
