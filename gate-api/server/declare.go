@@ -44,7 +44,7 @@ func (s *Server) putGraph(q *req, target bool) *apiError {
 	if bad != nil {
 		return bad
 	}
-	running, notes := s.awaitRunning(q.r.Context(), app, map[string]uint32{name: resp.Version})
+	running, notes := s.awaitRunning(q.outer, app, map[string]uint32{name: resp.Version})
 	if !running[name] {
 		s.log.Info("declared, but no relay runs it yet", "application", app, "graph", name, "version", resp.Version, "note", notes[name])
 	}
@@ -326,7 +326,7 @@ func (s *Server) syncTargets(q *req) *apiError {
 	unlock()
 	// One wait for every applied document, after the reaping and without
 	// the lock: the sync answers once all run or GATE_DECLARE_WAIT_MS passed.
-	running, notes := s.awaitRunning(ctx, app, versions)
+	running, notes := s.awaitRunning(q.outer, app, versions)
 	out := map[string]any{
 		"ok": len(refusedList) == 0, "application": app,
 		"applied": applied, "removed": removed, "refused": refusedList,

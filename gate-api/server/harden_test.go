@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/queen-mq/gate/gate-api/config"
 	"github.com/queen-mq/gate/libs/gatetest"
@@ -220,5 +221,56 @@ func TestUnreadableRequestsGetJSONErrors(t *testing.T) {
 		if resp.StatusCode != c.status || resp.Header.Get("Content-Type") != "application/json" || json.Unmarshal(raw, &body) != nil || body["error"] == "" {
 			t.Errorf("%s: %d %q %s, want %d with a JSON error", c.name, resp.StatusCode, resp.Header.Get("Content-Type"), raw, c.status)
 		}
+	}
+}
+
+// A hung broker is answered, not waited on: with every broker route held,
+// push, PUT, view, ETA and backoff each get an answer — a 503/504 naming
+// the broker — once GATE_BROKER_TIMEOUT_MS passes, not when the broker
+// comes back. (How fast is measured by BenchmarkHungBrokerAnswer, not
+// asserted here.)
+func TestHungBrokerIsAnsweredNamingIt(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *config.Config) { c.BrokerTimeout = 300 * time.Millisecond })
+	mini := h.broker.RequireMini(t, "hanging broker routes")
+	h.expect(h.do(http.MethodPut, h.graphURL("shop"), h.shop()), http.StatusOK)
+	h.run("relay-1", "shop", 1)
+	routes := []string{miniqueen.RoutePush, miniqueen.RouteKV, miniqueen.RouteQueues, miniqueen.RouteDepth, miniqueen.RouteConfigure, miniqueen.RouteTransaction, miniqueen.RouteHealth, miniqueen.RouteConsumerGroups}
+	for _, r := range routes {
+		mini.SetHang(r)
+	}
+	t.Cleanup(func() {
+		for _, r := range routes {
+			mini.ClearHang(r)
+		}
+	})
+	doc := h.shop()
+	doc["version"] = 2
+	calls := []struct {
+		name, method, path string
+		body               any
+		cached             bool // may be answered from gate-api's cache
+	}{
+		{"push", http.MethodPost, h.graphURL("shop") + "/nodes/entry/push", map[string]any{"partition": "a"}, false},
+		{"PUT", http.MethodPut, h.graphURL("shop"), doc, false},
+		{"view", http.MethodGet, h.graphURL("shop"), nil, true},
+		{"ETA", http.MethodGet, h.graphURL("shop") + "/nodes/entry/eta", nil, false},
+		{"backoff", http.MethodPost, h.graphURL("shop") + "/nodes/entry/backoff", map[string]any{"retryAfterSeconds": 5}, false},
+	}
+	for _, c := range calls {
+		r := h.do(c.method, c.path, c.body)
+		if c.cached && r.status == http.StatusOK {
+			continue
+		}
+		if r.status != http.StatusGatewayTimeout && r.status != http.StatusServiceUnavailable {
+			t.Errorf("%s with the broker hung: %d %.300s, want 503/504 naming the broker", c.name, r.status, r.raw)
+			continue
+		}
+		if msg := h.errorBody(r); !strings.Contains(msg, "broker") {
+			t.Errorf("%s: the answer does not name the broker: %s", c.name, msg)
+		}
+	}
+	if n := len(h.partition(h.ingress("shop", "entry"), "a")); n > 1 {
+		t.Fatalf("%d items queued by one push", n)
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"runtime/debug"
@@ -20,6 +21,9 @@ type req struct {
 	// limit is the route's body limit in bytes.
 	limit int64
 	vars  map[string]string
+	// outer is the request's context without the broker deadline wrap
+	// puts on r (a PUT's wait for a relay is not broker work).
+	outer context.Context
 }
 
 // handler answers a request: it writes a success itself and returns nil,
@@ -86,7 +90,16 @@ func (s *Server) routes() http.Handler {
 func (s *Server) wrap(name string, flat bool, limit int64, h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		q := &req{w: sw, r: r, flat: flat, limit: limit}
+		outer := r.Context()
+		if d := s.cfg.BrokerTimeout; d > 0 {
+			// The broker work of one request shares one deadline, so a
+			// hung broker is answered within it however many calls the
+			// route makes.
+			ctx, cancel := context.WithTimeout(outer, d)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		q := &req{w: sw, r: r, flat: flat, limit: limit, outer: outer}
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -101,6 +114,9 @@ func (s *Server) wrap(name string, flat bool, limit int64, h handler) http.Handl
 		if e == nil {
 			e = h(q)
 		}
+		if e != nil && e.status >= 500 && r.Context().Err() == context.DeadlineExceeded && outer.Err() == nil {
+			e = s.brokerTimeout(e)
+		}
 		if e != nil {
 			writeError(sw, e)
 		}
@@ -113,6 +129,21 @@ func (s *Server) wrap(name string, flat bool, limit int64, h handler) http.Handl
 			s.log.Warn("request failed", "route", name, "method", r.Method, "path", r.URL.EscapedPath(), "status", sw.status, "error", msg)
 		}
 	})
+}
+
+// brokerTimeout is the answer to a request whose broker work outlived
+// GATE_BROKER_TIMEOUT_MS: 504 naming the broker, the deadline and what the
+// handler knew (its own refusal text), with Retry-After.
+func (s *Server) brokerTimeout(e *apiError) *apiError {
+	msg, _ := e.body["error"].(string)
+	out := fail(http.StatusGatewayTimeout, "the broker (QUEEN_URL %s) did not answer within GATE_BROKER_TIMEOUT_MS (%d ms): %s", s.cfg.QueenURL, s.cfg.BrokerTimeout.Milliseconds(), msg).
+		with("broker", s.cfg.QueenURL).with("timeoutMs", s.cfg.BrokerTimeout.Milliseconds()).retryAfter(1)
+	for k, v := range e.body {
+		if _, set := out.body[k]; !set {
+			out.body[k] = v
+		}
+	}
+	return out
 }
 
 // decodeVars percent-decodes the route variables (routing happens on the

@@ -72,7 +72,11 @@ func New(cfg config.Config, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	c, err := queen.New(cfg.QueenURL)
+	var opts []queen.Option
+	if cfg.BrokerTimeout > 0 {
+		opts = append(opts, queen.WithCallTimeout(cfg.BrokerTimeout))
+	}
+	c, err := queen.New(cfg.QueenURL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("QUEEN_URL: %w", err)
 	}
