@@ -274,3 +274,24 @@ func TestHungBrokerIsAnsweredNamingIt(t *testing.T) {
 		t.Fatalf("%d items queued by one push", n)
 	}
 }
+
+// A scope value that would make its counter key longer than the broker
+// takes is refused at the door (the item would otherwise wedge its
+// partition), naming the field and the room left; one that fits is not.
+func TestLongScopeValueIsRefusedAtTheDoor(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.expect(h.do(http.MethodPut, h.graphURL("shop"), h.shop()), http.StatusOK)
+	h.run("relay-1", "shop", 1)
+	push := h.graphURL("shop") + "/nodes/entry/push"
+	key := "b:" + h.app + ":shop:entry:per-acct"
+	room := 512 - len(key) - 1
+	r := h.expect(h.do(http.MethodPost, push, map[string]any{"partition": "long", "op": "charge.card", "payload": map[string]any{"account": strings.Repeat("a", room+1)}}), http.StatusUnprocessableEntity)
+	if r.str("field") != "payload.account" || int(r.num("room")) != room || r.str("budget") != "per-acct" {
+		t.Fatalf("long scope value: %.400s, want field payload.account, room %d", r.raw, room)
+	}
+	if n := len(h.partition(h.ingress("shop", "entry"), "long")); n != 0 {
+		t.Fatalf("the refused item was queued")
+	}
+	h.expect(h.do(http.MethodPost, push, map[string]any{"partition": "long", "op": "charge.card", "payload": map[string]any{"account": strings.Repeat("a", room)}}), http.StatusOK)
+}

@@ -108,8 +108,15 @@ func (s *Server) push(q *req) *apiError {
 		if bu.ScopeBy == "" || !cost.Applies(bu.WhenOp, itemOp) {
 			continue
 		}
-		if _, ok := cost.Scope(data, bu.ScopeBy); !ok {
+		v, ok := cost.Scope(data, bu.ScopeBy)
+		if !ok {
 			return fail(http.StatusUnprocessableEntity, "budget '%s' of node '%s' counts per %s, and this item has no value there (a string, number or boolean): add it to the payload", bu.ID, node.Name, bu.ScopeBy).field(bu.ScopeBy).with("budget", bu.ID)
+		}
+		if room := plan.ScopeRoom(bu.Key); len(v) > room {
+			// The broker would refuse the counter key on every claim:
+			// the item would never move, and nothing behind it either.
+			return fail(http.StatusUnprocessableEntity, "budget '%s' of node '%s' counts per %s, and this item's value there is %d bytes: its counter key %s:… would pass the broker's %d-byte limit, which leaves %d bytes for the value; send a shorter value (e.g. an id or a hash of it)", bu.ID, node.Name, bu.ScopeBy, len(v), bu.Key, plan.MaxKVKeyBytes, max(room, 0)).
+				field(bu.ScopeBy).with("budget", bu.ID).with("room", max(room, 0)).with("bytes", len(v))
 		}
 	}
 	if node.Shed {

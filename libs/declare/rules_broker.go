@@ -15,7 +15,7 @@ import (
 // document is refused instead of failing on every relay call.
 const (
 	// MaxKVKeyBytes is the broker's longest kv key, in bytes.
-	MaxKVKeyBytes = 512
+	MaxKVKeyBytes = plan.MaxKVKeyBytes
 	// ScopeValueBytes is the room kept for the scope value a scoped
 	// budget's key gets appended at run time.
 	ScopeValueBytes = 64

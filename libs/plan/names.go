@@ -69,6 +69,14 @@ func SharedBudgetKey(app, sharedKey string) string {
 	return "b:" + app + ":shared:" + sharedKey
 }
 
+// MaxKVKeyBytes is the broker's longest kv key, in bytes.
+const MaxKVKeyBytes = 512
+
+// ScopeRoom is the longest scope value, in bytes, that ScopedKey(key, v)
+// can append to key and still fit MaxKVKeyBytes (negative when key itself
+// leaves no room for ':').
+func ScopeRoom(key string) int { return MaxKVKeyBytes - len(key) - 1 }
+
 // ScopedKey is the runtime key of one scope value of a scoped budget (shared
 // scoped budgets included).
 func ScopedKey(key, scopeValue string) string { return key + ":" + scopeValue }
