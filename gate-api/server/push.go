@@ -31,7 +31,7 @@ type pushBody struct {
 	Key       *string         `json:"key"`
 	Txn       *string         `json:"txn"`
 	Cost      *int64          `json:"cost"`
-	Payload   json.RawMessage `json:"payload"`
+	Payload   rawPayload      `json:"payload"`
 }
 
 // push is POST …/graphs/{graph}/nodes/{node}/push and the target sugar
@@ -39,6 +39,11 @@ type pushBody struct {
 func (s *Server) push(q *req) *apiError {
 	start := time.Now()
 	defer func() { s.metrics.push.Observe(time.Since(start).Seconds()) }()
+	release, bad := s.pushBytes.reserve(q.r.ContentLength, q.limit)
+	if bad != nil {
+		return bad
+	}
+	defer release()
 	raw, bad := readRaw(q.w, q.r, q.limit)
 	if bad != nil {
 		return bad
@@ -95,7 +100,7 @@ func (s *Server) push(q *req) *apiError {
 	if b.Cost != nil {
 		legacyCost = *b.Cost
 	}
-	data, err := envelope(b.Payload, op, legacyCost, node.Cost.Path, stamp{graph: e.graph, node: node.Name, at: s.now().UnixMilli()})
+	data, err := envelope(json.RawMessage(b.Payload), op, legacyCost, node.Cost.Path, stamp{graph: e.graph, node: node.Name, at: s.now().UnixMilli()})
 	if err != nil {
 		return fail(http.StatusUnprocessableEntity, "payload: %v", err).field("payload")
 	}

@@ -54,6 +54,8 @@ type Server struct {
 	// of declares for a relay so the drain is not held up by them.
 	closing   chan struct{}
 	closeOnce sync.Once
+	// pushBytes bounds the bytes buffered across in-flight pushes.
+	pushBytes inflight
 	// rr names round-robin partitions of Gate-owned ingress queues.
 	rr atomic.Uint64
 
@@ -88,6 +90,7 @@ func New(cfg config.Config, log *slog.Logger) (*Server, error) {
 		closing: make(chan struct{}),
 		now:     time.Now,
 	}
+	s.pushBytes.limit = cfg.PushInflightBytes
 	s.health.ttl = time.Second
 	s.depth.ttl = 2 * time.Second
 	s.handler = s.routes()
