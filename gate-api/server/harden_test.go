@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -294,4 +295,35 @@ func TestLongScopeValueIsRefusedAtTheDoor(t *testing.T) {
 		t.Fatalf("the refused item was queued")
 	}
 	h.expect(h.do(http.MethodPost, push, map[string]any{"partition": "long", "op": "charge.card", "payload": map[string]any{"account": strings.Repeat("a", room)}}), http.StatusOK)
+}
+
+// A hostile document — 30,000 paths at one node — is refused by the
+// product's own bound (worker-total), and a small PUT sent while it is
+// being checked is answered and stored: the check holds no lock.
+func TestHostileDocumentDoesNotHoldUpASmallPUT(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	doc := h.target("huge", 10)
+	var paths []any
+	for i := range 30_000 {
+		paths = append(paths, map[string]any{"name": "p" + strconv.Itoa(i), "priority": i % 7, "share": 1, "nodes": []any{"limit"}})
+	}
+	doc["paths"] = paths
+	big, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bigDone := make(chan answer, 1)
+	go func() { bigDone <- h.do(http.MethodPut, h.graphURL("huge"), big) }()
+	small := h.expect(h.do(http.MethodPut, h.graphURL("small"), h.target("small", 10)), http.StatusOK)
+	if small.num("version") != 1 || !h.stored(h.app, "small") {
+		t.Fatalf("the small PUT beside the hostile one: %.300s", small.raw)
+	}
+	r := <-bigDone
+	if r.status != http.StatusUnprocessableEntity || r.str("rule") != "worker-total" {
+		t.Fatalf("30,000 paths: %d rule %q, want 422 worker-total: %.300s", r.status, r.str("rule"), r.raw)
+	}
+	if h.stored(h.app, "huge") {
+		t.Fatalf("the refused document was stored")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strconv"
+	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -38,8 +39,19 @@ type statusWriter struct {
 
 func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
+	// The answer is ready: give it its own window to be written, so a
+	// request that took long is answered, never cut at the server's
+	// write timeout (a writer without deadlines, as in tests, ignores it).
+	_ = http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(answerWriteWindow))
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// answerWriteWindow is how long writing one answer may take once it is
+// ready.
+const answerWriteWindow = 30 * time.Second
 
 func (s *Server) routes() http.Handler {
 	r := mux.NewRouter().UseEncodedPath().SkipClean(true)
