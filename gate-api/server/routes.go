@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"runtime/debug"
@@ -106,9 +108,14 @@ func (s *Server) wrap(name string, flat bool, limit int64, h handler) http.Handl
 		if d := s.cfg.BrokerTimeout; d > 0 {
 			// The broker work of one request shares one deadline, so a
 			// hung broker is answered within it however many calls the
-			// route makes.
-			ctx, cancel := context.WithTimeout(outer, d)
-			defer cancel()
+			// route makes. Reading the body is not broker work: the
+			// deadline starts again when the body has been read.
+			ctx, cancel := context.WithCancelCause(outer)
+			timer := time.AfterFunc(d, func() { cancel(errBrokerDeadline) })
+			defer func() { timer.Stop(); cancel(nil) }()
+			if r.Body != nil && r.Body != http.NoBody {
+				r.Body = &restartOnEOF{ReadCloser: r.Body, restart: func() { timer.Reset(d) }}
+			}
 			r = r.WithContext(ctx)
 		}
 		q := &req{w: sw, r: r, flat: flat, limit: limit, outer: outer}
@@ -126,7 +133,7 @@ func (s *Server) wrap(name string, flat bool, limit int64, h handler) http.Handl
 		if e == nil {
 			e = h(q)
 		}
-		if e != nil && e.status >= 500 && r.Context().Err() == context.DeadlineExceeded && outer.Err() == nil {
+		if e != nil && e.status >= 500 && context.Cause(r.Context()) == errBrokerDeadline && outer.Err() == nil {
 			e = s.brokerTimeout(e)
 		}
 		if e != nil {
@@ -141,6 +148,26 @@ func (s *Server) wrap(name string, flat bool, limit int64, h handler) http.Handl
 			s.log.Warn("request failed", "route", name, "method", r.Method, "path", r.URL.EscapedPath(), "status", sw.status, "error", msg)
 		}
 	})
+}
+
+// errBrokerDeadline is the cause of a request context ended by
+// GATE_BROKER_TIMEOUT_MS.
+var errBrokerDeadline = errors.New("GATE_BROKER_TIMEOUT_MS passed")
+
+// restartOnEOF runs restart once, when the body has been read to its end.
+type restartOnEOF struct {
+	io.ReadCloser
+	restart func()
+	done    bool
+}
+
+func (b *restartOnEOF) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !b.done {
+		b.done = true
+		b.restart()
+	}
+	return n, err
 }
 
 // brokerTimeout is the answer to a request whose broker work outlived
