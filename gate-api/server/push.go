@@ -26,12 +26,12 @@ const (
 
 // pushBody is the push front door's body; every field is optional.
 type pushBody struct {
-	Op        *string         `json:"op"`
-	Partition *string         `json:"partition"`
-	Key       *string         `json:"key"`
-	Txn       *string         `json:"txn"`
-	Cost      *int64          `json:"cost"`
-	Payload   rawPayload      `json:"payload"`
+	Op        *string    `json:"op"`
+	Partition *string    `json:"partition"`
+	Key       *string    `json:"key"`
+	Txn       *string    `json:"txn"`
+	Cost      *int64     `json:"cost"`
+	Payload   rawPayload `json:"payload"`
 }
 
 // push is POST …/graphs/{graph}/nodes/{node}/push and the target sugar

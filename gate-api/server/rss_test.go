@@ -84,4 +84,3 @@ func procStatus(t *testing.T, field string) int64 {
 	t.Fatalf("no %s in /proc/self/status", field)
 	return 0
 }
-

@@ -18,7 +18,6 @@ func (h *hangs) get(route string) chan struct{} {
 	return h.m[route]
 }
 
-
 // SetHang makes every request to route (one of the Route* names) wait
 // without an answer — a broker that accepted the connection and hangs —
 // until ClearHang(route), the client gives up, or the server closes. A

@@ -49,7 +49,7 @@ type Server struct {
 
 	faults atomic.Pointer[map[string]int]
 	// hung are the routes SetHang holds (hang.go).
-	hung hangs
+	hung   hangs
 	parked atomic.Int32 // long-polls currently parked (tests use it to sync)
 
 	httpSrv  *http.Server
