@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -11,81 +10,152 @@ import (
 )
 
 // strictScan is the part of the strict decoder encoding/json does not do:
-// it walks the whole body once (linear in its size) and refuses, naming the
-// field, what the declare routes' parser refuses too — a key given twice in
-// any object, a top-level field whose name matches a known one only when
-// case is ignored (encoding/json would take "Payload" for "payload"), and a
-// string (key or value) that is not valid UTF-8 (encoding/json would
-// silently replace it). allowed are the top-level field names. Syntax
-// errors are left to the decode that follows, which names the byte.
+// it walks the whole body once, in place (linear in its size, no copy of
+// its values), and refuses, naming the field, what the declare routes'
+// parser refuses too — a key given twice in any object, a top-level field
+// whose name matches a known one only when case is ignored (encoding/json
+// would take "Payload" for "payload"), and a string (key or value) that is
+// not valid UTF-8 (encoding/json would silently replace it). allowed are
+// the top-level field names. b must already be valid JSON (json.Valid).
 func strictScan(b []byte, allowed []string, what string) *apiError {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	type frame struct {
-		obj, wantKey bool
-		keys         map[string]struct{}
+	sc := &strictScanner{b: b, allowed: allowed, what: what}
+	sc.space()
+	return sc.value(0)
+}
+
+type strictScanner struct {
+	b       []byte
+	i       int
+	allowed []string
+	what    string
+	path    []string
+}
+
+func (sc *strictScanner) field() string {
+	if len(sc.path) == 0 {
+		return "(root)"
 	}
-	var stack []frame
-	var path []string
-	field := func() string {
-		if len(path) == 0 {
-			return "(root)"
-		}
-		return strings.Join(path, ".")
-	}
-	// valueDone is called after a whole value inside the top frame.
-	valueDone := func() {
-		if n := len(stack); n > 0 && stack[n-1].obj {
-			stack[n-1].wantKey = true
-			path = path[:len(path)-1]
-		}
-	}
-	for {
-		off := dec.InputOffset()
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return nil
-		}
-		if span := b[off:dec.InputOffset()]; !utf8.Valid(span) {
-			at := off + int64(invalidUTF8(span))
-			return fail(http.StatusUnprocessableEntity, "%s: %s holds bytes that are not valid UTF-8 (at byte %d): send UTF-8 text", what, field(), at).field(field())
-		}
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				stack = append(stack, frame{obj: t == '{', wantKey: t == '{'})
-			default:
-				stack = stack[:len(stack)-1]
-				valueDone()
-			}
-		case string:
-			top := len(stack) - 1
-			if top >= 0 && stack[top].obj && stack[top].wantKey {
-				fr := &stack[top]
-				if fr.keys == nil {
-					fr.keys = map[string]struct{}{}
-				}
-				path = append(path, t)
-				if _, dup := fr.keys[t]; dup {
-					return fail(http.StatusUnprocessableEntity, "%s gives the field %q twice: send each field once (which copy counts would otherwise depend on the reader)", what, field()).field(field())
-				}
-				fr.keys[t] = struct{}{}
-				fr.wantKey = false
-				if top == 0 && allowed != nil && !exactName(allowed, t) {
-					if near := foldName(allowed, t); near != "" {
-						return fail(http.StatusUnprocessableEntity, "%s has an unknown field %q: field names are case-sensitive, did you mean %q?", what, t, near).field(t)
-					}
-					return fail(http.StatusUnprocessableEntity, "%s has an unknown field %q: remove it (field names are case-sensitive; the fields are %s)", what, t, strings.Join(allowed, ", ")).field(t)
-				}
-				continue
-			}
-			valueDone()
+	return strings.Join(sc.path, ".")
+}
+
+func (sc *strictScanner) space() {
+	for sc.i < len(sc.b) {
+		switch sc.b[sc.i] {
+		case ' ', '\t', '\n', '\r':
+			sc.i++
 		default:
-			valueDone()
+			return
+		}
+	}
+}
+
+// str steps over the string at sc.i and returns its raw bytes (between
+// the quotes, escapes undecoded) and its offset.
+func (sc *strictScanner) str() ([]byte, int) {
+	start := sc.i
+	sc.i++
+	for sc.i < len(sc.b) && sc.b[sc.i] != '"' {
+		if sc.b[sc.i] == '\\' {
+			sc.i++
+		}
+		sc.i++
+	}
+	sc.i++
+	return sc.b[start+1 : sc.i-1], start
+}
+
+func (sc *strictScanner) badUTF8(raw []byte, at int) *apiError {
+	if utf8.Valid(raw) {
+		return nil
+	}
+	return fail(http.StatusUnprocessableEntity, "%s: %s holds bytes that are not valid UTF-8 (at byte %d): send UTF-8 text", sc.what, sc.field(), at+1+invalidUTF8(raw)).field(sc.field())
+}
+
+func (sc *strictScanner) value(depth int) *apiError {
+	if sc.i >= len(sc.b) {
+		return nil
+	}
+	switch sc.b[sc.i] {
+	case '{':
+		return sc.object(depth)
+	case '[':
+		sc.i++
+		sc.space()
+		if sc.b[sc.i] == ']' {
+			sc.i++
+			return nil
+		}
+		for {
+			sc.space()
+			if bad := sc.value(depth + 1); bad != nil {
+				return bad
+			}
+			sc.space()
+			c := sc.b[sc.i]
+			sc.i++
+			if c == ']' {
+				return nil
+			}
+		}
+	case '"':
+		raw, at := sc.str()
+		return sc.badUTF8(raw, at)
+	}
+	for sc.i < len(sc.b) {
+		switch sc.b[sc.i] {
+		case ',', ']', '}', ' ', '\t', '\n', '\r':
+			return nil
+		}
+		sc.i++
+	}
+	return nil
+}
+
+func (sc *strictScanner) object(depth int) *apiError {
+	sc.i++
+	sc.space()
+	if sc.b[sc.i] == '}' {
+		sc.i++
+		return nil
+	}
+	var keys map[string]struct{}
+	for {
+		sc.space()
+		raw, at := sc.str()
+		key := string(raw)
+		if bytes.IndexByte(raw, '\\') >= 0 {
+			_ = json.Unmarshal(sc.b[at:sc.i], &key)
+		}
+		// A key that is not UTF-8 is named by the object that holds it.
+		if bad := sc.badUTF8(raw, at); bad != nil {
+			return bad
+		}
+		sc.path = append(sc.path, key)
+		if keys == nil {
+			keys = map[string]struct{}{}
+		}
+		if _, dup := keys[key]; dup {
+			return fail(http.StatusUnprocessableEntity, "%s gives the field %q twice: send each field once (which copy counts would otherwise depend on the reader)", sc.what, sc.field()).field(sc.field())
+		}
+		keys[key] = struct{}{}
+		if depth == 0 && sc.allowed != nil && !exactName(sc.allowed, key) {
+			if near := foldName(sc.allowed, key); near != "" {
+				return fail(http.StatusUnprocessableEntity, "%s has an unknown field %q: field names are case-sensitive, did you mean %q?", sc.what, key, near).field(key)
+			}
+			return fail(http.StatusUnprocessableEntity, "%s has an unknown field %q: remove it (field names are case-sensitive; the fields are %s)", sc.what, key, strings.Join(sc.allowed, ", ")).field(key)
+		}
+		sc.space()
+		sc.i++ // ':'
+		sc.space()
+		if bad := sc.value(depth + 1); bad != nil {
+			return bad
+		}
+		sc.path = sc.path[:len(sc.path)-1]
+		sc.space()
+		c := sc.b[sc.i]
+		sc.i++
+		if c == '}' {
+			return nil
 		}
 	}
 }
