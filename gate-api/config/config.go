@@ -27,6 +27,10 @@ const (
 	DefaultShutdownSeconds  = 10
 	DefaultReconcileSeconds = knob.DefaultReconcileSeconds
 	DefaultLogLevel         = knob.DefaultLogLevel
+	// DefaultPushInflightBytes is GATE_PUSH_INFLIGHT_BYTES's default: eight
+	// pushes of the default 8 MiB limit at once.
+	DefaultPushInflightBytes = 64 << 20
+	MaxPushInflightBytes     = 4 << 30
 )
 
 // Config is every knob gate-api reads. The zero value is not meaningful;
@@ -73,25 +77,36 @@ type Config struct {
 	// LogLevel is debug, info, warn or error, read case-insensitively and
 	// stored lower case (GATE_LOG_LEVEL).
 	LogLevel string
+	// BrokerTimeout bounds every broker call and the broker work of one
+	// request (GATE_BROKER_TIMEOUT_MS, default 10000, clamped 100..300000):
+	// while the broker hangs, a request is answered 504 naming it.
+	BrokerTimeout time.Duration
+	// PushInflightBytes bounds the request bytes buffered across the push
+	// requests in flight (GATE_PUSH_INFLIGHT_BYTES, default 64 MiB, clamped
+	// to at least GATE_MAX_PUSH_BODY_BYTES and at most 4 GiB); a push that
+	// does not fit is answered 503 with Retry-After.
+	PushInflightBytes int64
 }
 
 // Default returns the configuration with every knob at its default.
 func Default() Config {
 	return Config{
-		QueenURL:         DefaultQueenURL,
-		Bind:             DefaultBind,
-		KVNamespace:      plan.DefaultKVNamespace,
-		StageBatch:       plan.DefaultStageBatch,
-		LaneCapacity:     plan.DefaultLaneCapacity,
-		LeaseSeconds:     DefaultLeaseSeconds,
-		RetryLimit:       DefaultRetryLimit,
-		ReconcileSeconds: DefaultReconcileSeconds,
-		MaxPushBodyBytes: DefaultMaxPushBodyBytes,
-		BodyBytes:        DefaultBodyBytes,
-		Refresh:          DefaultRefreshMillis * time.Millisecond,
-		DeclareWait:      DefaultDeclareWaitMs * time.Millisecond,
-		ShutdownTimeout:  DefaultShutdownSeconds * time.Second,
-		LogLevel:         DefaultLogLevel,
+		QueenURL:          DefaultQueenURL,
+		Bind:              DefaultBind,
+		KVNamespace:       plan.DefaultKVNamespace,
+		StageBatch:        plan.DefaultStageBatch,
+		LaneCapacity:      plan.DefaultLaneCapacity,
+		LeaseSeconds:      DefaultLeaseSeconds,
+		RetryLimit:        DefaultRetryLimit,
+		ReconcileSeconds:  DefaultReconcileSeconds,
+		MaxPushBodyBytes:  DefaultMaxPushBodyBytes,
+		BodyBytes:         DefaultBodyBytes,
+		Refresh:           DefaultRefreshMillis * time.Millisecond,
+		DeclareWait:       DefaultDeclareWaitMs * time.Millisecond,
+		ShutdownTimeout:   DefaultShutdownSeconds * time.Second,
+		LogLevel:          DefaultLogLevel,
+		BrokerTimeout:     time.Duration(knob.BrokerTimeout.Default) * time.Millisecond,
+		PushInflightBytes: DefaultPushInflightBytes,
 	}
 }
 
@@ -127,6 +142,12 @@ func Load(getenv func(string) string) (Config, error) {
 	wait := int(c.DeclareWait / time.Millisecond)
 	num("GATE_DECLARE_WAIT_MS", &wait, 0, MaxDeclareWaitMs)
 	c.DeclareWait = time.Duration(wait) * time.Millisecond
+	broker, err := knob.BrokerTimeout.Read(getenv)
+	errs = append(errs, err)
+	c.BrokerTimeout = time.Duration(broker) * time.Millisecond
+	inflight := int(c.PushInflightBytes)
+	num("GATE_PUSH_INFLIGHT_BYTES", &inflight, int(c.MaxPushBodyBytes), MaxPushInflightBytes)
+	c.PushInflightBytes = int64(inflight)
 	shutdown := int(c.ShutdownTimeout / time.Second)
 	num("GATE_SHUTDOWN_SECONDS", &shutdown, 1, 300)
 	c.ShutdownTimeout = time.Duration(shutdown) * time.Second

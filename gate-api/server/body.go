@@ -36,7 +36,7 @@ func readRaw(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apiE
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	b, err := readAllSized(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
@@ -48,6 +48,40 @@ func readRaw(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *apiE
 		return nil, fail(http.StatusBadRequest, "the body is empty: send a JSON object")
 	}
 	return b, nil
+}
+
+// readAllSized reads r to the end into one buffer of the announced size
+// when it is known (n > 0), so a large body is not copied while growing.
+func readAllSized(r io.Reader, n int64) ([]byte, error) {
+	if n <= 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, n+1)
+	for {
+		m, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+// rawPayload is a JSON value kept as a slice of the body it was decoded
+// from (json.RawMessage copies it): the push body's payload, which can be
+// megabytes, is not duplicated by decoding.
+type rawPayload []byte
+
+// UnmarshalJSON keeps data itself; json.Unmarshal hands it a slice of its
+// input, which outlives the call.
+func (p *rawPayload) UnmarshalJSON(data []byte) error {
+	*p = data
+	return nil
 }
 
 func tooLarge(limit int64) *apiError {
@@ -76,8 +110,10 @@ func syntaxProblem(b []byte) string {
 	return "unknown problem"
 }
 
-// decodeStrict decodes a JSON object into dst, refusing unknown fields and
-// values of the wrong type with a 422 that names the field. what names the
+// decodeStrict decodes a JSON object into dst, refusing unknown fields
+// (case-sensitively), keys given twice, invalid UTF-8 and values of the
+// wrong type with a 422 that names the field: every body a handler decodes
+// (push, re-enter, backoff) is read as strictly as a declared document. what names the
 // body in messages ("the push body").
 func decodeStrict(b []byte, dst any, what string) *apiError {
 	if t := firstByte(b); t != '{' {
@@ -86,13 +122,18 @@ func decodeStrict(b []byte, dst any, what string) *apiError {
 		}
 		return fail(http.StatusUnprocessableEntity, "%s must be a JSON object, not %s", what, kindOf(t))
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(dst)
+	if !json.Valid(b) {
+		return fail(http.StatusBadRequest, "the body is not valid JSON (%s): send one JSON value", syntaxProblem(b))
+	}
+	if bad := strictScan(b, jsonFields(dst), what); bad != nil {
+		return bad
+	}
+	// strictScan refused unknown fields exactly, and json.Valid trailing
+	// data, so a plain Unmarshal does the rest without copying the body
+	// into a decoder's buffer (a payload field of type rawPayload keeps a
+	// slice of b).
+	err := json.Unmarshal(b, dst)
 	if err == nil {
-		if len(bytes.TrimSpace(b[dec.InputOffset():])) > 0 {
-			return fail(http.StatusBadRequest, "the body is not valid JSON (data after the object at byte %d): send one JSON object", dec.InputOffset())
-		}
 		return nil
 	}
 	var se *json.SyntaxError

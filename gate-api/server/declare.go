@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/queen-mq/gate/libs/declare"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/store"
 )
 
 // Declare outcomes, the label of gate_api_declares_total.
@@ -36,15 +38,11 @@ func (s *Server) putGraph(q *req, target bool) *apiError {
 		return bad
 	}
 	app, name := q.app(), q.vars["name"]
-	unlock := sync.OnceFunc(s.declareMu.Unlock)
-	s.declareMu.Lock()
-	defer unlock()
 	resp, bad := s.declare(q.r.Context(), app, name, body, target)
-	unlock()
 	if bad != nil {
 		return bad
 	}
-	running, notes := s.awaitRunning(q.r.Context(), app, map[string]uint32{name: resp.Version})
+	running, notes := s.awaitRunning(q.outer, app, map[string]uint32{name: resp.Version})
 	if !running[name] {
 		s.log.Info("declared, but no relay runs it yet", "application", app, "graph", name, "version", resp.Version, "note", notes[name])
 	}
@@ -52,24 +50,92 @@ func (s *Server) putGraph(q *req, target bool) *apiError {
 	return nil
 }
 
-// declare runs the declare pipeline for one document under the declare
-// lock and counts its outcome.
+// declare runs the declare pipeline for one document and counts its
+// outcome. It takes the declare lock itself, for provisioning and storing
+// only: the checks run before it (see declareOne).
 func (s *Server) declare(ctx context.Context, app, name string, body []byte, target bool) (*plan.Response, *apiError) {
 	resp, outcome, bad := s.declareOne(ctx, app, name, body, target)
 	s.metrics.declares.WithLabelValues(outcome).Inc()
 	return resp, bad
 }
 
+// declareOne checks the document against the store as it was read,
+// without the declare lock, so a document that is slow to check holds up
+// no other declare; then, under the lock, it re-reads the store and
+// provisions and stores only when nothing changed since (else it checks
+// again; after maxCheckRounds changed reads it checks under the lock).
 func (s *Server) declareOne(ctx context.Context, app, name string, body []byte, target bool) (*plan.Response, string, *apiError) {
+	for range maxCheckRounds {
+		c, outcome, bad := s.check(ctx, app, name, body, target)
+		if bad != nil {
+			return nil, outcome, bad
+		}
+		s.declareMu.Lock()
+		if s.listingPrint(ctx) == c.print {
+			defer s.declareMu.Unlock()
+			return s.commit(ctx, app, name, c)
+		}
+		s.declareMu.Unlock()
+	}
+	s.declareMu.Lock()
+	defer s.declareMu.Unlock()
+	c, outcome, bad := s.check(ctx, app, name, body, target)
+	if bad != nil {
+		return nil, outcome, bad
+	}
+	return s.commit(ctx, app, name, c)
+}
+
+// maxCheckRounds is how many times a declare checks outside the lock
+// before it checks under it (the store changed under it every time).
+const maxCheckRounds = 3
+
+// checked is a compiled, accepted declaration and the store it was
+// checked against.
+type checked struct {
+	res  *declare.Result
+	old  *entry
+	lerr error
+	// print identifies the listing the checks read (0: unreadable).
+	print uint64
+}
+
+// listingPrint identifies the stored documents as they are now: a hash of
+// every key and body, 0 when the store cannot be read.
+func (s *Server) listingPrint(ctx context.Context) uint64 {
+	listing, err := s.store.List(ctx)
+	if err != nil {
+		return 0
+	}
+	return printOf(listing)
+}
+
+func printOf(l store.Listing) uint64 {
+	h := fnv.New64a()
+	for _, d := range l.Documents {
+		_, _ = h.Write([]byte(d.App))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(d.Graph))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write(d.Body)
+		_, _ = h.Write([]byte{0})
+	}
+	return h.Sum64() | 1
+}
+
+// check reads the store and compiles the document against it.
+func (s *Server) check(ctx context.Context, app, name string, body []byte, target bool) (*checked, string, *apiError) {
 	// The other graphs and the stored copy of this one; a store that cannot
 	// be read skips the cross-graph checks (the store write will then say
 	// what is wrong).
 	var stored []declare.Stored
 	var old *entry
+	var print uint64
 	listing, lerr := s.store.List(ctx)
 	if lerr != nil {
 		s.log.Warn("declare: the store could not be read; cross-graph checks skipped", "application", app, "graph", name, "error", lerr)
 	} else {
+		print = printOf(listing)
 		stored = make([]declare.Stored, 0, len(listing.Documents))
 		for _, d := range listing.Documents {
 			stored = append(stored, declare.Stored{App: d.App, Name: d.Graph, Body: d.Body})
@@ -98,6 +164,13 @@ func (s *Server) declareOne(ctx context.Context, app, name string, body []byte, 
 		}
 		return nil, outcome, refusal(res.Status(), res)
 	}
+	return &checked{res: res, old: old, lerr: lerr, print: print}, outcomeOK, nil
+}
+
+// commit provisions and stores a checked declaration; the caller holds
+// the declare lock.
+func (s *Server) commit(ctx context.Context, app, name string, c *checked) (*plan.Response, string, *apiError) {
+	res, old, lerr := c.res, c.old, c.lerr
 	doc := res.Doc
 	if doc.Watch != nil {
 		// watch.startedAt belongs to the server: kept across declarations,
@@ -108,10 +181,7 @@ func (s *Server) declareOne(ctx context.Context, app, name string, body []byte, 
 		}
 		doc.Watch.StartedAt = &at
 	}
-	serving := fmt.Sprintf("nothing was stored, so no relay serves '%s/%s' until a declare succeeds", app, name)
-	if old != nil && old.doc != nil {
-		serving = fmt.Sprintf("still serving version %d (the stored document is unchanged)", old.doc.Version)
-	}
+	serving := servingNote(app, name, old, lerr)
 	if err := s.provision(ctx, res.Plan); err != nil {
 		return nil, outcomeProvisioning, fail(http.StatusBadGateway, "provisioning failed: %v; %s", err, serving)
 	}
@@ -125,6 +195,20 @@ func (s *Server) declareOne(ctx context.Context, app, name string, body []byte, 
 	s.cat.put(&entry{app: app, graph: name, body: stamped, doc: doc, plan: res.Plan})
 	s.log.Info("declared", "application", app, "graph", name, "version", doc.Version, "v1", res.V1, "warnings", len(res.Findings.Warnings()))
 	return res.Response(), outcomeOK, nil
+}
+
+// servingNote says what still serves '%s/%s' after this declare failed to
+// store: the previous version when the store listing showed one, nothing
+// when it showed none, and — when the listing itself failed (readErr) —
+// that the previous version, if any, may still serve.
+func servingNote(app, name string, old *entry, readErr error) string {
+	switch {
+	case old != nil && old.doc != nil:
+		return fmt.Sprintf("still serving version %d (the stored document is unchanged)", old.doc.Version)
+	case readErr != nil:
+		return fmt.Sprintf("the stored documents could not be read before this declare (%v), so whether a previous version of '%s/%s' is stored is unknown: if one is, it is unchanged and may still serve", readErr, app, name)
+	}
+	return fmt.Sprintf("nothing was stored, so no relay serves '%s/%s' until a declare succeeds", app, name)
 }
 
 // refusal renders a refused declaration: every problem "[rule] detail"
@@ -247,9 +331,6 @@ func (s *Server) syncTargets(q *req) *apiError {
 		return fail(http.StatusUnprocessableEntity, "the sync body: %v", err)
 	}
 	ctx := q.r.Context()
-	unlock := sync.OnceFunc(s.declareMu.Unlock)
-	s.declareMu.Lock()
-	defer unlock()
 	applied, removed := []string{}, []string{}
 	versions := map[string]uint32{}
 	type refused struct {
@@ -287,6 +368,12 @@ func (s *Server) syncTargets(q *req) *apiError {
 		applied = append(applied, name)
 		versions[name] = resp.Version
 	}
+	// Each declare took the lock for its own store write; the reaping
+	// takes it once, so no other declare lands between its read and its
+	// deletes.
+	unlock := sync.OnceFunc(s.declareMu.Unlock)
+	s.declareMu.Lock()
+	defer unlock()
 	if len(refusedList) == 0 {
 		listing, err := s.store.List(ctx)
 		switch {
@@ -315,7 +402,7 @@ func (s *Server) syncTargets(q *req) *apiError {
 	unlock()
 	// One wait for every applied document, after the reaping and without
 	// the lock: the sync answers once all run or GATE_DECLARE_WAIT_MS passed.
-	running, notes := s.awaitRunning(ctx, app, versions)
+	running, notes := s.awaitRunning(q.outer, app, versions)
 	out := map[string]any{
 		"ok": len(refusedList) == 0, "application": app,
 		"applied": applied, "removed": removed, "refused": refusedList,

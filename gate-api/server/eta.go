@@ -93,7 +93,13 @@ func (s *Server) eta(q *req) *apiError {
 		}
 		return fail(http.StatusNotFound, "path '%s' does not cross node '%s': the paths through it are %s", path, n.Name, strings.Join(through, ", ")).field("path").with("paths", through)
 	}
-	writeJSON(q.w, http.StatusOK, s.estimate(q.r.Context(), e, n, stage))
+	ans := s.estimate(q.r.Context(), e, n, stage)
+	if q.r.Context().Err() != nil {
+		// The backlog and counter reads ran out of broker time: a number
+		// built without them would be a guess presented as a bound.
+		return fail(http.StatusServiceUnavailable, "the ETA of node '%s' needs the backlog and the counters from the broker, which did not answer; retry", n.Name)
+	}
+	writeJSON(q.w, http.StatusOK, ans)
 	return nil
 }
 

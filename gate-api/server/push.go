@@ -19,16 +19,19 @@ import (
 const (
 	maxPartition = 256
 	maxTxn       = 256
+	// maxOp bounds the op a push writes to payload.op; whenOp globs match
+	// it, so it stays a short printable name.
+	maxOp = 256
 )
 
 // pushBody is the push front door's body; every field is optional.
 type pushBody struct {
-	Op        *string         `json:"op"`
-	Partition *string         `json:"partition"`
-	Key       *string         `json:"key"`
-	Txn       *string         `json:"txn"`
-	Cost      *int64          `json:"cost"`
-	Payload   json.RawMessage `json:"payload"`
+	Op        *string    `json:"op"`
+	Partition *string    `json:"partition"`
+	Key       *string    `json:"key"`
+	Txn       *string    `json:"txn"`
+	Cost      *int64     `json:"cost"`
+	Payload   rawPayload `json:"payload"`
 }
 
 // push is POST …/graphs/{graph}/nodes/{node}/push and the target sugar
@@ -36,6 +39,11 @@ type pushBody struct {
 func (s *Server) push(q *req) *apiError {
 	start := time.Now()
 	defer func() { s.metrics.push.Observe(time.Since(start).Seconds()) }()
+	release, bad := s.pushBytes.reserve(q.r.ContentLength, q.limit)
+	if bad != nil {
+		return bad
+	}
+	defer release()
 	raw, bad := readRaw(q.w, q.r, q.limit)
 	if bad != nil {
 		return bad
@@ -84,12 +92,15 @@ func (s *Server) push(q *req) *apiError {
 	op := ""
 	if b.Op != nil {
 		op = *b.Op
+		if bad := checkText("op", op, maxOp); bad != nil {
+			return bad
+		}
 	}
 	var legacyCost int64
 	if b.Cost != nil {
 		legacyCost = *b.Cost
 	}
-	data, err := envelope(b.Payload, op, legacyCost, node.Cost.Path, stamp{graph: e.graph, node: node.Name, at: s.now().UnixMilli()})
+	data, err := envelope(json.RawMessage(b.Payload), op, legacyCost, node.Cost.Path, stamp{graph: e.graph, node: node.Name, at: s.now().UnixMilli()})
 	if err != nil {
 		return fail(http.StatusUnprocessableEntity, "payload: %v", err).field("payload")
 	}
@@ -102,8 +113,15 @@ func (s *Server) push(q *req) *apiError {
 		if bu.ScopeBy == "" || !cost.Applies(bu.WhenOp, itemOp) {
 			continue
 		}
-		if _, ok := cost.Scope(data, bu.ScopeBy); !ok {
+		v, ok := cost.Scope(data, bu.ScopeBy)
+		if !ok {
 			return fail(http.StatusUnprocessableEntity, "budget '%s' of node '%s' counts per %s, and this item has no value there (a string, number or boolean): add it to the payload", bu.ID, node.Name, bu.ScopeBy).field(bu.ScopeBy).with("budget", bu.ID)
+		}
+		if room := plan.ScopeRoom(bu.Key); len(v) > room {
+			// The broker would refuse the counter key on every claim:
+			// the item would never move, and nothing behind it either.
+			return fail(http.StatusUnprocessableEntity, "budget '%s' of node '%s' counts per %s, and this item's value there is %d bytes: its counter key %s:… would pass the broker's %d-byte limit, which leaves %d bytes for the value; send a shorter value (e.g. an id or a hash of it)", bu.ID, node.Name, bu.ScopeBy, len(v), bu.Key, plan.MaxKVKeyBytes, max(room, 0)).
+				field(bu.ScopeBy).with("budget", bu.ID).with("room", max(room, 0)).with("bytes", len(v))
 		}
 	}
 	if node.Shed {
@@ -113,7 +131,13 @@ func (s *Server) push(q *req) *apiError {
 		}
 	}
 	if partition == "" && node.IngressOwnedByGate && node.IngressPartitions > 1 {
-		partition = "p" + strconv.FormatUint((s.rr.Add(1)-1)%uint64(node.IngressPartitions), 10)
+		if txn != "" {
+			// A retry of one txn must meet the broker's dedup, which is
+			// per partition: the txn picks the partition.
+			partition = plan.TxnPartition(txn, node.IngressPartitions)
+		} else {
+			partition = plan.RoundRobinPartition((s.rr.Add(1) - 1) % uint64(node.IngressPartitions))
+		}
 	}
 	res, err := s.client.Push(q.r.Context(), []queen.PushItem{{Queue: node.IngressQueue, Partition: partition, Payload: data, TransactionID: txn}})
 	if err != nil {

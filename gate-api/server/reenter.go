@@ -2,7 +2,9 @@ package server
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/queen-mq/gate/libs/cost"
@@ -20,8 +22,24 @@ type reenterBody struct {
 
 // priorStamp is what re-entry reads back from an item's _gate stamp.
 type priorStamp struct {
-	Path    string `json:"path"`
-	Attempt uint32 `json:"attempt"`
+	Path string `json:"path"`
+	// Attempt is read as a number of any size, so a forged 4294967295 is
+	// over maxAttempts rather than wrapping to 0.
+	Attempt json.Number `json:"attempt"`
+}
+
+// nextAttempt is the attempt after the stamp's: 1 without one, and the
+// largest value (over every maxAttempts) for one that is not a whole number
+// of at most 2^63, so it never wraps.
+func (p priorStamp) nextAttempt() uint64 {
+	if p.Attempt == "" {
+		return 1
+	}
+	n, err := strconv.ParseUint(string(p.Attempt), 10, 63)
+	if err != nil {
+		return math.MaxUint64
+	}
+	return n + 1
 }
 
 // reenter is POST …/graphs/{graph}/reenter: one item goes back to the
@@ -78,12 +96,12 @@ func (s *Server) reenter(q *req) *apiError {
 	if node == nil || node.IngressQueue == "" {
 		return fail(http.StatusConflict, "path '%s' starts at node '%s', which has no ingress queue to re-enter", path, entry.Node).field("path")
 	}
-	attempt := prior.Attempt + 1
+	attempt := prior.nextAttempt()
 	if b.Attempt != nil {
-		attempt = *b.Attempt
+		attempt = uint64(*b.Attempt)
 	}
 	maxAttempts := max(e.plan.MaxAttempts, 1)
-	if attempt > maxAttempts {
+	if attempt > uint64(maxAttempts) {
 		return fail(http.StatusUnprocessableEntity, "attempt %d is over the graph's maxAttempts %d: dead-letter the item in your worker now (raise maxAttempts in the document to allow more)", attempt, maxAttempts).field("attempt").with("maxAttempts", maxAttempts)
 	}
 	st := stamp{graph: e.graph, path: path, node: entry.Node, at: s.now().UnixMilli(), attempt: int64(attempt)}

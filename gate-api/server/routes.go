@@ -1,10 +1,14 @@
 package server
 
 import (
+	"context"
+	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"runtime/debug"
 	"strconv"
+	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -20,6 +24,9 @@ type req struct {
 	// limit is the route's body limit in bytes.
 	limit int64
 	vars  map[string]string
+	// outer is the request's context without the broker deadline wrap
+	// puts on r (a PUT's wait for a relay is not broker work).
+	outer context.Context
 }
 
 // handler answers a request: it writes a success itself and returns nil,
@@ -34,8 +41,19 @@ type statusWriter struct {
 
 func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
+	// The answer is ready: give it its own window to be written, so a
+	// request that took long is answered, never cut at the server's
+	// write timeout (a writer without deadlines, as in tests, ignores it).
+	_ = http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(answerWriteWindow))
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// answerWriteWindow is how long writing one answer may take once it is
+// ready.
+const answerWriteWindow = 30 * time.Second
 
 func (s *Server) routes() http.Handler {
 	r := mux.NewRouter().UseEncodedPath().SkipClean(true)
@@ -86,7 +104,21 @@ func (s *Server) routes() http.Handler {
 func (s *Server) wrap(name string, flat bool, limit int64, h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		q := &req{w: sw, r: r, flat: flat, limit: limit}
+		outer := r.Context()
+		if d := s.cfg.BrokerTimeout; d > 0 {
+			// The broker work of one request shares one deadline, so a
+			// hung broker is answered within it however many calls the
+			// route makes. Reading the body is not broker work: the
+			// deadline starts again when the body has been read.
+			ctx, cancel := context.WithCancelCause(outer)
+			timer := time.AfterFunc(d, func() { cancel(errBrokerDeadline) })
+			defer func() { timer.Stop(); cancel(nil) }()
+			if r.Body != nil && r.Body != http.NoBody {
+				r.Body = &restartOnEOF{ReadCloser: r.Body, restart: func() { timer.Reset(d) }}
+			}
+			r = r.WithContext(ctx)
+		}
+		q := &req{w: sw, r: r, flat: flat, limit: limit, outer: outer}
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -101,6 +133,9 @@ func (s *Server) wrap(name string, flat bool, limit int64, h handler) http.Handl
 		if e == nil {
 			e = h(q)
 		}
+		if e != nil && e.status >= 500 && context.Cause(r.Context()) == errBrokerDeadline && outer.Err() == nil {
+			e = s.brokerTimeout(e)
+		}
 		if e != nil {
 			writeError(sw, e)
 		}
@@ -113,6 +148,41 @@ func (s *Server) wrap(name string, flat bool, limit int64, h handler) http.Handl
 			s.log.Warn("request failed", "route", name, "method", r.Method, "path", r.URL.EscapedPath(), "status", sw.status, "error", msg)
 		}
 	})
+}
+
+// errBrokerDeadline is the cause of a request context ended by
+// GATE_BROKER_TIMEOUT_MS.
+var errBrokerDeadline = errors.New("GATE_BROKER_TIMEOUT_MS passed")
+
+// restartOnEOF runs restart once, when the body has been read to its end.
+type restartOnEOF struct {
+	io.ReadCloser
+	restart func()
+	done    bool
+}
+
+func (b *restartOnEOF) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !b.done {
+		b.done = true
+		b.restart()
+	}
+	return n, err
+}
+
+// brokerTimeout is the answer to a request whose broker work outlived
+// GATE_BROKER_TIMEOUT_MS: 504 naming the broker, the deadline and what the
+// handler knew (its own refusal text), with Retry-After.
+func (s *Server) brokerTimeout(e *apiError) *apiError {
+	msg, _ := e.body["error"].(string)
+	out := fail(http.StatusGatewayTimeout, "the broker (QUEEN_URL %s) did not answer within GATE_BROKER_TIMEOUT_MS (%d ms): %s", s.cfg.QueenURL, s.cfg.BrokerTimeout.Milliseconds(), msg).
+		with("broker", s.cfg.QueenURL).with("timeoutMs", s.cfg.BrokerTimeout.Milliseconds()).retryAfter(1)
+	for k, v := range e.body {
+		if _, set := out.body[k]; !set {
+			out.body[k] = v
+		}
+	}
+	return out
 }
 
 // decodeVars percent-decodes the route variables (routing happens on the

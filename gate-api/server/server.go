@@ -54,6 +54,8 @@ type Server struct {
 	// of declares for a relay so the drain is not held up by them.
 	closing   chan struct{}
 	closeOnce sync.Once
+	// pushBytes bounds the bytes buffered across in-flight pushes.
+	pushBytes inflight
 	// rr names round-robin partitions of Gate-owned ingress queues.
 	rr atomic.Uint64
 
@@ -72,7 +74,11 @@ func New(cfg config.Config, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	c, err := queen.New(cfg.QueenURL)
+	var opts []queen.Option
+	if cfg.BrokerTimeout > 0 {
+		opts = append(opts, queen.WithCallTimeout(cfg.BrokerTimeout))
+	}
+	c, err := queen.New(cfg.QueenURL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("QUEEN_URL: %w", err)
 	}
@@ -84,6 +90,7 @@ func New(cfg config.Config, log *slog.Logger) (*Server, error) {
 		closing: make(chan struct{}),
 		now:     time.Now,
 	}
+	s.pushBytes.limit = cfg.PushInflightBytes
 	s.health.ttl = time.Second
 	s.depth.ttl = 2 * time.Second
 	s.handler = s.routes()
@@ -139,7 +146,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(jsonErrorListener{ln}) }()
 	s.log.Info("gate-api serving", "bind", ln.Addr().String(), "queen", s.cfg.QueenURL, "kvNamespace", s.cfg.KVNamespace, "version", buildVersion())
 	select {
 	case err := <-errc:

@@ -3,6 +3,7 @@ package declare
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"syscall"
 	"testing"
 )
@@ -75,4 +76,47 @@ func cpuTime() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// manyPaths is the hostile document of issue 14: one node, n paths through
+// it (the reported one had 30,000 and 1.45 MB).
+func manyPaths(n int) []byte {
+	var paths a
+	for i := range n {
+		paths = append(paths, m{"name": fmt.Sprintf("p%05d", i), "priority": i % 7, "share": 1, "nodes": a{"in"}})
+	}
+	d := base()
+	d["paths"] = paths
+	b, _ := json.Marshal(d)
+	return b
+}
+
+// A document that cannot run (more stages than MaxWorkers) is refused by
+// worker-total without the checks that grow with paths × nodes.
+func TestThirtyThousandPathsAreRefusedByWorkerTotal(t *testing.T) {
+	t.Parallel()
+	res := compileT(t, Input{Body: manyPaths(30_000)})
+	errs := res.Findings.Errors()
+	if res.Accepted() || len(errs) != 1 || errs[0].Rule != RuleWorkerTotal || errs[0].Numbers["stages"] != 30_000 {
+		t.Fatalf("30,000 paths: %v, want one worker-total refusal counting 30000 stages", errs)
+	}
+	if ok := compileT(t, Input{Body: manyPaths(40)}); slices.Contains(ok.Findings.Rules(), RuleWorkerTotal) {
+		t.Fatalf("40 paths refused by worker-total")
+	}
+}
+
+// BenchmarkCompileHostile compiles the 30,000-path document and a
+// 4,000-path one (under the stage bound, so every check runs).
+func BenchmarkCompileHostile(b *testing.B) {
+	for _, n := range []int{4_000, 30_000} {
+		doc := manyPaths(n)
+		b.Run(fmt.Sprintf("paths=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			for b.Loop() {
+				if _, err := Compile(Input{Body: doc}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

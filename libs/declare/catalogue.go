@@ -63,6 +63,7 @@ const (
 	RuleNodeUnscopedBudget = "node-unscoped-budget"
 	RuleBudgetUnique       = "budget-unique"
 	RuleKVKeyLength        = "kv-key-length"
+	RuleKVKeySeparator     = "kv-key-separator"
 	RuleBudgetCount        = "budget-count"
 	RuleBudgetWindow       = "budget-window"
 	RuleSubwindowRange     = "subwindow-range"
@@ -77,6 +78,7 @@ const (
 	RuleShareOrder         = "share-order"
 	RuleShareRoundsOut     = "share-rounds-out"
 	RuleIngressOwner       = "ingress-owner"
+	RuleGateQueue          = "gate-queue"
 	RuleWatchDuration      = "watch-duration"
 	RuleCountersWindow     = "counters-window"
 	RuleWorkerTotal        = "worker-total"
@@ -91,6 +93,7 @@ const (
 	RuleWindowHeadOfLine    = "window-head-of-line"
 	RuleSinglePartition     = "single-partition"
 	RuleEgressOwner         = "egress-owner"
+	RuleQueueCrossGraph     = "queue-cross-graph"
 	RuleSharedConflictGraph = "shared-conflict-graph"
 )
 
@@ -121,6 +124,7 @@ var Catalogue = []Rule{
 	{RuleNodeUnscopedBudget, finding.Error, GroupBudgets, 422, false, "an enforcing node needs one budget with neither scopeBy nor whenOp"},
 	{RuleBudgetUnique, finding.Error, GroupBudgets, 422, false, "budget ids are kv keys and must be unique per node"},
 	{RuleKVKeyLength, finding.Error, GroupBudgets, 422, false, "a budget's kv key must fit the broker's 512 bytes, less 65 for the scope value of a scoped budget"},
+	{RuleKVKeySeparator, finding.Error, GroupBudgets, 422, false, "a budget id or sharedKey must not contain ':', the kv key separator, or two budgets could spend one counter"},
 	{RuleBudgetCount, finding.Error, GroupBudgets, 422, false, "a budget's count must be at least 1"},
 	{RuleBudgetWindow, finding.Error, GroupBudgets, 422, false, "a budget's timeMs must be at least 100"},
 	{RuleSubwindowRange, finding.Error, GroupBudgets, 422, false, "subWindows must be 1..3600"},
@@ -135,6 +139,7 @@ var Catalogue = []Rule{
 	{RuleShareOrder, finding.Error, GroupShares, 422, false, "a less important path must not have a larger share than a more important one"},
 	{RuleShareRoundsOut, finding.Error, GroupShares, 422, false, "every path's ceiling must admit the node's largest item"},
 	{RuleIngressOwner, finding.Error, GroupOwnership, 422, true, "one ingress queue has one owning node, or what leaves doubles"},
+	{RuleGateQueue, finding.Error, GroupOwnership, 422, false, "a Gate-owned ingress or interior queue (gate.{app}.{graph}.{node}.ingress or .in) belongs to the graph that mints it; naming it skips that graph's budgets or copies its items"},
 	{RuleWatchDuration, finding.Error, GroupWatch, 422, false, "a watch lasts 120 s to 30 days"},
 	{RuleCountersWindow, finding.Error, GroupWatch, 422, false, "roll-ups are per minute: counters.windowSeconds must be 60"},
 	{RuleWorkerTotal, finding.Error, GroupPlan, 422, false, "a compiled graph runs at most 4096 workers"},
@@ -148,6 +153,7 @@ var Catalogue = []Rule{
 	{RuleWindowHeadOfLine, finding.Warning, GroupWarnings, 0, false, "a full scoped key over a long window blocks its partition's head"},
 	{RuleSinglePartition, finding.Warning, GroupWarnings, 0, true, "a one-partition ingress is strict global FIFO with one claim in flight"},
 	{RuleEgressOwner, finding.Warning, GroupWarnings, 0, true, "an egress queue shared with another graph mixes their worker backlogs"},
+	{RuleQueueCrossGraph, finding.Warning, GroupWarnings, 0, true, "an ingress on another graph's egress copies its items past that graph's workers; an egress onto another graph's ingress feeds its budgets"},
 	{RuleSharedConflictGraph, finding.Warning, GroupWarnings, 0, true, "another graph declares the same sharedKey differently"},
 }
 

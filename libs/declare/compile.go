@@ -124,6 +124,15 @@ func (c *checker) run() {
 		c.sortUnchecked()
 		return
 	}
+	// Every (path, node) stage runs at least one worker, so a document
+	// with more stages than MaxWorkers cannot run whatever else it says:
+	// refuse it before the checks whose cost grows with paths × nodes.
+	if n := minStages(c.doc); n > MaxWorkers {
+		c.add(RuleWorkerTotal, "/paths", fmt.Sprintf("the graph has %d (path, node) stages, and each runs at least one worker: over the limit of %d workers in total (every worker holds a long-poll on the broker), so it was refused before the other checks; declare fewer paths or hops, or split the graph", n, MaxWorkers),
+			map[string]float64{"stages": float64(n), "limit": MaxWorkers})
+		c.sortUnchecked()
+		return
+	}
 	c.shares = plan.Shares(c.doc)
 	c.visitors = plan.Visitors(c.doc)
 	c.shape()
@@ -248,4 +257,22 @@ func ingressQueue(d *graph.Document, name string) string {
 		return n.Ingress.Queue
 	}
 	return plan.IngressQueue(d.Application, d.Graph, name)
+}
+
+// minStages is the number of distinct (path, node) pairs of d's paths: a
+// lower bound of the compiled plan's stages, counted in one pass.
+func minStages(d *graph.Document) int {
+	n := 0
+	for _, p := range d.Paths {
+		seen := make(map[string]struct{}, len(p.Nodes))
+		for _, el := range p.Nodes {
+			for _, name := range el.Names {
+				if _, dup := seen[name]; !dup {
+					seen[name] = struct{}{}
+					n++
+				}
+			}
+		}
+	}
+	return n
 }

@@ -45,8 +45,8 @@ type Stored struct {
 	// Body is the stored JSON, used when Doc is nil.
 	Body []byte
 	// Running is true when this replica runs the graph (registry facts:
-	// ingress-owner answers 422 and egress-owner warns only for running
-	// graphs).
+	// ingress-owner answers 422 for a running graph, 409 for one only in
+	// the store; egress-owner and queue-cross-graph warn for both).
 	Running bool
 	// NotStored is true for a graph that runs on this replica but is absent
 	// from the store (its store write failed).

@@ -2,6 +2,7 @@ package declare
 
 import (
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -14,7 +15,7 @@ import (
 // document is refused instead of failing on every relay call.
 const (
 	// MaxKVKeyBytes is the broker's longest kv key, in bytes.
-	MaxKVKeyBytes = 512
+	MaxKVKeyBytes = plan.MaxKVKeyBytes
 	// ScopeValueBytes is the room kept for the scope value a scoped
 	// budget's key gets appended at run time.
 	ScopeValueBytes = 64
@@ -49,6 +50,55 @@ func (c *checker) kvKeyLength(node string, i int, b *graph.Budget, id string) {
 	}
 	c.add(RuleKVKeyLength, at, fmt.Sprintf("budget %s of node %q makes the kv key %s of %d bytes, over %s: the broker would refuse every admission call that charges it, so no item would ever pass the node; shorten the %s by at least %s",
 		shortQuote(id), node, shortQuote(key), len(key), room, field, byteCount(over)), nums)
+}
+
+// kvKeySeparator refuses ':' inside a budget id or a sharedKey: ':' joins
+// the segments of a kv key (and a scope value to its budget's key), so
+// "b:app:shared:k:z" would be both sharedKey "k:z" and sharedKey "k" scoped
+// by "z" — two budgets spending one counter.
+func (c *checker) kvKeySeparator(node string, i int, b *graph.Budget, id string) {
+	if strings.Contains(b.ID, ":") {
+		c.add(RuleKVKeySeparator, budgetAt(node, i, "id"), fmt.Sprintf("budget %s of node %q contains ':' (at byte %d), the separator of kv keys: the key %s could also be another budget's key with a scope value appended, and the two would spend one counter; use '-', '_' or '.' instead",
+			shortQuote(id), node, strings.IndexByte(b.ID, ':'), shortQuote(plan.KeyOf(c.doc.Application, c.doc.Graph, node, b, i))), map[string]float64{"byte": float64(strings.IndexByte(b.ID, ':'))})
+	}
+	if b.SharedKey != nil && strings.Contains(*b.SharedKey, ":") {
+		c.add(RuleKVKeySeparator, budgetAt(node, i, "sharedKey"), fmt.Sprintf("sharedKey %s of budget %s of node %q contains ':' (at byte %d), the separator of kv keys: the key %s could also be another shared key with a scope value appended, and the two would spend one counter; use '-', '_' or '.' instead",
+			shortQuote(*b.SharedKey), shortQuote(id), node, strings.IndexByte(*b.SharedKey, ':'), shortQuote(plan.SharedBudgetKey(c.doc.Application, *b.SharedKey))), map[string]float64{"byte": float64(strings.IndexByte(*b.SharedKey, ':'))})
+	}
+}
+
+// gateQueues refuses an application-owned ingress or egress queue named
+// like a Gate-owned ingress or interior queue: Gate mints those for the
+// graph they belong to, and a queue named gate.{app}.{graph}.{node}.ingress
+// (or .in) from this document would consume another graph's work past its
+// budgets, or push into it behind them.
+func (c *checker) gateQueues() {
+	for _, name := range c.names {
+		n := c.doc.Nodes[name]
+		if n.Ingress.Named() {
+			c.gateQueue(nodeAt(name, "ingress", "queue"), fmt.Sprintf("node %q's ingress", name), n.Ingress.Queue)
+		}
+		if e := n.Egress; e != nil {
+			at := nodeAt(name, "egress")
+			if e.Object {
+				at = nodeAt(name, "egress", "queue")
+			}
+			c.gateQueue(at, fmt.Sprintf("node %q's egress", name), e.Queue)
+		}
+	}
+}
+
+func (c *checker) gateQueue(at, what, q string) {
+	app, g, node, kind, ok := plan.GateOwnedQueue(q)
+	if !ok {
+		return
+	}
+	owner := fmt.Sprintf("node %q of graph %s/%s", node, app, g)
+	if app == c.doc.Application && g == c.doc.Graph {
+		owner = fmt.Sprintf("node %q of this graph", node)
+	}
+	c.add(RuleGateQueue, at, fmt.Sprintf("%s is %q, the Gate-owned %s queue of %s: Gate creates and consumes it for that node, so naming it here would %s; declare \"ingress\": true for a queue of your own, or name an application-owned queue (one not starting with \"gate.\")",
+		what, q, kind, owner, map[bool]string{true: "copy or steal that node's items", false: "push work past the budgets upstream of it"}[strings.Contains(what, "ingress")]), nil)
 }
 
 // queueNames refuses application-owned queue and group names the broker

@@ -94,6 +94,7 @@ func (c *checker) nodeBudgets(name string, n *graph.Node, shared map[string]shar
 			ids[id] = i
 		}
 		c.kvKeyLength(name, i, b, id)
+		c.kvKeySeparator(name, i, b, id)
 		if b.Count < 1 {
 			valid = false
 			c.add(RuleBudgetCount, budgetAt(name, i, "count"), fmt.Sprintf("budget %q of node %q has count %d: nothing ever refills a counter below 1, so no item would ever pass; set count to at least 1", id, name, b.Count),

@@ -20,6 +20,7 @@ const CountersWindowSeconds = 60
 
 func (c *checker) ownership() {
 	d := c.doc
+	c.gateQueues()
 	owner := map[string]string{}
 	for _, name := range c.names {
 		q := ingressQueue(d, name)

@@ -3,6 +3,7 @@ package declare
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -56,11 +57,39 @@ func (c *checker) shareRules() {
 			c.add(RuleShareTop, nodeAt(name), fmt.Sprintf("node %q: no path at the top priority %d has share 1 (%s): the headroom above every lower share would belong to nobody; give one of them share 1, or omit its share", name, top, strings.Join(tied, ", ")),
 				map[string]float64{"priority": float64(top), "paths": float64(len(tied))})
 		}
-		for _, lo := range paths {
-			for _, hi := range paths {
-				if badShare[lo] || badShare[hi] || prio(lo) <= prio(hi) || shares[lo] <= shares[hi]+shareTolerance {
-					continue
+		// Each less important path is judged against the smallest share
+		// of the strictly more important ones, in priority order: one
+		// sort, not every pair (a node crossed by thousands of paths).
+		byPrio := make([]string, 0, len(paths))
+		for _, p := range paths {
+			if !badShare[p] {
+				byPrio = append(byPrio, p)
+			}
+		}
+		sort.SliceStable(byPrio, func(i, j int) bool { return prio(byPrio[i]) < prio(byPrio[j]) })
+		against := map[string]string{}
+		minHi := ""
+		for i := 0; i < len(byPrio); {
+			j := i
+			for j < len(byPrio) && prio(byPrio[j]) == prio(byPrio[i]) {
+				j++
+			}
+			if minHi != "" {
+				for _, lo := range byPrio[i:j] {
+					if shares[lo] > shares[minHi]+shareTolerance {
+						against[lo] = minHi
+					}
 				}
+			}
+			for _, p := range byPrio[i:j] {
+				if minHi == "" || shares[p] < shares[minHi] {
+					minHi = p
+				}
+			}
+			i = j
+		}
+		for _, lo := range paths {
+			if hi, bad := against[lo]; bad {
 				c.add(RuleShareOrder, pathAt(index[lo], "share"), fmt.Sprintf("node %q: path %q (priority %d, less important) has share %s, above path %q (priority %d) at share %s: the less important path could take capacity the more important one is refused; lower %q's share to at most %s, or swap the priorities", name, lo, prio(lo), fmtShare(shares[lo]), hi, prio(hi), fmtShare(shares[hi]), lo, fmtShare(shares[hi])),
 					map[string]float64{"lowPriority": float64(prio(lo)), "lowShare": shares[lo], "highPriority": float64(prio(hi)), "highShare": shares[hi]})
 			}

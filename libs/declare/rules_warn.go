@@ -143,20 +143,56 @@ func (c *checker) nodeWarnings(name string, n *graph.Node, watching bool) {
 				map[string]float64{"partitions": 1})
 		}
 	}
+	if c.in.Stored == nil {
+		if in.Named() || n.Egress != nil {
+			c.unchecked(RuleQueueCrossGraph)
+		}
+	} else {
+		c.crossGraph(name, n)
+	}
 	if n.Egress != nil {
 		if c.in.Stored == nil {
 			c.unchecked(RuleEgressOwner)
 			return
 		}
+		// Every other graph that is stored or running: one declared in
+		// the store runs as soon as a relay reconciles it.
 		for _, s := range c.stored {
-			if !s.running {
-				continue
-			}
 			for _, other := range s.doc.NodeNames() {
 				if e := s.doc.Nodes[other].Egress; e != nil && e.Queue == n.Egress.Queue {
 					c.add(RuleEgressOwner, nodeAt(name, "egress"), fmt.Sprintf("queue %q is also the egress of node %q of graph %s/%s: legal, but the ETA's worker backlog counts both graphs' items; use a queue per graph to keep them apart", n.Egress.Queue, other, s.app, s.name), nil)
 					break
 				}
+			}
+		}
+	}
+}
+
+// crossGraph warns when node name's application-owned ingress is another
+// graph's egress (this graph would consume that graph's output, a copy for
+// every consumer group, past its workers), or its egress is another graph's
+// ingress (this graph's output enters that graph's budgets). Both are legal
+// chaining, but never an accident to keep silent.
+func (c *checker) crossGraph(name string, n *graph.Node) {
+	if n.Ingress.Named() {
+		q := n.Ingress.Queue
+		for _, s := range c.stored {
+			for _, other := range s.doc.NodeNames() {
+				if e := s.doc.Nodes[other].Egress; e != nil && e.Queue == q {
+					c.add(RuleQueueCrossGraph, nodeAt(name, "ingress", "queue"), fmt.Sprintf("node %q consumes %q, the egress of node %q of graph %s/%s: this graph then takes that graph's paced output, and with its own consumer group gets a copy of every item that graph's workers also get; if that is not the intent, consume a queue of your own", name, q, other, s.app, s.name), nil)
+					break
+				}
+			}
+		}
+	}
+	if e := n.Egress; e != nil {
+		for _, s := range c.stored {
+			if other := ingressOwner(s.doc, e.Queue); other != "" {
+				at := nodeAt(name, "egress")
+				if e.Object {
+					at = nodeAt(name, "egress", "queue")
+				}
+				c.add(RuleQueueCrossGraph, at, fmt.Sprintf("node %q delivers to %q, the ingress of node %q of graph %s/%s: what leaves here is paced again by that graph's budgets before anyone works it; if that is not the intent, deliver to a queue of your own", name, e.Queue, other, s.app, s.name), nil)
 			}
 		}
 	}

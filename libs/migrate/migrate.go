@@ -192,7 +192,7 @@ func Map(body []byte, opts Options) (v2 []byte, warnings finding.List, err error
 	var w collector
 	switch shape {
 	case ShapeTarget:
-		t, err := readTarget(body)
+		t, err := readTarget(body, opts.Name != "")
 		if err != nil {
 			return nil, nil, err
 		}
@@ -204,7 +204,7 @@ func Map(body []byte, opts Options) (v2 []byte, warnings finding.List, err error
 		}
 		doc = mapTarget(&w, t)
 	case ShapeGraph:
-		g, err := readGraph(body)
+		g, err := readGraph(body, opts.Name != "")
 		if err != nil {
 			return nil, nil, err
 		}
@@ -293,8 +293,8 @@ func mapGraph(w *collector, g *v1Graph) *v2Doc {
 		}
 		attempts := clampU32(most)
 		doc.MaxAttempts = &attempts
-		msg := fmt.Sprintf("%d breach rule(s) became maxAttempts %d: re-entry is now requested by the caller with POST /v1/apps/%s/graphs/%s/reenter, which sends one item back to the ingress of its path's first node; the trigger (when) did not survive, because Gate never sees the vendor's answer",
-			len(g.breach), attempts, g.application, g.name)
+		msg := fmt.Sprintf("%d breach rule(s) became maxAttempts %d; the trigger (when) moved to your worker, which sees the vendor's answer and Gate does not: on a throttle it calls backoff (POST /v1/apps/%s/graphs/%s/nodes/{node}/backoff pauses the node), and for an item to retry it calls reenter (POST /v1/apps/%s/graphs/%s/reenter sends it back to the ingress of its path's first node, up to maxAttempts)",
+			len(g.breach), attempts, g.application, g.name, g.application, g.name)
 		if len(ignored) > 0 {
 			msg += fmt.Sprintf("; retryTo %s ignored (re-entry always starts at the path's first node)", strings.Join(ignored, ", "))
 		}

@@ -566,7 +566,7 @@ func TestGraphFieldsAreMappedAndNamed(t *testing.T) {
 			name:  "breach becomes maxAttempts and names the reenter route",
 			body:  graph(`"a":`+node(`"entry":true`), `"consume":["a"],"breach":[{"when":{"status":429},"retryTo":"origin-entry","maxAttempts":4},{"when":{"outcome":"timeout"},"retryTo":"self","maxAttempts":2}]`),
 			v2:    map[string]any{"/maxAttempts": 4},
-			warns: []expect{{RuleBreach, "/breach", "2 breach rule(s) became maxAttempts 4: re-entry is now requested by the caller with POST /v1/apps/channel/graphs/airbnb/reenter"}, {RuleBreach, "/breach", `retryTo "self" ignored`}},
+			warns: []expect{{RuleBreach, "/breach", "2 breach rule(s) became maxAttempts 4; the trigger (when) moved to your worker"}, {RuleBreach, "/breach", "calls backoff (POST /v1/apps/channel/graphs/airbnb/nodes/{node}/backoff"}, {RuleBreach, "/breach", "calls reenter (POST /v1/apps/channel/graphs/airbnb/reenter"}, {RuleBreach, "/breach", `retryTo "self" ignored`}},
 		},
 		{
 			name: "breach with zero attempts still allows one",
@@ -736,6 +736,34 @@ func TestIsV1(t *testing.T) {
 			t.Parallel()
 			if got := IsV1([]byte(c.body)); got != c.want {
 				t.Errorf("IsV1 = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// A v1 document as users send it carries no "name" when the route names
+// it: the route's name is the name; without a route name it is required.
+func TestMapTakesTheNameFromTheRoute(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, body string
+		shape      Shape
+	}{
+		{"target", `{"version":1,"budgets":[{"id":"g","cap":5,"periodSeconds":1,"alignment":"rolling","confidence":"assumed"}],"cost":{"field":"units"}}`, ShapeTarget},
+		{"graph", `{"version":1,"nodes":{"a":{"entry":true,"budgets":[{"id":"g","cap":5,"periodSeconds":1,"alignment":"rolling","confidence":"assumed"}],"cost":{"field":"units"}}},"consume":["a"]}`, ShapeGraph},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			out, _, err := Map([]byte(c.body), Options{Shape: c.shape, Application: "app", Name: "routed"})
+			if err != nil {
+				t.Fatalf("a v1 %s without name on a named route: %v", c.name, err)
+			}
+			if got, _ := lookup(decode(t, out), "/graph"); got != "routed" {
+				t.Fatalf("graph %v, want the route's name routed", got)
+			}
+			if _, _, err := Map([]byte(c.body), Options{Shape: c.shape}); err == nil || !strings.Contains(err.Error(), `requires "name"`) {
+				t.Fatalf("without a route name: %v, want requires \"name\"", err)
 			}
 		})
 	}

@@ -128,6 +128,16 @@ func (o *object) need(key, kind string, dst any) error {
 	return nil
 }
 
+// name reads the document's "name": required, unless the route names the
+// document (routeName), when it is optional and the route's name wins.
+func (o *object) name(routeName bool, dst *string) error {
+	if routeName {
+		_, err := o.decode("name", "a string", dst)
+		return err
+	}
+	return o.need("name", "a string", dst)
+}
+
 // enum reads an optional string field restricted to the listed values.
 func (o *object) enum(key string, values ...string) (string, bool, error) {
 	kind := "one of " + strings.Join(quoteAll(values), ", ")

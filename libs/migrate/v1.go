@@ -154,7 +154,7 @@ type v1Breach struct {
 	maxAttempts int64
 }
 
-func readTarget(body []byte) (*v1Target, error) {
+func readTarget(body []byte, routeName bool) (*v1Target, error) {
 	root, err := readObject(body, "", "TargetSpec", targetFields...)
 	if err != nil {
 		return nil, err
@@ -163,7 +163,7 @@ func readTarget(body []byte) (*v1Target, error) {
 	if _, err := root.decode("application", "a string", &t.application); err != nil {
 		return nil, err
 	}
-	if err := root.need("name", "a string", &t.name); err != nil {
+	if err := root.name(routeName, &t.name); err != nil {
 		return nil, err
 	}
 	if err := root.need("version", "an unsigned 32-bit integer", &t.version); err != nil {
@@ -180,7 +180,7 @@ func readTarget(body []byte) (*v1Target, error) {
 	return t, nil
 }
 
-func readGraph(body []byte) (*v1Graph, error) {
+func readGraph(body []byte, routeName bool) (*v1Graph, error) {
 	root, err := readObject(body, "", "GraphSpec", graphFields...)
 	if err != nil {
 		return nil, err
@@ -189,7 +189,7 @@ func readGraph(body []byte) (*v1Graph, error) {
 	if _, err := root.decode("application", "a string", &g.application); err != nil {
 		return nil, err
 	}
-	if err := root.need("name", "a string", &g.name); err != nil {
+	if err := root.name(routeName, &g.name); err != nil {
 		return nil, err
 	}
 	if err := root.need("version", "an unsigned 32-bit integer", &g.version); err != nil {

@@ -65,6 +65,9 @@ func (s *Server) Handler() http.Handler {
 // guard answers injected faults before the real handler runs.
 func (s *Server) guard(route string, fn http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hold(route, r) {
+			return
+		}
 		if m := *s.faults.Load(); len(m) > 0 {
 			if status, ok := m[route]; ok {
 				if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {

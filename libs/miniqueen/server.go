@@ -48,6 +48,8 @@ type Server struct {
 	logger      *slog.Logger
 
 	faults atomic.Pointer[map[string]int]
+	// hung are the routes SetHang holds (hang.go).
+	hung   hangs
 	parked atomic.Int32 // long-polls currently parked (tests use it to sync)
 
 	httpSrv  *http.Server

@@ -86,13 +86,18 @@ func Shares(d *graph.Document) map[string]map[string]float64 {
 // visit it (in any element, fan-out branches included) in path order.
 func Visitors(d *graph.Document) map[string][]string {
 	out := make(map[string][]string, len(d.Nodes))
+	// seen holds node → path pairs already listed: one lookup each, so a
+	// node crossed by thousands of paths costs linear time, not quadratic.
+	type visit struct{ node, path string }
+	seen := make(map[visit]struct{})
 	for _, path := range d.Paths {
 		for _, hop := range path.Nodes {
 			for _, n := range hop.Names {
 				if _, ok := d.Nodes[n]; !ok {
 					continue
 				}
-				if !slices.Contains(out[n], path.Name) {
+				if _, dup := seen[visit{n, path.Name}]; !dup {
+					seen[visit{n, path.Name}] = struct{}{}
 					out[n] = append(out[n], path.Name)
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"strconv"
+	"strings"
 )
 
 // DefaultKVNamespace is GATE_KV_NAMESPACE's default: where counters,
@@ -26,6 +27,29 @@ func InteriorQueue(app, graph, node string) string {
 	return "gate." + app + "." + graph + "." + node + ".in"
 }
 
+// GateOwnedQueue parses q as a Gate-owned ingress or interior queue name,
+// gate.{app}.{graph}.{node}.ingress or gate.{app}.{graph}.{node}.in, and
+// returns its parts with kind "ingress" or "interior".
+func GateOwnedQueue(q string) (app, graph, node, kind string, ok bool) {
+	rest, found := strings.CutPrefix(q, "gate.")
+	if !found {
+		return "", "", "", "", false
+	}
+	parts := strings.Split(rest, ".")
+	if len(parts) != 4 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return "", "", "", "", false
+	}
+	switch parts[3] {
+	case "ingress":
+		kind = "ingress"
+	case "in":
+		kind = "interior"
+	default:
+		return "", "", "", "", false
+	}
+	return parts[0], parts[1], parts[2], kind, true
+}
+
 // Group is the consumer group of the stage of path at node.
 func Group(app, graph, path, node string) string {
 	return "gate." + app + "." + graph + "." + path + "." + node
@@ -44,6 +68,14 @@ func BudgetKey(app, graph, node, id string) string {
 func SharedBudgetKey(app, sharedKey string) string {
 	return "b:" + app + ":shared:" + sharedKey
 }
+
+// MaxKVKeyBytes is the broker's longest kv key, in bytes.
+const MaxKVKeyBytes = 512
+
+// ScopeRoom is the longest scope value, in bytes, that ScopedKey(key, v)
+// can append to key and still fit MaxKVKeyBytes (negative when key itself
+// leaves no room for ':').
+func ScopeRoom(key string) int { return MaxKVKeyBytes - len(key) - 1 }
 
 // ScopedKey is the runtime key of one scope value of a scoped budget (shared
 // scoped budgets included).
@@ -102,3 +134,25 @@ func DeriveTransactionID(parent, label string) string {
 	hex.Encode(out[24:36], u[10:16])
 	return string(out[:])
 }
+
+// TxnPartition is the partition of a Gate-owned ingress queue of width n
+// that an item pushed with transaction id txn and no partition lands on:
+// "p0".."p{n-1}", the same for every push of one txn, so a retried push
+// meets the broker's per-partition dedup. It is "" when n < 2 (one
+// partition: the broker's default).
+func TxnPartition(txn string, n uint32) string {
+	if n < 2 || txn == "" {
+		return ""
+	}
+	// FNV-1a, 64 bit: stable across processes and releases.
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(txn); i++ {
+		h ^= uint64(txn[i])
+		h *= 1099511628211
+	}
+	return RoundRobinPartition(h % uint64(n))
+}
+
+// RoundRobinPartition is the name of partition i of a Gate-owned ingress
+// queue.
+func RoundRobinPartition(i uint64) string { return "p" + strconv.FormatUint(i, 10) }

@@ -21,7 +21,27 @@ type Client struct {
 	base  string
 	token string
 	hc    *http.Client
+	// callTimeout bounds every call but a pop's long-poll (which carries
+	// its own bound); 0 means none.
+	callTimeout time.Duration
 }
+
+// DefaultCallTimeout is the deadline of every broker call except a pop's
+// long-poll when WithCallTimeout is not given: a hung broker is answered
+// with a *TimeoutError, never waited on.
+const DefaultCallTimeout = 10 * time.Second
+
+// WithCallTimeout bounds every call except a pop (whose bound is its
+// long-poll timeout plus a grace) to d, from the moment it is sent until
+// its answer is read; a context deadline that comes sooner wins. d <= 0
+// removes the bound. No call is retried: the caller decides.
+func WithCallTimeout(d time.Duration) Option { return func(c *Client) { c.callTimeout = d } }
+
+// CallTimeout is the bound WithCallTimeout set (0: none).
+func (c *Client) CallTimeout() time.Duration { return c.callTimeout }
+
+// longPollKey marks a context whose call is a long-poll with its own bound.
+type longPollKey struct{}
 
 // Option configures a Client.
 type Option func(*Client)
@@ -83,7 +103,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("queen: base URL %q must not carry a query or fragment", baseURL)
 	}
-	c := &Client{base: strings.TrimRight(u.String(), "/"), hc: sharedHTTP}
+	c := &Client{base: strings.TrimRight(u.String(), "/"), hc: sharedHTTP, callTimeout: DefaultCallTimeout}
 	for _, o := range opts {
 		o(c)
 	}
@@ -144,6 +164,17 @@ func (c *Client) roundTrip(ctx context.Context, method, path, rawQuery string, b
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
+	parent := ctx
+	if c.callTimeout > 0 && ctx.Value(longPollKey{}) == nil {
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > c.callTimeout {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.callTimeout)
+			defer cancel()
+		}
+	}
+	// timedOut is true when this client's own deadline, not the caller's
+	// context, ended the call.
+	timedOut := func() bool { return ctx.Err() == context.DeadlineExceeded && parent.Err() == nil }
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return nil, nil, fmt.Errorf("queen: %s %s: %w", method, path, err)
@@ -157,6 +188,9 @@ func (c *Client) roundTrip(ctx context.Context, method, path, rawQuery string, b
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		if timedOut() {
+			return nil, nil, &TimeoutError{Method: method, Route: path, After: c.callTimeout, Err: err}
+		}
 		return nil, nil, fmt.Errorf("queen: %s %s: %w", method, path, err)
 	}
 	buf := getBuf()
@@ -164,6 +198,9 @@ func (c *Client) roundTrip(ctx context.Context, method, path, rawQuery string, b
 	resp.Body.Close()
 	if err != nil {
 		putBuf(buf)
+		if timedOut() {
+			return nil, nil, &TimeoutError{Method: method, Route: path, After: c.callTimeout, Err: err}
+		}
 		return nil, nil, fmt.Errorf("queen: %s %s: reading answer (HTTP %d): %w", method, path, resp.StatusCode, err)
 	}
 	return resp, buf, nil

@@ -1,6 +1,7 @@
 package queen
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -222,4 +223,29 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		}
 	}
 	return 0
+}
+
+// TimeoutError is a call the client's own deadline (WithCallTimeout, by
+// default DefaultCallTimeout) ended before the broker answered: the broker
+// is hung or unreachable. Whether a write took effect is unknown. It wraps
+// context.DeadlineExceeded.
+type TimeoutError struct {
+	Method, Route string
+	// After is the deadline that passed.
+	After time.Duration
+	// Err is the transport's error.
+	Err error
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("queen: %s %s: the broker did not answer within %s", e.Method, e.Route, e.After)
+}
+
+// Unwrap makes errors.Is(err, context.DeadlineExceeded) true.
+func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
+
+// IsTimeout reports whether err is (or wraps) a *TimeoutError.
+func IsTimeout(err error) bool {
+	var te *TimeoutError
+	return errors.As(err, &te)
 }

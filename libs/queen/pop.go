@@ -171,6 +171,8 @@ func (c *Client) Pop(ctx context.Context, req PopRequest) (Claim, error) {
 		ctx, cancel = context.WithTimeout(ctx, bound)
 		defer cancel()
 	}
+	// The long-poll's bound is its own, not the client's call timeout.
+	ctx = context.WithValue(ctx, longPollKey{}, true)
 	var claim Claim
 	err := c.call(ctx, http.MethodGet, path, q, nil, func(status int, b []byte) error {
 		var err error

@@ -1,0 +1,14 @@
+package knob
+
+import "github.com/queen-mq/gate/libs/queen"
+
+// BrokerTimeout bounds every broker call except a pop's long-poll, in
+// milliseconds (queen.WithCallTimeout): while the broker hangs, a call fails
+// within it instead of waiting.
+var BrokerTimeout = Int{Name: "GATE_BROKER_TIMEOUT_MS", Default: int(queen.DefaultCallTimeout.Milliseconds()), Min: MinBrokerTimeoutMs, Max: MaxBrokerTimeoutMs}
+
+// Range of GATE_BROKER_TIMEOUT_MS.
+const (
+	MinBrokerTimeoutMs = 100
+	MaxBrokerTimeoutMs = 300_000
+)
