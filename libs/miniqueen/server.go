@@ -49,6 +49,8 @@ type Server struct {
 
 	faults atomic.Pointer[map[string]int]
 	parked atomic.Int32 // long-polls currently parked (tests use it to sync)
+	// kvOff and ridersOff are the test switches of switch.go.
+	kvOff, ridersOff atomic.Bool
 
 	httpSrv  *http.Server
 	listener net.Listener

@@ -313,6 +313,10 @@ func (r *Refusal) KVPrecondition() bool {
 	return r.Reason == ReasonKVPrecondition || r.KVReason != ""
 }
 
+// Int64 reads Value as an integer: for a lost incr gate, the counter's
+// current value.
+func (r *Refusal) Int64() (int64, error) { return numberValue(r.Value) }
+
 // String describes the refusal for logs.
 func (r *Refusal) String() string {
 	s := "queen: refused"
