@@ -21,6 +21,7 @@ type Client struct {
 	base  string
 	token string
 	hc    *http.Client
+	calls callCounts
 }
 
 // Option configures a Client.
@@ -155,6 +156,7 @@ func (c *Client) roundTrip(ctx context.Context, method, path, rawQuery string, b
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	c.calls.count(path)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, nil, fmt.Errorf("queen: %s %s: %w", method, path, err)
