@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
@@ -328,7 +329,7 @@ func (s *Server) full(ctx context.Context, n *plan.Node, itemCost int64) (int64,
 			return 0, false
 		}
 		v, err := row.Int64()
-		if err != nil || v+itemCost <= plan.Ceiling(b.CountSub, n.WidestShare) {
+		if err != nil || budget.Fits(v, itemCost, b.WidestCeiling()) {
 			return 0, false
 		}
 		w := int64(1)

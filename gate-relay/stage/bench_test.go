@@ -24,7 +24,8 @@ func benchStage(app, source, egress string) (plan.Stage, *plan.Node) {
 	st := plan.Stage{Path: "main", Node: "n", Source: source, Group: source + ".g", Batch: 200, Concurrency: 16, Share: 1,
 		Destinations: []plan.Destination{{Node: "n", Queue: egress, DerivesTransactionID: true, Terminal: true, Label: plan.TerminalLabel(app, "g", "main", "n")}}}
 	node := &plan.Node{Name: "n", Cost: cost.Fixed(1), Budgets: []plan.Budget{{ID: "wide", Key: plan.BudgetKey(app, "g", "n", "wide"),
-		CountSub: 1_000_000_000, WindowSubSeconds: 1, SubWindows: 1, Count: 1_000_000_000, TimeMs: 1000}}}
+		CountSub: 1_000_000_000, WindowSubSeconds: 1, SubWindows: 1, Count: 1_000_000_000, TimeMs: 1000,
+		Ceilings: map[string]int64{"main": 1_000_000_000}}}}
 	return st, node
 }
 

@@ -149,11 +149,7 @@ items:
 					continue items
 				}
 			}
-			ceiling, ok := b.Ceilings[path]
-			if !ok {
-				ceiling = plan.Ceiling(b.CountSub, h.s.cfg.Stage.Share)
-			}
-			touched = append(touched, h.batch.Counter(key, ceiling, b.WindowSubSeconds, b.ID))
+			touched = append(touched, h.batch.Counter(key, b.Ceiling(path), b.WindowSubSeconds, b.ID))
 		}
 		e.item = len(h.batch.Items)
 		h.batch.Add(e.cost, touched)
