@@ -199,24 +199,7 @@ type stamp struct {
 }
 
 func (st stamp) json(hop int) json.RawMessage {
-	b := make([]byte, 0, 96)
-	b = append(b, `{"graph":`...)
-	b = strconv.AppendQuote(b, st.graph)
-	if st.path != "" {
-		b = append(b, `,"path":`...)
-		b = strconv.AppendQuote(b, st.path)
-	}
-	b = append(b, `,"hop":`...)
-	b = strconv.AppendInt(b, int64(hop), 10)
-	b = append(b, `,"node":`...)
-	b = strconv.AppendQuote(b, st.node)
-	b = append(b, `,"at":`...)
-	b = strconv.AppendInt(b, st.at, 10)
-	if st.attempt > 0 {
-		b = append(b, `,"attempt":`...)
-		b = strconv.AppendInt(b, st.attempt, 10)
-	}
-	return append(b, '}')
+	return cost.GateStamp{Graph: st.graph, Path: st.path, Hop: hop, Node: st.node, At: st.at, Attempt: st.attempt, HasAttempt: st.attempt > 0}.AppendJSON(make([]byte, 0, 96))
 }
 
 // envelope builds the stored item: the payload object (absent → {}), op

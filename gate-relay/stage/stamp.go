@@ -79,36 +79,11 @@ func (s Stamp) AppendTo(dst, data []byte) ([]byte, bool) {
 	if members > 0 {
 		out = append(out, ',')
 	}
-	out = append(out, `"_gate":{"graph":`...)
-	out = appendJSONString(out, s.Graph)
-	out = append(out, `,"path":`...)
-	out = appendJSONString(out, s.Path)
-	out = append(out, `,"hop":`...)
-	out = strconv.AppendInt(out, int64(s.Hop), 10)
-	out = append(out, `,"node":`...)
-	out = appendJSONString(out, s.Node)
-	out = append(out, `,"at":`...)
-	out = strconv.AppendInt(out, s.At, 10)
-	if hasAttempt {
-		out = append(out, `,"attempt":`...)
-		out = strconv.AppendInt(out, attempt, 10)
-	}
-	return append(out, '}', '}'), true
+	out = append(out, `"_gate":`...)
+	out = cost.GateStamp{Graph: s.Graph, Path: s.Path, Hop: s.Hop, Node: s.Node, At: s.At, Attempt: attempt, HasAttempt: hasAttempt}.AppendJSON(out)
+	return append(out, '}'), true
 }
 
-// appendJSONString appends v as a JSON string (names are plain ASCII in
-// practice; anything else goes through the encoder).
-func appendJSONString(b []byte, v string) []byte {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
-			q, _ := json.Marshal(v)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, v...)
-	return append(b, '"')
-}
 
 // isStampKey reports whether the quoted key (escapes included) names the
 // stamp member.
