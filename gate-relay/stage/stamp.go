@@ -84,7 +84,6 @@ func (s Stamp) AppendTo(dst, data []byte) ([]byte, bool) {
 	return append(out, '}'), true
 }
 
-
 // isStampKey reports whether the quoted key (escapes included) names the
 // stamp member.
 func isStampKey(key []byte) bool {
