@@ -67,6 +67,20 @@ func newCharge(b *Batch, n int) *Charge {
 // the Observer. Every rider must answer an applied incr with a value; any
 // other answer is ErrRidersIgnored (c then says nothing was applied).
 func (l *Limiter) Committed(b *Batch, c *Charge, res *queen.TxnResult) error {
+	if err := l.committed(b, c, res); err != nil {
+		clear(c.Applied)
+		clear(c.PostKnown)
+		return err
+	}
+	if l.Observer != nil {
+		for _, i := range c.riders {
+			l.Observer(b.Counters[i].Key, c.Delta[i], c.Post[i], c.State[i].ExpiresAt)
+		}
+	}
+	return nil
+}
+
+func (l *Limiter) committed(b *Batch, c *Charge, res *queen.TxnResult) error {
 	want := c.base + len(c.riders) + 1
 	if len(res.Results) != want {
 		return fmt.Errorf("%w: %d result slots, want %d", ErrRidersIgnored, len(res.Results), want)
@@ -77,6 +91,9 @@ func (l *Limiter) Committed(b *Batch, c *Charge, res *queen.TxnResult) error {
 			return fmt.Errorf("%w: slot %d is %+v, want an applied incr", ErrRidersIgnored, c.base+j, res.Results[c.base+j])
 		}
 		v, err := r.Int64()
+		if err == nil && (len(r.Value) == 0 || string(r.Value) == "null") {
+			err = errors.New("the value is absent")
+		}
 		if err != nil {
 			return fmt.Errorf("%w: slot %d carries no counter value: %w", ErrRidersIgnored, c.base+j, err)
 		}
@@ -85,11 +102,6 @@ func (l *Limiter) Committed(b *Batch, c *Charge, res *queen.TxnResult) error {
 	}
 	if read := res.Results[want-1].KV; read != nil {
 		c.readRows(b, read.Rows)
-	}
-	if l.Observer != nil {
-		for _, i := range c.riders {
-			l.Observer(b.Counters[i].Key, c.Delta[i], c.Post[i], c.State[i].ExpiresAt)
-		}
 	}
 	return nil
 }
@@ -237,7 +249,7 @@ func (l *Limiter) ProbeRiders(ctx context.Context, tx Transactor, key string) er
 	if len(res.Results) != 1 || res.Results[0].KV == nil || !res.Results[0].KV.Applied {
 		return fmt.Errorf("%w: the probe answered %+v", ErrRidersIgnored, res.Results)
 	}
-	if v, err := res.Results[0].KV.Int64(); err != nil || v < 1 {
+	if v, err := res.Results[0].KV.Int64(); err != nil || v < 1 || len(res.Results[0].KV.Value) == 0 {
 		return fmt.Errorf("%w: the probe's slot carries value %s", ErrRidersIgnored, res.Results[0].KV.Value)
 	}
 	return nil
