@@ -349,7 +349,14 @@ func (r *runner) consume(ctx context.Context) {
 				} `json:"_gate"`
 			}
 			_ = json.Unmarshal(m.Data, &d)
-			items = append(items, Item{ID: d.ID, Path: d.Gate.Path, AtMs: d.Gate.At, RecvMs: recv})
+			// The broker's commit instant places an item in the window its
+			// charge landed in on either admission path (the kv rows' expiry
+			// is on the same clock); the relay's _gate.at is the fallback.
+			at := d.Gate.At
+			if t, err := m.CreatedAt.Time(); err == nil && !t.IsZero() {
+				at = t.UnixMilli()
+			}
+			items = append(items, Item{ID: d.ID, Path: d.Gate.Path, AtMs: at, RecvMs: recv})
 		}
 		r.drain.Add(int64(len(items)))
 		r.mu.Lock()
