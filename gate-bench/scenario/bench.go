@@ -106,6 +106,11 @@ type benchRelay struct {
 // the only one running: the other is stopped gracefully first, and this one
 // is started, or restarted, on its own port.
 func (b *Bench) useRelay(ctx context.Context, mode string) error {
+	return b.useRelayEnv(ctx, mode, "GATE_ADMISSION="+mode)
+}
+
+// useRelayEnv is useRelay for a relay known by key and started with env.
+func (b *Bench) useRelayEnv(ctx context.Context, mode string, env ...string) error {
 	if b.st == nil {
 		return fmt.Errorf("switching the relay's admission path needs --embedded")
 	}
@@ -120,7 +125,7 @@ func (b *Bench) useRelay(ctx context.Context, mode string) error {
 	}
 	r := b.relays[mode]
 	if r == nil {
-		p, err := b.st.StartRelay(ctx, "GATE_ADMISSION="+mode)
+		p, err := b.st.StartRelay(ctx, env...)
 		if err != nil {
 			return err
 		}

@@ -480,3 +480,19 @@ func TestASettleWhoseAnswerIsCutAfterTheCommitIsNeverRefunded(t *testing.T) {
 		t.Errorf("counters %+v, want the ambiguous settle counted and the claim released", c)
 	}
 }
+
+func TestAThinClaimLingersBeforeTheNextPopAndAFullOneDoesNot(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{ceiling: 100, riders: true})
+	r.s.cfg.Linger = 5 * time.Millisecond
+	r.s.linger(t.Context(), 200, 3)
+	if got := r.clock.total(); got != 5*time.Millisecond {
+		t.Fatalf("a 3-item claim of a 200 batch waited %s, want the 5 ms linger", got)
+	}
+	r.s.linger(t.Context(), 200, 50)
+	r.s.cfg.Linger = 0
+	r.s.linger(t.Context(), 200, 1)
+	if got := r.clock.total(); got != 5*time.Millisecond {
+		t.Fatalf("waited %s in all, want no wait after a quarter-full claim or without a linger", got)
+	}
+}
