@@ -505,6 +505,7 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 	size := 0
 	for i, d := range dests {
 		stamps[i] = Stamp{Graph: s.cfg.Graph, Path: s.cfg.Stage.Path, Hop: s.cfg.Stage.Hop + 1, Node: d.Node, At: now}
+		stamps[i].prepare()
 		size += stamps[i].overhead()
 	}
 	arenaSize := 0

@@ -18,6 +18,15 @@ type Stamp struct {
 	Node string
 	// At is epoch milliseconds.
 	At int64
+	// head is the encoded stamp every item of a settle shares (see
+	// prepare); nil encodes it per item.
+	head []byte
+}
+
+// prepare encodes the shared part of the stamp once, for a settle that
+// stamps many items with it.
+func (s *Stamp) prepare() {
+	s.head = cost.GateStamp{Graph: s.Graph, Path: s.Path, Hop: s.Hop, Node: s.Node, At: s.At}.AppendHead(nil)
 }
 
 // Apply returns data with its `_gate` key replaced by the stamp when data
@@ -80,7 +89,12 @@ func (s Stamp) AppendTo(dst, data []byte) ([]byte, bool) {
 		out = append(out, ',')
 	}
 	out = append(out, `"_gate":`...)
-	out = cost.GateStamp{Graph: s.Graph, Path: s.Path, Hop: s.Hop, Node: s.Node, At: s.At, Attempt: attempt, HasAttempt: hasAttempt}.AppendJSON(out)
+	st := cost.GateStamp{Graph: s.Graph, Path: s.Path, Hop: s.Hop, Node: s.Node, At: s.At, Attempt: attempt, HasAttempt: hasAttempt}
+	if s.head != nil {
+		out = st.AppendTail(append(out, s.head...))
+	} else {
+		out = st.AppendJSON(out)
+	}
 	return append(out, '}'), true
 }
 

@@ -24,6 +24,12 @@ type GateStamp struct {
 
 // AppendJSON appends the stamp as a JSON object to b.
 func (s GateStamp) AppendJSON(b []byte) []byte {
+	return s.AppendTail(s.AppendHead(b))
+}
+
+// AppendHead appends the stamp without its attempt and closing brace: the
+// part every item of one settle shares, so a relay encodes it once.
+func (s GateStamp) AppendHead(b []byte) []byte {
 	b = append(b, `{"graph":`...)
 	b = AppendJSONString(b, s.Graph)
 	if s.Path != "" {
@@ -35,7 +41,12 @@ func (s GateStamp) AppendJSON(b []byte) []byte {
 	b = append(b, `,"node":`...)
 	b = AppendJSONString(b, s.Node)
 	b = append(b, `,"at":`...)
-	b = strconv.AppendInt(b, s.At, 10)
+	return strconv.AppendInt(b, s.At, 10)
+}
+
+// AppendTail appends the attempt (when HasAttempt) and the closing brace
+// after a head.
+func (s GateStamp) AppendTail(b []byte) []byte {
 	if s.HasAttempt {
 		b = append(b, `,"attempt":`...)
 		b = strconv.AppendInt(b, s.Attempt, 10)
