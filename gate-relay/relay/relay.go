@@ -195,7 +195,12 @@ func (r *Relay) loop(ctx context.Context) {
 func (r *Relay) probe(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_ = r.admit.Probe(cctx, r.limiter, r.client, plan.RiderProbeKey(r.cfg.Replica))
+	err := r.admit.Probe(cctx, r.limiter, r.client, plan.RiderProbeKey(r.cfg.Replica))
+	if err != nil && !errors.Is(err, budget.ErrRidersIgnored) && ctx.Err() == nil {
+		// The broker did not answer (rather than answer without riders):
+		// probe again after the next good store read.
+		r.brokerDown = true
+	}
 }
 
 // BrokerCalls is what this relay's client has sent to the broker.
