@@ -3,9 +3,9 @@ package server
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 
+	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
@@ -42,26 +42,6 @@ func (s *Server) backoffNode(q *req) (*entry, *plan.Node, *apiError) {
 	return e, n, nil
 }
 
-// unscopedKeys are a node's distinct unscoped counters with the ceiling the
-// widest share may reach on each (two budgets on one key count once: the
-// broker refuses a batch that writes a key twice).
-func unscopedKeys(n *plan.Node) (keys []string, ceiling map[string]int64) {
-	ceiling = map[string]int64{}
-	for _, b := range n.Budgets {
-		if b.ScopeBy != "" {
-			continue
-		}
-		c := plan.Ceiling(b.CountSub, n.WidestShare)
-		if old, ok := ceiling[b.Key]; ok {
-			ceiling[b.Key] = max(old, c)
-			continue
-		}
-		ceiling[b.Key] = c
-		keys = append(keys, b.Key)
-	}
-	return keys, ceiling
-}
-
 // backoff is POST …/nodes/{node}/backoff: the vendor said 429, so the
 // node's window is spent — every unscoped counter is written to its ceiling
 // with a TTL of the Retry-After — and the breaker record is written for the
@@ -93,7 +73,8 @@ func (s *Server) backoff(q *req) *apiError {
 		return bad
 	}
 	seconds := min(max(*b.RetryAfterSeconds, minBackoffSeconds), maxBackoffSeconds)
-	keys, ceiling := unscopedKeys(n)
+	counters := budget.Unscoped(n)
+	keys := budget.Keys(counters)
 	if len(keys) == 0 {
 		return fail(http.StatusUnprocessableEntity, "node '%s' has only per-key (scoped) budgets, so it has no window to spend: back off in your worker, or add an unscoped budget to the node", n.Name).field("node")
 	}
@@ -103,23 +84,11 @@ func (s *Server) backoff(q *req) *apiError {
 	if b.RefundCost != nil {
 		refund = *b.RefundCost
 	}
-	if refund > 0 {
-		ops := make([]queen.KVOp, 0, len(keys))
-		for _, k := range keys {
-			ops = append(ops, queen.KVIncr(ns, k, -refund, queen.IncrOpts{TTLSeconds: seconds, Min: queen.Int(0)}))
-		}
-		if _, err := s.client.KV(ctx, ops...); err != nil {
-			s.log.Warn("backoff: crediting the refund failed", "application", e.app, "graph", e.graph, "node", n.Name, "error", err)
-		}
+	refundErr, err := s.limiter().Spend(ctx, counters, seconds, refund)
+	if refundErr != nil {
+		s.log.Warn("backoff: crediting the refund failed", "application", e.app, "graph", e.graph, "node", n.Name, "error", refundErr)
 	}
-	ops := make([]queen.KVOp, 0, len(keys))
-	for _, k := range keys {
-		ops = append(ops, queen.KVPut(ns, k, json.RawMessage(strconv.FormatInt(ceiling[k], 10)), queen.PutOpts{TTLSeconds: seconds}))
-	}
-	if res, err := s.client.KV(ctx, ops...); err != nil || res.Refused() {
-		if err == nil {
-			err = res.Err()
-		}
+	if err != nil {
 		return fail(http.StatusBadGateway, "spending the window of node '%s' failed: %v; the node is not held, retry", n.Name, err)
 	}
 	at := s.now().UnixMilli()
@@ -139,6 +108,11 @@ func (s *Server) backoff(q *req) *apiError {
 	return nil
 }
 
+// limiter is the counter protocol on the server's broker and namespace.
+func (s *Server) limiter() *budget.Limiter {
+	return &budget.Limiter{KV: s.client, NS: s.cfg.KVNamespace}
+}
+
 // liftBackoff is DELETE …/nodes/{node}/backoff: delete every unscoped
 // counter and the breaker record in one batch, so the next admission starts
 // a fresh window.
@@ -147,16 +121,9 @@ func (s *Server) liftBackoff(q *req) *apiError {
 	if bad != nil {
 		return bad
 	}
-	keys, _ := unscopedKeys(n)
-	cleared := append(append([]string{}, keys...), n.BreakerKey)
-	ops := make([]queen.KVOp, 0, len(cleared))
-	for _, k := range cleared {
-		ops = append(ops, queen.KVDelete(s.cfg.KVNamespace, k, queen.DeleteOpts{}))
-	}
-	if res, err := s.client.KV(q.r.Context(), ops...); err != nil || res.Refused() {
-		if err == nil {
-			err = res.Err()
-		}
+	counters := budget.Unscoped(n)
+	cleared := append(budget.Keys(counters), n.BreakerKey)
+	if err := s.limiter().Lift(q.r.Context(), counters, n.BreakerKey); err != nil {
 		return fail(http.StatusBadGateway, "lifting the backoff of node '%s' failed: %v; the node stays held until its window expires, retry", n.Name, err)
 	}
 	s.log.Info("backoff lifted", "application", e.app, "graph", e.graph, "node", n.Name)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 )
@@ -113,7 +114,7 @@ func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.
 	}
 	costPerItem := max(n.Cost.Default, 1)
 	want := waitingBudget * costPerItem
-	keys, _ := unscopedKeys(n)
+	keys := budget.Keys(budget.Unscoped(n))
 	live := s.readCounters(ctx, append(append([]string{}, keys...), n.BreakerKey))
 	if live == nil {
 		live = map[string]liveRow{}
@@ -137,7 +138,7 @@ func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.
 			shared = append(shared, b.ID)
 		}
 		anyBudget = true
-		capacity := plan.Ceiling(b.CountSub, share)
+		capacity := b.Ceiling(st.Path)
 		row := live[b.Key]
 		var resetsIn time.Duration
 		if row.found && !row.expiresAt.IsZero() {
@@ -149,7 +150,7 @@ func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.
 			}
 			continue
 		}
-		head := max(0, capacity-row.value)
+		head := budget.Headroom(row.value, capacity)
 		secs := 0.0
 		if want > head {
 			windows := (want - head + capacity - 1) / capacity

@@ -3,7 +3,7 @@ package server
 import (
 	"net/http"
 
-	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/budget"
 )
 
 // productMetrics is GET /v1/apps/{app}/metrics: one entry per node of every
@@ -30,7 +30,7 @@ func (s *Server) productMetrics(q *req) *apiError {
 		}
 		var keys []string
 		for _, n := range e.plan.Nodes {
-			k, _ := unscopedKeys(&n)
+			k := budget.Keys(budget.Unscoped(&n))
 			keys = append(append(keys, k...), n.BreakerKey)
 		}
 		live := s.readCounters(ctx, keys)
@@ -62,9 +62,9 @@ func (s *Server) productMetrics(q *req) *apiError {
 				if b.ScopeBy != "" {
 					continue
 				}
-				ceiling := plan.Ceiling(b.CountSub, n.WidestShare)
+				ceiling := b.WidestCeiling()
 				v := live[b.Key].value
-				u := float64(v) / float64(max(1, ceiling))
+				u := budget.Utilisation(v, ceiling)
 				if u > best {
 					best = u
 					binding = map[string]any{

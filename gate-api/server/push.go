@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
@@ -222,24 +223,7 @@ type stamp struct {
 }
 
 func (st stamp) json(hop int) json.RawMessage {
-	b := make([]byte, 0, 96)
-	b = append(b, `{"graph":`...)
-	b = strconv.AppendQuote(b, st.graph)
-	if st.path != "" {
-		b = append(b, `,"path":`...)
-		b = strconv.AppendQuote(b, st.path)
-	}
-	b = append(b, `,"hop":`...)
-	b = strconv.AppendInt(b, int64(hop), 10)
-	b = append(b, `,"node":`...)
-	b = strconv.AppendQuote(b, st.node)
-	b = append(b, `,"at":`...)
-	b = strconv.AppendInt(b, st.at, 10)
-	if st.attempt > 0 {
-		b = append(b, `,"attempt":`...)
-		b = strconv.AppendInt(b, st.attempt, 10)
-	}
-	return append(b, '}')
+	return cost.GateStamp{Graph: st.graph, Path: st.path, Hop: hop, Node: st.node, At: st.at, Attempt: st.attempt, HasAttempt: st.attempt > 0}.AppendJSON(make([]byte, 0, 96))
 }
 
 // envelope builds the stored item: the payload object (absent → {}), op
@@ -352,7 +336,7 @@ func (s *Server) full(ctx context.Context, n *plan.Node, itemCost int64) (int64,
 			return 0, false
 		}
 		v, err := row.Int64()
-		if err != nil || v+itemCost <= plan.Ceiling(b.CountSub, n.WidestShare) {
+		if err != nil || budget.Fits(v, itemCost, b.WidestCeiling()) {
 			return 0, false
 		}
 		w := int64(1)

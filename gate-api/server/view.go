@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/store"
 )
@@ -55,7 +56,7 @@ func (s *Server) getGraph(q *req) *apiError {
 	}
 	var keys []string
 	for _, n := range p.Nodes {
-		k, _ := unscopedKeys(&n)
+		k := budget.Keys(budget.Unscoped(&n))
 		keys = append(keys, k...)
 		keys = append(keys, n.BreakerKey)
 	}
@@ -110,8 +111,8 @@ func (s *Server) getGraph(q *req) *apiError {
 				if row.found && !row.expiresAt.IsZero() {
 					expiresAt = row.expiresAt.UnixMilli()
 				}
-				if c := plan.Ceiling(b.CountSub, n.WidestShare); c > 0 {
-					util = float64(row.value) / float64(c)
+				if c := b.WidestCeiling(); c > 0 {
+					util = budget.Utilisation(row.value, c)
 				}
 			}
 			budgets = append(budgets, map[string]any{

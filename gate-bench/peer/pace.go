@@ -117,6 +117,10 @@ func (r Result) ItemsPerSec() float64 {
 // ErrIncomplete is returned when the deadline passed before Total moved.
 var ErrIncomplete = errors.New("deadline passed before the whole backlog moved")
 
+// LeaseSeconds is the lease every Job claims under: the relay's default
+// (GATE_LEASE_SECONDS), so a bare loop claims the way a relay does.
+const LeaseSeconds = 10
+
 // Run moves the backlog: each worker pops a claim from one partition
 // (wildcard, batch, long-poll), waits for the limiter, and commits one
 // transaction acking the claim and pushing every item to the same-named
@@ -135,7 +139,7 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 			var txn queen.Transaction
 			for ctx.Err() == nil && moved.Load() < int64(j.Total) {
 				claim, err := j.Client.Pop(ctx, queen.PopRequest{Queue: j.Source, ConsumerGroup: j.Group, SubscriptionMode: queen.SubscribeAll,
-					Batch: j.Batch, Wait: true, Timeout: 500 * time.Millisecond})
+					Batch: j.Batch, Wait: true, Timeout: 500 * time.Millisecond, LeaseSeconds: LeaseSeconds})
 				if err != nil {
 					if ctx.Err() == nil {
 						mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/gate-bench/stats"
+	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/stack/gateapi"
 )
@@ -55,6 +56,28 @@ func (b *Bench) pushCall(graph string) stats.Call {
 	}
 }
 
+// pushLingerMs is the GATE_STAGE_LINGER_MS of the push scenario's linger row.
+const pushLingerMs = 5
+
+// ingressCall pushes one item straight into the node's ingress queue with
+// the client, round-robin over its 16 partitions, stamped with its send
+// time: the push row without gate-api.
+func (b *Bench) ingressCall(graph string) stats.Call {
+	queue := plan.IngressQueue(b.cfg.App, graph, "n")
+	var seq atomic.Int64
+	return func(ctx context.Context) (int, int) {
+		payload := []byte(`{"sent":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `}`)
+		part := strconv.FormatInt(seq.Add(1)%16, 10)
+		if _, err := b.q.Push(ctx, []queen.PushItem{{Queue: queue, Partition: part, Payload: payload}}); err != nil {
+			if s := queen.StatusOf(err); s != 0 {
+				return s, 0
+			}
+			return 0, 0
+		}
+		return http.StatusOK, 1
+	}
+}
+
 // push is the front door: closed loop per concurrency, then open loop at
 // 25% and 50% of the best closed-loop rate.
 func (b *Bench) push(ctx context.Context) ([]stats.Table, error) {
@@ -84,6 +107,26 @@ func (b *Bench) push(ctx context.Context) ([]stats.Table, error) {
 		t.Figure(fmt.Sprintf("open %.0f%% p99 ms", pct), float64(r.Latency.P99)/float64(time.Millisecond))
 		if r.Slipped > 0 || r.Capped > 0 {
 			t.Note("open %.0f%%: driver slipped > 50 ms on %d sends, skipped %d at the 4096 in-flight cap", pct, r.Slipped, r.Capped)
+		}
+	}
+	if half := best / 2; half >= 1 {
+		// The same rate straight into the node's ingress with the client
+		// (no gate-api), the relay consuming: what the door adds.
+		r := stats.OpenLoop(ctx, fmt.Sprintf("ingress 50%% (%.0f/s)", half), half, 4096, b.cfg.Warmup, b.cfg.Seconds, b.ingressCall(graph))
+		t.Add(stats.LatencyRow(r)...)
+		t.Figure("ingress 50% p99 ms", float64(r.Latency.P99)/float64(time.Millisecond))
+		if b.st != nil {
+			// The door again with a relay that lingers after thin claims.
+			if err := b.useRelayEnv(ctx, "riders-linger", "GATE_ADMISSION=riders", "GATE_STAGE_LINGER_MS="+strconv.Itoa(pushLingerMs)); err != nil {
+				return []stats.Table{t}, fmt.Errorf("push: starting a lingering relay: %w", err)
+			}
+			r := stats.OpenLoop(ctx, fmt.Sprintf("open 50%%, linger %d ms", pushLingerMs), half, 4096, b.cfg.Warmup, b.cfg.Seconds, b.pushCall(graph))
+			t.Add(stats.LatencyRow(r)...)
+			t.Figure("open 50% linger p99 ms", float64(r.Latency.P99)/float64(time.Millisecond))
+			if err := b.useRelay(ctx, "riders"); err != nil {
+				return []stats.Table{t}, err
+			}
+			t.Note("linger row: the relay waits %d ms (GATE_STAGE_LINGER_MS) before its next pop after a claim under a quarter of its batch", pushLingerMs)
 		}
 	}
 	t.Note("targets (reported, not asserted): ≥ 3000 req/s closed loop; p99 < 20 ms open loop at half that rate")

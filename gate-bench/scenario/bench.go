@@ -23,13 +23,15 @@ var ErrSetup = errors.New("setup failed")
 
 // Bench is one gate-bench run against one stack.
 type Bench struct {
-	cfg   Config
-	api   *gateapi.Client
-	q     *queen.Client // the broker, directly
-	qp    *queen.Client // the broker as the relay sees it (through the proxy when embedded)
-	proxy *countingProxy
-	st    *stack.Stack
-	runID string
+	cfg Config
+	api *gateapi.Client
+	q   *queen.Client // the broker, directly (the relay talks to it directly too)
+	st  *stack.Stack
+	// relays are the embedded relays by admission path ("riders",
+	// "separate"); relay is the one running now (nil when not embedded).
+	relays map[string]*benchRelay
+	relay  *benchRelay
+	runID  string
 	// overhead remembers the Gate relay's wide-open items/s for the peers.
 	gateWide float64
 }
@@ -50,25 +52,19 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	out := Outcome{Machine: Machine()}
 	if cfg.Embedded {
 		logger := slog.New(slog.NewTextHandler(cfg.Log, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		b.logf("starting the embedded stack (miniqueen, gate-api; gate-relay behind a counting proxy)…")
+		b.logf("starting the embedded stack (miniqueen, gate-api, gate-relay; broker calls counted by the relay's own client)…")
 		st, err := stack.Start(ctx, stack.Config{Relays: -1, NoReuse: true, Logger: logger, Env: []string{"GATE_STATUS_SECONDS=1"}})
 		if err != nil {
 			return out, fmt.Errorf("%w: starting the embedded stack: %w", ErrSetup, err)
 		}
 		defer st.Stop()
 		b.st = st
-		p, err := startProxy(st.QueenURL())
-		if err != nil {
-			return out, fmt.Errorf("%w: counting proxy: %w", ErrSetup, err)
-		}
-		defer p.close()
-		b.proxy = p
-		if _, err := st.StartRelay(ctx, "QUEEN_URL="+p.url); err != nil {
+		if err := b.useRelay(ctx, "riders"); err != nil {
 			return out, fmt.Errorf("%w: starting gate-relay: %w", ErrSetup, err)
 		}
 		cfg.GateURL, cfg.QueenURL = st.GateURL(), st.QueenURL()
 		b.cfg = cfg
-		b.logf("stack up: gate-api %s, broker %s, relay's broker proxy %s", cfg.GateURL, cfg.QueenURL, p.url)
+		b.logf("stack up: gate-api %s, broker %s, relay %s", cfg.GateURL, cfg.QueenURL, b.relay.p.HealthURL)
 	}
 	b.api = gateapi.New(cfg.GateURL, nil)
 	hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -79,12 +75,6 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	}
 	if b.q, err = queen.New(cfg.QueenURL, queen.WithHTTPClient(&http.Client{Transport: queen.NewTransport()})); err != nil {
 		return out, fmt.Errorf("%w: %w", ErrSetup, err)
-	}
-	b.qp = b.q
-	if b.proxy != nil {
-		if b.qp, err = queen.New(b.proxy.url, queen.WithHTTPClient(&http.Client{Transport: queen.NewTransport()})); err != nil {
-			return out, fmt.Errorf("%w: %w", ErrSetup, err)
-		}
 	}
 	for _, name := range cfg.Scenarios {
 		b.logf("scenario %s…", name)
@@ -103,6 +93,63 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 		b.logf("scenario %s done in %.0f s", name, time.Since(t0).Seconds())
 	}
 	return out, nil
+}
+
+// benchRelay is one embedded relay process and its call counts.
+type benchRelay struct {
+	p     *stack.Process
+	index int
+	calls *relayCalls
+}
+
+// useRelay makes the embedded relay on admission path mode (GATE_ADMISSION)
+// the only one running: the other is stopped gracefully first, and this one
+// is started, or restarted, on its own port.
+func (b *Bench) useRelay(ctx context.Context, mode string) error {
+	return b.useRelayEnv(ctx, mode, "GATE_ADMISSION="+mode)
+}
+
+// useRelayEnv is useRelay for a relay known by key and started with env.
+func (b *Bench) useRelayEnv(ctx context.Context, mode string, env ...string) error {
+	if b.st == nil {
+		return fmt.Errorf("switching the relay's admission path needs --embedded")
+	}
+	if b.relay != nil && b.relays[mode] == b.relay && b.relay.p.Running() {
+		return nil
+	}
+	if b.relay != nil {
+		b.relay.p.Stop(10 * time.Second)
+	}
+	if b.relays == nil {
+		b.relays = map[string]*benchRelay{}
+	}
+	r := b.relays[mode]
+	if r == nil {
+		p, err := b.st.StartRelay(ctx, env...)
+		if err != nil {
+			return err
+		}
+		r = &benchRelay{p: p, index: len(b.st.Relays()) - 1, calls: newRelayCalls(p)}
+		b.relays[mode] = r
+	} else if err := b.st.RestartRelay(ctx, r.index); err != nil {
+		return err
+	}
+	b.relay = r
+	return nil
+}
+
+// snap is the running embedded relay's broker calls; false when there is
+// no embedded relay or its /metrics did not answer.
+func (b *Bench) snap(ctx context.Context) (Snapshot, bool) {
+	if b.relay == nil {
+		return Snapshot{}, false
+	}
+	s, err := b.relay.calls.snap(ctx)
+	if err != nil {
+		b.logf("%v", err)
+		return Snapshot{}, false
+	}
+	return s, true
 }
 
 func (b *Bench) scenario(ctx context.Context, name string) ([]stats.Table, error) {
@@ -305,6 +352,17 @@ type drainer struct {
 }
 
 func (b *Bench) startDrainer(ctx context.Context, queue, group string, workers, batch int) *drainer {
+	return b.drainQueue(ctx, queue, group, workers, batch, true)
+}
+
+// startCounter is a drainer that does not decode payloads: it keeps each
+// item's arrival time (ms) in place of _gate.at, so every runner it
+// measures pays the same consumer work whatever its payloads carry.
+func (b *Bench) startCounter(ctx context.Context, queue, group string, workers, batch int) *drainer {
+	return b.drainQueue(ctx, queue, group, workers, batch, false)
+}
+
+func (b *Bench) drainQueue(ctx context.Context, queue, group string, workers, batch int, decode bool) *drainer {
 	ctx, cancel := context.WithCancel(ctx)
 	d := &drainer{stop: cancel}
 	for w := 0; w < workers; w++ {
@@ -322,6 +380,17 @@ func (b *Bench) startDrainer(ctx context.Context, queue, group string, workers, 
 				}
 				ats := make([]int64, 0, len(cl.Messages))
 				sents := make([]int64, 0, len(cl.Messages))
+				if !decode {
+					now := time.Now().UnixMilli()
+					for range cl.Messages {
+						ats = append(ats, now)
+					}
+					d.mu.Lock()
+					d.at = append(d.at, ats...)
+					d.popped += len(cl.Messages)
+					d.mu.Unlock()
+					continue
+				}
 				for _, m := range cl.Messages {
 					var v struct {
 						Sent int64 `json:"sent"`

@@ -13,7 +13,8 @@ import (
 
 // TestLiveBenchRunsOnTheEmbeddedStack runs a short pass of the scenarios
 // that exercise every moving part — API loops, the prefill-declare-drain
-// relay run with the counting proxy, the bare loop, admission latency and
+// relay run counted by the relay's own client, the bare loop, both
+// admission paths, admission latency and
 // idle counting — against the embedded stack, and checks each completes with
 // its table. Targets are reported by gate-bench, never asserted here.
 func TestLiveBenchRunsOnTheEmbeddedStack(t *testing.T) {
@@ -52,7 +53,7 @@ func TestLiveBenchRunsOnTheEmbeddedStack(t *testing.T) {
 			t.Fatalf("scenario %s printed no table", s)
 		}
 	}
-	if !strings.Contains(out.String(), "(b) gate-relay") || !strings.Contains(out.String(), "(a) bare loop") {
+	if !strings.Contains(out.String(), "(b) gate-relay, charge as riders") || !strings.Contains(out.String(), "(c) gate-relay, separate kv call") || !strings.Contains(out.String(), "(a) bare loop") {
 		t.Fatalf("overhead table lacks a runner:\n%s", out.String())
 	}
 }

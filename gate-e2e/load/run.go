@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/stack"
@@ -167,6 +168,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 
 	r.obs.StartMs = time.Now().UnixMilli()
 	r.obs.ExpectAll = cfg.Scenario == ScenarioChaos
+	r.obs.ChargeInCommit = os.Getenv(knob.Admission.Name) != knob.AdmissionSeparate
 	fmt.Fprintf(cfg.Log, "gate-e2e: %s on %s/%s: ceiling %d per %d s (%d per %d ms sub-window; fast ≤ %d, bulk ≤ %d), pushing %d with %d producers over %d partitions\n",
 		cfg.Scenario, cfg.App, r.graph, count, cfg.WindowS, countSub, r.params.TTLMs, r.params.FastCeiling, r.params.BulkCeiling, cfg.Total, cfg.Producers, cfg.Partitions)
 	prog := newProgress(cfg, cfg.Total)
@@ -347,7 +349,14 @@ func (r *runner) consume(ctx context.Context) {
 				} `json:"_gate"`
 			}
 			_ = json.Unmarshal(m.Data, &d)
-			items = append(items, Item{ID: d.ID, Path: d.Gate.Path, AtMs: d.Gate.At, RecvMs: recv})
+			// The broker's commit instant places an item in the window its
+			// charge landed in on either admission path (the kv rows' expiry
+			// is on the same clock); the relay's _gate.at is the fallback.
+			at := d.Gate.At
+			if t, err := m.CreatedAt.Time(); err == nil && !t.IsZero() {
+				at = t.UnixMilli()
+			}
+			items = append(items, Item{ID: d.ID, Path: d.Gate.Path, AtMs: at, RecvMs: recv})
 		}
 		r.drain.Add(int64(len(items)))
 		r.mu.Lock()

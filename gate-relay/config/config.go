@@ -61,6 +61,11 @@ type Config struct {
 	// LogLevel is debug, info, warn or error, read case-insensitively and
 	// stored lower case (GATE_LOG_LEVEL, info).
 	LogLevel string
+	// Admission is riders or separate (GATE_ADMISSION, riders).
+	Admission string
+	// Linger is how long a stage with a thin claim waits for a fuller one
+	// (GATE_STAGE_LINGER_MS, 0, 0..100).
+	Linger time.Duration
 }
 
 // Default returns every knob at its default.
@@ -80,6 +85,7 @@ func Default() Config {
 		StatusPeriod:     5 * time.Second,
 		Bind:             "127.0.0.1:8791",
 		LogLevel:         knob.DefaultLogLevel,
+		Admission:        knob.Admission.Default,
 	}
 }
 
@@ -112,6 +118,9 @@ func Load(getenv func(string) string) (Config, error) {
 	durKnob("GATE_INTERIOR_SEED_SKEW_SECONDS", &c.InteriorSeedSkew, time.Second, 0, 600)
 	durKnob("GATE_SIGNAL_POLL_MS", &c.SignalPoll, time.Millisecond, 50, 60000)
 	durKnob("GATE_STATUS_SECONDS", &c.StatusPeriod, time.Second, 1, 300)
+	c.Admission, err = knob.Admission.Read(getenv)
+	errs = append(errs, err)
+	durKnob(knob.StageLingerMs.Name, &c.Linger, time.Millisecond, knob.StageLingerMs.Min, knob.StageLingerMs.Max)
 	str("GATE_RELAY_BIND", &c.Bind)
 	str("GATE_NATS_URL", &c.NATSURL)
 	str("GATE_RELAY_ID", &c.Replica)

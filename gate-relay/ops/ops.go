@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
 )
 
@@ -20,14 +21,34 @@ type Source interface {
 	Snapshot() store.RelayStatus
 }
 
+// BrokerSource is a Source that can say whether its broker answers;
+// /health then answers 503 naming the broker when it does not.
+type BrokerSource interface {
+	BrokerHealth(ctx context.Context) error
+}
+
+// AdmissionSource is a Source that reports its admission path.
+type AdmissionSource interface {
+	Admission() (mode, why string)
+}
+
+// CallSource is a Source that counts its broker calls (in its client);
+// /metrics then exports them as gate_relay_broker_calls_total{route}.
+type CallSource interface {
+	BrokerCalls() queen.Calls
+}
+
+// BrokerCheckTimeout bounds the broker check of one /health request.
+const BrokerCheckTimeout = 2 * time.Second
+
 // counterDescs lists every stage counter exported, as
 // gate_relay_stage_<name>_total.
 var counterNames = []string{"popped", "admitted", "deferred", "parked", "released", "forwarded", "commits",
-	"duplicates", "foreign", "deadlettered", "leaked", "wedged", "cost_admitted"}
+	"duplicates", "foreign", "deadlettered", "leaked", "wedged", "cost_admitted", "ambiguous"}
 
 func counterValues(c store.Counters) []int64 {
 	return []int64{c.Popped, c.Admitted, c.Deferred, c.Parked, c.Released, c.Forwarded, c.Commits,
-		c.Duplicates, c.Foreign, c.Deadlettered, c.Leaked, c.Wedged, c.CostAdmitted}
+		c.Duplicates, c.Foreign, c.Deadlettered, c.Leaked, c.Wedged, c.CostAdmitted, c.Ambiguous}
 }
 
 // collector exports the relay's counters at scrape time.
@@ -35,6 +56,7 @@ type collector struct {
 	src     Source
 	descs   []*prometheus.Desc
 	running *prometheus.Desc
+	calls   *prometheus.Desc
 }
 
 func newCollector(src Source) *collector {
@@ -44,6 +66,7 @@ func newCollector(src Source) *collector {
 		c.descs = append(c.descs, prometheus.NewDesc("gate_relay_stage_"+n+"_total", "Stage counter "+n+" on this replica (lifetime of the graph runtime).", labels, nil))
 	}
 	c.running = prometheus.NewDesc("gate_relay_graph_running", "1 when the graph's stages run on this replica.", []string{"app", "graph", "version"}, nil)
+	c.calls = prometheus.NewDesc("gate_relay_broker_calls_total", "Broker calls this replica's client sent, by route (kv_incr: the kv calls that carried an incr).", []string{"route"}, nil)
 	return c
 }
 
@@ -52,9 +75,19 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	ch <- c.running
+	ch <- c.calls
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	if cs, ok := c.src.(CallSource); ok {
+		n := cs.BrokerCalls()
+		for _, r := range []struct {
+			route string
+			v     int64
+		}{{"pop", n.Pop}, {"push", n.Push}, {"transaction", n.Txn}, {"kv", n.KV}, {"kv_incr", n.KVIncr}, {"other", n.Other}} {
+			ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(r.v), r.route)
+		}
+	}
 	st := c.src.Snapshot()
 	for _, g := range st.Graphs {
 		v := 0.0
@@ -78,7 +111,7 @@ func Handler(src Source) http.Handler {
 	reg.MustRegister(newCollector(src))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		st := src.Snapshot()
 		type graph struct {
 			App     string `json:"application"`
@@ -87,15 +120,42 @@ func Handler(src Source) http.Handler {
 			Running bool   `json:"running"`
 			Error   string `json:"error,omitempty"`
 		}
+		type broker struct {
+			Reachable bool   `json:"reachable"`
+			Error     string `json:"error,omitempty"`
+		}
+		type admission struct {
+			Path string `json:"path"`
+			Why  string `json:"why,omitempty"`
+		}
 		out := struct {
-			Status  string  `json:"status"`
-			Replica string  `json:"replica"`
-			Graphs  []graph `json:"graphs"`
+			Status    string     `json:"status"`
+			Replica   string     `json:"replica"`
+			Broker    *broker    `json:"broker,omitempty"`
+			Admission *admission `json:"admission,omitempty"`
+			Graphs    []graph    `json:"graphs"`
 		}{Status: "ok", Replica: st.Replica, Graphs: []graph{}}
+		code := http.StatusOK
+		if b, ok := src.(BrokerSource); ok {
+			ctx, cancel := context.WithTimeout(r.Context(), BrokerCheckTimeout)
+			err := b.BrokerHealth(ctx)
+			cancel()
+			out.Broker = &broker{Reachable: err == nil}
+			if err != nil {
+				out.Status = "unavailable"
+				out.Broker.Error = "the broker (QUEEN_URL) is unreachable or unhealthy: " + err.Error()
+				code = http.StatusServiceUnavailable
+			}
+		}
+		if a, ok := src.(AdmissionSource); ok {
+			mode, why := a.Admission()
+			out.Admission = &admission{Path: mode, Why: why}
+		}
 		for _, g := range st.Graphs {
 			out.Graphs = append(out.Graphs, graph{g.App, g.Graph, g.Version, g.Running, g.Error})
 		}
 		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
 		_ = json.NewEncoder(w).Encode(out)
 	})
 	return mux

@@ -21,6 +21,7 @@ import (
 // neighbours on a 2-core machine inflate. The ceiling assertions are exact
 // whatever the load.
 func TestCeilingHoldsPerWindowAndSlidingSpan(t *testing.T) {
+	slow(t)
 	e := newEnv(t)
 	const graph, partitions, perPartition = "ceiling", 8, 125
 	e.declare(graph, fmt.Sprintf(`{"version":1,"nodes":{"limit":{"ingress":true,"concurrency":8,

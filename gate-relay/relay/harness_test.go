@@ -64,6 +64,15 @@ type env struct {
 	rec    *recorder
 }
 
+// slow skips a wall-clock suite under -short: the quick loop runs the
+// virtual-time tests of gate-relay/stage instead, the full run runs both.
+func slow(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("wall-clock suite (seconds of real windows); run without -short")
+	}
+}
+
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	b := gatetest.NewBroker(t)

@@ -17,6 +17,7 @@ import (
 // charges past half, the 1.0 path admits between half and full, no window
 // passes 100, and per partition each path's items keep their order.
 func TestReserveAndOrderAcrossTwoPaths(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	e := newEnv(t)
 	const graph = "reserve"
@@ -114,6 +115,7 @@ func TestReserveAndOrderAcrossTwoPaths(t *testing.T) {
 // A per-listing budget (scopeBy listingId, whenOp photo.delete) holds per
 // listing and charges only deletes; an item without a listing skips it.
 func TestScopedAndOpFilteredBudgets(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	e := newEnv(t)
 	const graph = "scoped"
@@ -173,6 +175,7 @@ func TestScopedAndOpFilteredBudgets(t *testing.T) {
 // nacked nor lost); a poison item (cost above max) reaches the DLQ after
 // the retry limit and the items around it are delivered in order.
 func TestWaitingNeverDeadLettersButPoisonDoes(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	e := newEnv(t)
 	const graph = "waiting"
@@ -219,6 +222,7 @@ func TestWaitingNeverDeadLettersButPoisonDoes(t *testing.T) {
 // written, as gate-api does) stops every path through the node until the
 // window ends; deleting the keys lifts a longer backoff at once.
 func TestBackoffStopsEveryPathUntilLiftedOrExpired(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	e := newEnv(t)
 	const graph = "backoff"

@@ -78,6 +78,7 @@ func (p *proc) kill(t *testing.T) {
 // exceed the ceiling (100 per 5 s in five 1 s windows: at most 120 in any
 // sliding 5 s), both take part, and each item leaves once, in order.
 func TestTwoReplicasSpendOneBudget(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	e := newEnv(t)
 	const graph = "replicas"
@@ -147,6 +148,7 @@ func TestTwoReplicasSpendOneBudget(t *testing.T) {
 // through two hops, and restarted each time, delivers every item to the
 // egress exactly once and in partition order.
 func TestKillMinusNineLosesAndDuplicatesNothing(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	e := newEnv(t)
 	const graph = "kill"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/queen-mq/gate/gate-relay/denial"
 	"github.com/queen-mq/gate/gate-relay/stage"
 	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
 )
@@ -44,6 +46,12 @@ type Config struct {
 	// writes. Both optional (tests, Watch recorders).
 	Observer       stage.Observer
 	BudgetObserver budget.Observer
+	// Admission is "riders" (default: the charge rides the settle
+	// transaction once a probe proved the broker applies riders) or
+	// "separate" (always a kv call before the settle).
+	Admission string
+	// Linger is GATE_STAGE_LINGER_MS.
+	Linger time.Duration
 }
 
 // Relay runs every stored graph on this replica. Build with New, run with
@@ -56,6 +64,10 @@ type Relay struct {
 	limiter *budget.Limiter
 	denials *denial.Ring
 	log     *slog.Logger
+	admit   *stage.Admission
+	// brokerDown is set while the last store read failed, so the next
+	// good read re-probes the riders (the broker may have changed).
+	brokerDown bool
 
 	mu       sync.Mutex
 	graphs   map[string]*runtime
@@ -94,8 +106,15 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Admission == "" {
+		cfg.Admission = "riders"
+	}
+	if cfg.Admission != "riders" && cfg.Admission != "separate" {
+		return nil, fmt.Errorf("relay: Admission %q is not riders or separate", cfg.Admission)
+	}
 	return &Relay{
-		cfg: cfg, client: cfg.Client, store: cfg.Store,
+		admit: stage.NewAdmission(cfg.Admission == "riders", cfg.Logger),
+		cfg:   cfg, client: cfg.Client, store: cfg.Store,
 		limiter: &budget.Limiter{KV: cfg.Client, NS: cfg.Store.Namespace(), Observer: cfg.BudgetObserver},
 		denials: &denial.Ring{}, log: cfg.Logger,
 		graphs: map[string]*runtime{}, lastErrs: map[string]string{},
@@ -143,6 +162,7 @@ func (r *Relay) Start(ctx context.Context) {
 func (r *Relay) loop(ctx context.Context) {
 	defer close(r.stopped)
 	defer r.stopAll()
+	r.probe(ctx)
 	rev, _ := r.revision(ctx)
 	r.reconcile(ctx)
 	full := time.NewTicker(r.cfg.Reconcile)
@@ -169,6 +189,39 @@ func (r *Relay) loop(ctx context.Context) {
 	}
 }
 
+// probe proves (again) that the broker applies transaction riders: at
+// start and after the broker was unreachable (it may be another broker
+// now). A failed probe leaves admission on the separate kv call.
+func (r *Relay) probe(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := r.admit.Probe(cctx, r.limiter, r.client, plan.RiderProbeKey(r.cfg.Replica))
+	if err != nil && !errors.Is(err, budget.ErrRidersIgnored) && ctx.Err() == nil {
+		// The broker did not answer (rather than answer without riders):
+		// probe again after the next good store read.
+		r.brokerDown = true
+	}
+}
+
+// BrokerCalls is what this relay's client has sent to the broker.
+func (r *Relay) BrokerCalls() queen.Calls { return r.client.Calls() }
+
+// BrokerHealth reports whether the broker answers its /health as healthy.
+func (r *Relay) BrokerHealth(ctx context.Context) error {
+	h, err := r.client.Health(ctx)
+	if err != nil {
+		return err
+	}
+	if !h.Healthy() {
+		return fmt.Errorf("the broker reports status %q, database %q", h.Status, h.Database)
+	}
+	return nil
+}
+
+// Admission is the relay's admission path: "riders" or "separate", and why
+// it is on the separate path when riders were wanted.
+func (r *Relay) Admission() (mode, why string) { return r.admit.Mode() }
+
 func (r *Relay) revision(ctx context.Context) (int64, error) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -194,8 +247,13 @@ func (r *Relay) reconcile(ctx context.Context) {
 	listing, err := r.store.List(lctx)
 	cancel()
 	if err != nil {
+		r.brokerDown = true
 		r.log.Warn("reading the store failed; keeping what runs", "err", err)
 		return
+	}
+	if r.brokerDown {
+		r.brokerDown = false
+		r.probe(ctx)
 	}
 	stored := map[string]store.Document{}
 	for _, d := range listing.Documents {

@@ -54,6 +54,7 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 		Lease: cfg.Lease, PollTimeout: cfg.PollTimeout, MaxPark: cfg.MaxPark,
 		InteriorSeedSkew: cfg.InteriorSeedSkew, RetryLimit: cfg.RetryLimit,
 		Reconcile: cfg.Reconcile, SignalPoll: cfg.SignalPoll, Logger: log,
+		Admission: cfg.Admission, Linger: cfg.Linger,
 	})
 	if err != nil {
 		return err
@@ -66,11 +67,13 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 	}
 	var nc *nats.Conn
 	if cfg.NATSURL != "" {
-		nc, err = nats.Connect(cfg.NATSURL, nats.Name("gate-relay "+cfg.Replica), nats.MaxReconnects(-1))
-		if err != nil {
-			log.Warn("NATS is unreachable; the relay runs without live fan-out (status still goes to kv)", "url", cfg.NATSURL, "err", err)
-			nc = nil
+		// A dead NATS is never the relay's failure: its error stays here,
+		// out of what Run returns.
+		conn, nerr := nats.Connect(cfg.NATSURL, nats.Name("gate-relay "+cfg.Replica), nats.MaxReconnects(-1))
+		if nerr != nil {
+			log.Warn("NATS is unreachable; the relay runs without live fan-out (status still goes to kv)", "url", cfg.NATSURL, "err", nerr)
 		} else {
+			nc = conn
 			defer nc.Close()
 			log.Info("publishing counters and denials on NATS", "url", cfg.NATSURL, "subjects", status.CountersSubject+".{app}.{graph}, "+status.DenialsSubject+".{app}.{graph}")
 		}

@@ -98,7 +98,7 @@ func (r *Relay) launch(ctx context.Context, doc store.Document, p *plan.Plan) (*
 			App: p.Application, Graph: p.Graph, Stage: st, Node: p.Node(st.Node),
 			Client: r.client, Limiter: r.limiter, Lease: r.cfg.Lease, PollTimeout: r.cfg.PollTimeout,
 			MaxPark: r.cfg.MaxPark, SeedFrom: seed, Clock: r.cfg.Clock, Logger: r.log,
-			Denials: r.denials, Observer: r.cfg.Observer,
+			Denials: r.denials, Observer: r.cfg.Observer, Admission: r.admit, Linger: r.cfg.Linger,
 		})
 		if err != nil {
 			rt.setErr(err.Error())

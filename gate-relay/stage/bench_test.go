@@ -24,7 +24,8 @@ func benchStage(app, source, egress string) (plan.Stage, *plan.Node) {
 	st := plan.Stage{Path: "main", Node: "n", Source: source, Group: source + ".g", Batch: 200, Concurrency: 16, Share: 1,
 		Destinations: []plan.Destination{{Node: "n", Queue: egress, DerivesTransactionID: true, Terminal: true, Label: plan.TerminalLabel(app, "g", "main", "n")}}}
 	node := &plan.Node{Name: "n", Cost: cost.Fixed(1), Budgets: []plan.Budget{{ID: "wide", Key: plan.BudgetKey(app, "g", "n", "wide"),
-		CountSub: 1_000_000_000, WindowSubSeconds: 1, SubWindows: 1, Count: 1_000_000_000, TimeMs: 1000}}}
+		CountSub: 1_000_000_000, WindowSubSeconds: 1, SubWindows: 1, Count: 1_000_000_000, TimeMs: 1000,
+		Ceilings: map[string]int64{"main": 1_000_000_000}}}}
 	return st, node
 }
 
@@ -60,7 +61,13 @@ func BenchmarkSettleBuild(b *testing.B) {
 // batch 200, 16 partitions, nothing refused) against the in-process
 // miniqueen: the relay job of gate-bench's overhead scenario, for
 // profiling (-cpuprofile). Reports items/s.
-func BenchmarkStageRelay(b *testing.B) {
+func BenchmarkStageRelay(b *testing.B) { benchStageRelay(b, false) }
+
+// BenchmarkStageRelayRiders is BenchmarkStageRelay with the charge riding
+// the settle transaction (after the probe), as gate-relay runs by default.
+func BenchmarkStageRelayRiders(b *testing.B) { benchStageRelay(b, true) }
+
+func benchStageRelay(b *testing.B, riders bool) {
 	br := gatetest.NewBroker(b)
 	br.RequireMini(b, "the benchmark measures the relay against the in-process broker")
 	c, err := queen.New(br.URL)
@@ -78,8 +85,13 @@ func BenchmarkStageRelay(b *testing.B) {
 			close(done)
 		}
 	}
+	lim := &budget.Limiter{KV: c, NS: br.Namespace()}
+	adm := NewAdmission(riders, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := adm.Probe(context.Background(), lim, c, plan.RiderProbeKey("bench")); err != nil {
+		b.Fatal(err)
+	}
 	s, err := New(Config{App: br.Prefix, Graph: "g", Stage: st, Node: node, Client: c,
-		Limiter: &budget.Limiter{KV: c, NS: br.Namespace()}, Lease: 10 * time.Second, PollTimeout: 2 * time.Second,
+		Limiter: lim, Lease: 10 * time.Second, PollTimeout: 2 * time.Second, Admission: adm,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Observer: observe})
 	if err != nil {
 		b.Fatal(err)

@@ -9,7 +9,7 @@ import (
 // counters are a stage's lifetime counters on this replica.
 type counters struct {
 	popped, admitted, deferred, parked, released, forwarded, commits,
-	duplicates, foreign, deadlettered, leaked, wedged, cost atomic.Int64
+	duplicates, foreign, deadlettered, leaked, wedged, cost, ambiguous atomic.Int64
 }
 
 func (c *counters) snapshot() store.Counters {
@@ -18,6 +18,6 @@ func (c *counters) snapshot() store.Counters {
 		Parked: c.parked.Load(), Released: c.released.Load(), Forwarded: c.forwarded.Load(),
 		Commits: c.commits.Load(), Duplicates: c.duplicates.Load(), Foreign: c.foreign.Load(),
 		Deadlettered: c.deadlettered.Load(), Leaked: c.leaked.Load(), Wedged: c.wedged.Load(),
-		CostAdmitted: c.cost.Load(),
+		CostAdmitted: c.cost.Load(), Ambiguous: c.ambiguous.Load(),
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/queen-mq/gate/libs/budget"
@@ -59,17 +58,24 @@ func (h *handler) run() {
 		return
 	}
 	h.classify()
+	h.buildBatch()
 	if h.window[0].kind == poison {
 		h.nackHead()
 		return
 	}
+	// Everything before the first poison item flows; the poison item is the
+	// next claim's head and is nacked alone.
+	kept := 0
 	for i := range h.window {
 		if h.window[i].kind == poison {
 			h.window = h.window[:i]
+			h.batch.Items = h.batch.Items[:kept]
 			break
 		}
+		if h.window[i].kind == work {
+			kept++
+		}
 	}
-	h.buildBatch()
 	h.park = budget.Parking{MaxPark: s.cfg.MaxPark}
 	h.admit()
 }
@@ -102,11 +108,16 @@ func (h *handler) classify() {
 }
 
 // buildBatch computes, per work item, the counters it touches.
+//
+// An item whose scope value makes a kv key longer than the broker takes is
+// poison: the broker would refuse its charge forever (413
+// kv_key_too_large), so it must not hold up the items around it.
 func (h *handler) buildBatch() {
 	n := h.s.cfg.Node
 	path := h.s.cfg.Stage.Path
 	var touched []int
 	h.batch.Items = make([]budget.Item, 0, len(h.window))
+items:
 	for i := range h.window {
 		e := &h.window[i]
 		if e.kind != work {
@@ -132,20 +143,23 @@ func (h *handler) buildBatch() {
 					continue
 				}
 				key = plan.ScopedKey(b.Key, v)
+				if len(key) > queen.MaxKVKeyBytes {
+					e.kind = poison
+					e.err = fmt.Errorf("budget '%s' scopes by '%s': its value (%d bytes) makes the kv key %d bytes, over the broker's %d; shorten the value to at most %d bytes", b.ID, b.ScopeBy, len(v), len(key), queen.MaxKVKeyBytes, queen.MaxKVKeyBytes-(len(key)-len(v)))
+					continue items
+				}
 			}
-			ceiling, ok := b.Ceilings[path]
-			if !ok {
-				ceiling = plan.Ceiling(b.CountSub, h.s.cfg.Stage.Share)
-			}
-			touched = append(touched, h.batch.Counter(key, ceiling, b.WindowSubSeconds, b.ID))
+			touched = append(touched, h.batch.Counter(key, b.Ceiling(path), b.WindowSubSeconds, b.ID))
 		}
 		e.item = len(h.batch.Items)
 		h.batch.Add(e.cost, touched)
 	}
 }
 
-// admit is the admission loop: charge the whole window, refund and cut to
-// the prefix that fits on refusal, park or release when nothing fits.
+// admit is the admission loop: try the window, and on a refusal cut to the
+// prefix that fits (at most PrefixAttempts times), then park or release.
+// A rider refusal applied nothing; a separate-call refusal is refunded
+// before the prefix is tried.
 func (h *handler) admit() {
 	s := h.s
 	items := len(h.batch.Items)
@@ -153,73 +167,227 @@ func (h *handler) admit() {
 		h.settle(items, nil)
 		return
 	}
+	want, attempts := items, 0
 	for {
-		ch, ok := h.charge(items)
-		if !ok {
+		ch, err, done := h.try(want)
+		if err != nil {
+			// The broker will never take this claim: narrow to the head,
+			// and nack a head that fails alone (DLQ after the retry limit)
+			// so the rest of the partition flows.
+			if want > 1 {
+				want, attempts = 1, 0
+				continue
+			}
+			h.poisonHead(err)
 			return
 		}
-		if ch.OK() {
-			h.settle(items, ch)
+		if done {
 			return
 		}
-		h.refund(ch, 0)
 		h.recordRefusal(ch)
-		n := budget.Prefix(&h.batch, ch)
-		if n == 0 {
-			if lead := h.settleEnd(0); lead > 0 {
-				h.settle(0, nil)
-				return
+		n := min(budget.Prefix(&h.batch, ch), want)
+		if n > 0 && attempts < PrefixAttempts {
+			if attempts == 0 {
+				s.c.deferred.Add(1)
 			}
-			if !h.parkFor(ch) {
-				return
-			}
+			attempts++
+			want = n
 			continue
 		}
-		s.c.deferred.Add(1)
-		want := n
-		retry := false
-		for attempt := 1; attempt <= PrefixAttempts; attempt++ {
-			pc, ok := h.charge(want)
-			if !ok {
-				return
-			}
-			if pc.OK() {
-				h.settle(want, pc)
-				return
-			}
-			h.refund(pc, 0)
-			next := min(budget.Prefix(&h.batch, pc), want)
-			if next == 0 || attempt == PrefixAttempts {
-				if !h.parkFor(pc) {
-					return
-				}
-				retry = true
-				break
-			}
-			want = next
-		}
-		if !retry {
+		if n == 0 && attempts == 0 && h.settleEnd(0) > 0 {
+			h.settle(0, nil)
 			return
+		}
+		if !h.parkFor(ch) {
+			return
+		}
+		want, attempts = items, 0
+	}
+}
+
+// try admits the first n items: on the rider path one transaction charges
+// and settles them together; otherwise a kv call charges them and the
+// settle follows. It returns the refused charge (nothing of it applied or
+// left applied) with done false, done true when the claim was settled or
+// released, or a permanent error when the broker refused the request
+// itself in a way no retry changes (nothing applied).
+func (h *handler) try(n int) (_ *budget.Charge, permanentErr error, done bool) {
+	s := h.s
+	if s.cfg.Admission.Riders() {
+		t, end, fwd, foreignN, costSum := h.transaction(n)
+		if ch, ok := s.cfg.Limiter.Riders(t, &h.batch, n); ok {
+			res, err := h.transact(t)
+			switch {
+			case err == nil && res.Success:
+				h.checkRiders(ch, &res)
+				h.committed(fwd, foreignN, costSum, ch)
+				return nil, nil, true
+			case err == nil && s.cfg.Limiter.Refused(&h.batch, ch, res.Refusal):
+				if !ch.Decided(&h.batch) && !h.read(ch) {
+					return nil, nil, true
+				}
+				return ch, nil, false
+			case err == nil && res.Refusal != nil && res.Refusal.Duplicate():
+				s.c.duplicates.Add(1)
+				s.log.Warn("settle rolled back by a duplicate transaction id; recovering by halving", "partition", h.msgs[0].Partition, "err", res.Refusal)
+				h.recoverDuplicate(n, nil, true)
+				return nil, nil, true
+			case err == nil && permanent(res.Refusal):
+				return nil, res.Refusal, false
+			case err == nil:
+				h.failed(end, res.Refusal)
+				s.c.released.Add(1)
+				return nil, nil, true
+			case permanent(err):
+				return nil, err, false
+			case kvDisabled(err):
+				s.cfg.Admission.Off("the broker refused the kv riders: " + err.Error())
+				return h.try(n)
+			default:
+				h.lost(end, err, false)
+				return nil, nil, true
+			}
+		}
+	}
+	ch, err := h.charge(n)
+	if err != nil {
+		if permanent(err) {
+			return nil, err, false
+		}
+		return nil, nil, true
+	}
+	if ch.OK() {
+		h.settle(n, ch)
+		return nil, nil, true
+	}
+	h.refund(ch, 0)
+	return ch, nil, false
+}
+
+// checkRiders verifies a committed rider settle's slots. A commit that did
+// not apply its riders forwarded uncharged items: they are charged now
+// without a ceiling (the counter must say what was forwarded) and the
+// relay switches to the separate path.
+func (h *handler) checkRiders(ch *budget.Charge, res *queen.TxnResult) {
+	s := h.s
+	err := s.cfg.Limiter.Committed(&h.batch, ch, res)
+	if err == nil {
+		return
+	}
+	s.cfg.Admission.Off(err.Error())
+	ctx, cancel := h.call()
+	defer cancel()
+	if berr := s.cfg.Limiter.Backfill(ctx, &h.batch, ch); berr != nil {
+		s.c.leaked.Add(1)
+		s.log.Error("a settle committed without its riders and charging it afterwards failed; the counter under-counts this claim", "err", berr, "partition", h.msgs[0].Partition)
+		return
+	}
+	for i, d := range ch.Delta {
+		if d > 0 {
+			ch.Applied[i] = true
 		}
 	}
 }
 
-// charge charges the first n items; a failed call releases the claim.
-func (h *handler) charge(n int) (*budget.Charge, bool) {
+// read fills a rider refusal's counter state with one getMany; a failed
+// read releases the claim.
+func (h *handler) read(ch *budget.Charge) bool {
+	ctx, cancel := h.call()
+	defer cancel()
+	if err := h.s.cfg.Limiter.Read(ctx, &h.batch, ch); err != nil {
+		h.s.c.released.Add(1)
+		h.s.log.Warn("reading the refused counters failed; releasing the claim (the lease redelivers it)", "err", err, "partition", h.msgs[0].Partition)
+		return false
+	}
+	return true
+}
+
+// kvDisabled reports the broker's KV kill switch (403/503 kv_disabled).
+func kvDisabled(err error) bool {
+	return queen.ReasonOf(err) == "kv_disabled" || queen.CodeOf(err) == "kv_disabled"
+}
+
+// definite reports whether a failed call is known to have applied nothing:
+// a rollback verdict, or a 4xx refusal of the request. A transport failure,
+// a cut answer, a 5xx or a timeout may have committed.
+func definite(err error) bool {
+	var r *queen.Refusal
+	if errors.As(err, &r) {
+		return true
+	}
+	st := queen.StatusOf(err)
+	return st >= 400 && st < 500
+}
+
+// lost handles a settle whose call failed. A definite failure applied
+// nothing: the separate path's charge is refunded. An ambiguous one (the
+// answer was cut, the call timed out) may have committed: the charge is
+// kept (an over-count of at most one sub-window, never an under-count) and
+// counted, and the redelivery and the broker's dedup sort out the items.
+// Either way the claim is released.
+func (h *handler) lost(end int, err error, refund bool) (refunded bool) {
+	s := h.s
+	h.failed(end, err)
+	s.c.released.Add(1)
+	if !definite(err) {
+		s.c.ambiguous.Add(1)
+		s.log.Warn("the settle's outcome is unknown; its charge is kept, never refunded", "partition", h.msgs[0].Partition, "err", err)
+		return false
+	}
+	return refund
+}
+
+// charge charges the first n items with the separate kv call; a failed
+// call releases the claim, unless it failed for good (the caller narrows).
+func (h *handler) charge(n int) (*budget.Charge, error) {
 	ctx, cancel := h.call()
 	defer cancel()
 	ch, err := h.s.cfg.Limiter.Charge(ctx, &h.batch, n)
 	if err != nil {
+		if permanent(err) {
+			return nil, err
+		}
 		h.s.c.released.Add(1)
 		h.s.c.leaked.Add(1)
 		h.s.log.Warn("budget call failed; releasing the claim (the lease redelivers it)", "err", err, "partition", h.msgs[0].Partition)
-		return nil, false
+		return nil, err
 	}
-	return ch, true
+	return ch, nil
 }
 
-// refund gives back items [from, N) of a charge.
+// permanent reports a refusal no retry changes and that applied nothing:
+// the request itself was refused (400, 413, 422: a key too long, a payload
+// too large, a malformed op), or a rollback for the same reasons.
+func permanent(err error) bool {
+	var r *queen.Refusal
+	if errors.As(err, &r) {
+		return r.Reason == queen.ReasonPayloadTooLarge || r.Reason == queen.ReasonBadRequest
+	}
+	switch queen.StatusOf(err) {
+	case 400, 413, 422:
+		return !kvDisabled(err)
+	}
+	return false
+}
+
+// poisonHead nacks the claim's head because the broker refused it alone
+// for good (err); a head that is not a work item is released instead.
+func (h *handler) poisonHead(err error) {
+	if h.window[0].kind != work {
+		h.s.c.released.Add(1)
+		h.s.log.Warn("the broker refuses this claim for good and its head is not a work item; releasing", "err", err, "partition", h.msgs[0].Partition)
+		return
+	}
+	h.window[0].err = err
+	h.nackHead()
+}
+
+// refund gives back items [from, N) of a separate-call charge (a rider
+// charge never needs one).
 func (h *handler) refund(ch *budget.Charge, from int) {
+	if ch.Riding() {
+		return
+	}
 	refunds, unknown := ch.Refunds(&h.batch, from)
 	if unknown > 0 {
 		h.s.log.Warn("applied charges with no reported value cannot be refunded", "counters", unknown)
@@ -261,30 +429,48 @@ func (h *handler) recordRefusal(ch *budget.Charge) {
 func (h *handler) parkFor(ch *budget.Charge) bool {
 	s := h.s
 	wait := budget.Wait(ch, s.cfg.Clock.Now())
-	if !h.park.Fits(wait) {
+	left := s.cfg.MaxPark - h.park.Total
+	if left <= 0 {
 		return h.release()
 	}
-	sleep := min(budget.ParkSleep(wait, h.rnd), ParkRecheck)
-	sleep = max(sleep, budget.MinParkSleep)
+	var sleep time.Duration
+	if h.park.Fits(wait) {
+		sleep = min(budget.ParkSleep(wait, h.rnd), ParkRecheck)
+		sleep = max(sleep, budget.MinParkSleep)
+	} else {
+		// A window that ends after the park budget (a backoff spent the
+		// counters): hold the claim and recheck every ParkRecheck, so a
+		// lift (the counters deleted) wakes it at once; release when the
+		// budget is spent.
+		sleep = min(ParkRecheck, left)
+	}
 	s.c.parked.Add(1)
-	t := time.NewTimer(sleep)
-	defer t.Stop()
 	select {
 	case <-h.ctx.Done():
 		s.c.released.Add(1)
 		return false
-	case <-t.C:
+	case <-s.cfg.Clock.After(sleep):
 	}
 	h.park.Spent(sleep)
 	return true
 }
 
-// release returns without settling: the broker redelivers after the lease
-// and charges no retry budget. Never a nack for pacing.
+// release returns without settling. A claim held for the whole park
+// budget is handed back with a retry ack of its head (it comes back at
+// once, no retry budget charged, and parks again where a lift can wake
+// it); otherwise the broker redelivers after the lease. Never a nack for
+// pacing.
 func (h *handler) release() bool {
-	h.s.c.released.Add(1)
-	if h.park.Exhausted() {
-		h.s.log.Warn("held the claim for the whole park budget and the window still does not fit; releasing", "parkedMs", h.park.Total.Milliseconds(), "partition", h.msgs[0].Partition)
+	s := h.s
+	s.c.released.Add(1)
+	if !h.park.Exhausted() || h.park.MaxPark <= 0 {
+		return false
+	}
+	s.log.Info("held the claim for the whole park budget and the window still does not fit; handing it back", "parkedMs", h.park.Total.Milliseconds(), "partition", h.msgs[0].Partition)
+	t := &queen.Transaction{}
+	t.Ack(h.msgs[0].AckItem(queen.AckRetry, ""))
+	if err := h.commit(t); err != nil {
+		s.log.Warn("handing the claim back failed; it comes back after its lease", "err", err, "partition", h.msgs[0].Partition)
 	}
 	return false
 }
@@ -319,6 +505,7 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 	size := 0
 	for i, d := range dests {
 		stamps[i] = Stamp{Graph: s.cfg.Graph, Path: s.cfg.Stage.Path, Hop: s.cfg.Stage.Hop + 1, Node: d.Node, At: now}
+		stamps[i].prepare()
 		size += stamps[i].overhead()
 	}
 	arenaSize := 0
@@ -373,23 +560,32 @@ func (h *handler) handBack(t *queen.Transaction, end int) {
 	t.Ack(h.msgs[end].AckItem(queen.AckRetry, ""))
 }
 
-// commit sends one transaction.
-func (h *handler) commit(t *queen.Transaction) error {
+// transact sends one transaction.
+func (h *handler) transact(t *queen.Transaction) (queen.TxnResult, error) {
 	ctx, cancel := h.call()
 	defer cancel()
-	res, err := h.s.cfg.Client.Transact(ctx, t)
+	return h.s.cfg.Client.Transact(ctx, t)
+}
+
+// commit sends one transaction; a rollback is its *queen.Refusal.
+func (h *handler) commit(t *queen.Transaction) error {
+	res, err := h.transact(t)
 	if err != nil {
 		return err
 	}
 	return res.Err()
 }
 
+// isDuplicate reports a QDUP rollback (the client's typed refusal).
 func isDuplicate(err error) bool {
 	var r *queen.Refusal
-	if errors.As(err, &r) {
-		return r.Duplicate()
-	}
-	return err != nil && strings.Contains(err.Error(), "QDUP")
+	return errors.As(err, &r) && r.Duplicate()
+}
+
+// isAckRejection reports a rejected ack (the client's typed refusal).
+func isAckRejection(err error) bool {
+	var r *queen.Refusal
+	return errors.As(err, &r) && r.AckRejected()
 }
 
 // settle commits admitted work items (and the foreign messages among
@@ -408,13 +604,11 @@ func (h *handler) settle(admitted int, ch *budget.Charge) {
 	case isDuplicate(err):
 		s.c.duplicates.Add(1)
 		s.log.Warn("settle rolled back by a duplicate transaction id; recovering by halving", "partition", h.msgs[0].Partition, "err", err)
-		h.recoverDuplicate(admitted, ch)
+		h.recoverDuplicate(admitted, ch, false)
 	default:
-		h.failed(end, err)
-		if ch != nil {
+		if h.lost(end, err, ch != nil) {
 			h.refund(ch, 0)
 		}
-		s.c.released.Add(1)
 	}
 }
 
@@ -431,7 +625,7 @@ func (h *handler) committed(fwd, foreignN int, costSum int64, ch *budget.Charge)
 	s.wedgeMu.Unlock()
 	if s.cfg.Observer != nil && fwd > 0 {
 		ev := Settled{App: s.cfg.App, Graph: s.cfg.Graph, Path: s.cfg.Stage.Path, Node: s.cfg.Stage.Node,
-			Partition: h.msgs[0].Partition, Items: fwd, Cost: costSum, At: time.Now()}
+			Partition: h.msgs[0].Partition, Items: fwd, Cost: costSum, At: s.cfg.Clock.Now()}
 		if ch != nil {
 			for i, d := range ch.Delta {
 				if d > 0 && ch.Applied[i] {
@@ -444,14 +638,26 @@ func (h *handler) committed(fwd, foreignN int, costSum int64, ch *budget.Charge)
 }
 
 // recoverDuplicate is the halving recovery after a QDUP rollback: settle
-// smaller prefixes; at zero, settle the head alone.
-func (h *handler) recoverDuplicate(admitted int, ch *budget.Charge) {
+// smaller prefixes; at zero, settle the head alone, and bare-ack a head
+// that is already downstream. On the separate path ch paid for admitted
+// items and what is not forwarded is refunded; riding, every attempt
+// carries its own riders and nothing is ever refunded.
+func (h *handler) recoverDuplicate(admitted int, ch *budget.Charge, riding bool) {
 	s := h.s
 	for want := admitted / 2; want > 0; want /= 2 {
-		t, _, fwd, foreignN, costSum := h.transaction(want)
-		err := h.commit(t)
+		t, end, fwd, foreignN, costSum := h.transaction(want)
+		rc := h.ride(t, want, riding)
+		res, err := h.transact(t)
+		if err == nil {
+			err = res.Err()
+		}
 		switch {
 		case err == nil:
+			if rc != nil {
+				h.checkRiders(rc, &res)
+				h.committed(fwd, foreignN, costSum, rc)
+				return
+			}
 			h.committed(fwd, foreignN, costSum, ch)
 			if ch != nil {
 				h.refund(ch, want)
@@ -460,8 +666,7 @@ func (h *handler) recoverDuplicate(admitted int, ch *budget.Charge) {
 		case isDuplicate(err):
 			continue
 		default:
-			s.log.Warn("settle failed during duplicate recovery; the claim comes back after its lease", "err", err)
-			if ch != nil {
+			if h.lost(end, err, ch != nil) {
 				h.refund(ch, 0)
 			}
 			return
@@ -480,14 +685,20 @@ func (h *handler) recoverDuplicate(admitted int, ch *budget.Charge) {
 		}
 	} else {
 		t, _, fwd, _, costSum := h.transaction(1)
-		err := h.commit(t)
+		rc := h.ride(t, 1, riding)
+		res, err := h.transact(t)
+		if err == nil {
+			err = res.Err()
+		}
 		switch {
 		case err == nil:
 			headForwarded = true
-			s.c.forwarded.Add(int64(fwd))
-			s.c.admitted.Add(int64(fwd))
-			s.c.commits.Add(1)
-			s.c.cost.Add(costSum)
+			if rc != nil {
+				h.checkRiders(rc, &res)
+				h.committed(fwd, 0, costSum, rc)
+			} else {
+				h.committed(fwd, 0, costSum, ch)
+			}
 		case isDuplicate(err):
 			bare := &queen.Transaction{}
 			bare.Ack(head.msg.AckItem(queen.AckCompleted, ""))
@@ -497,6 +708,10 @@ func (h *handler) recoverDuplicate(admitted int, ch *budget.Charge) {
 			}
 		default:
 			s.log.Warn("settling the head alone failed", "err", err)
+			if !definite(err) {
+				s.c.ambiguous.Add(1)
+				return
+			}
 		}
 	}
 	if ch != nil {
@@ -506,6 +721,19 @@ func (h *handler) recoverDuplicate(admitted int, ch *budget.Charge) {
 		}
 		h.refund(ch, from)
 	}
+}
+
+// ride adds the riders of items [0, n) to t when riding (nil otherwise, or
+// when those items touch no counter).
+func (h *handler) ride(t *queen.Transaction, n int, riding bool) *budget.Charge {
+	if !riding {
+		return nil
+	}
+	ch, ok := h.s.cfg.Limiter.Riders(t, &h.batch, n)
+	if !ok {
+		return nil
+	}
+	return ch
 }
 
 // failed records a non-duplicate settle failure against the wedge
@@ -522,7 +750,7 @@ func (h *handler) failed(end int, err error) {
 	w := s.wedge
 	w.Attempts++
 	w.Error = text
-	escalate := ackRejection(text) && w.Attempts >= WedgeAttempts && !w.Escalated
+	escalate := isAckRejection(err) && w.Attempts >= WedgeAttempts && !w.Escalated
 	if escalate {
 		w.Escalated = true
 	}
@@ -536,13 +764,6 @@ func (h *handler) failed(end int, err error) {
 		return
 	}
 	s.log.Warn("settle failed; releasing the claim", "partition", m.Partition, "attempts", attempts, "settled", end, "err", text)
-}
-
-// ackRejection reports whether a failure text is an ack rejection.
-func ackRejection(text string) bool {
-	t := strings.ToLower(text)
-	return strings.Contains(t, "ack_rejected") || strings.Contains(t, "qtxn ack") ||
-		strings.Contains(t, "ack") && strings.Contains(t, "unknown transactionid")
 }
 
 // nackHead fails the poison head alone, in its own transaction: after the

@@ -16,15 +16,23 @@ import (
 	"github.com/queen-mq/gate/libs/store"
 )
 
-// Clock tells the time used for park and backoff arithmetic (the windows
-// themselves are the broker's kv TTLs).
-type Clock interface{ Now() time.Time }
+// Clock is the stage's time: park and backoff arithmetic, and every sleep
+// and timer of a stage (the windows themselves are the broker's kv TTLs).
+// Tests inject a virtual clock.
+type Clock interface {
+	Now() time.Time
+	// After is time.After on this clock.
+	After(d time.Duration) <-chan time.Time
+}
 
 // SystemClock is the wall clock.
 type SystemClock struct{}
 
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
+
+// After returns time.After(d).
+func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Fixed stage constants (gate-runtime §8.2).
 const (
@@ -99,6 +107,12 @@ type Config struct {
 	Denials *denial.Ring
 	// Observer sees committed settles; nil observes nothing.
 	Observer Observer
+	// Admission is the relay's admission path; nil charges with the
+	// separate kv call.
+	Admission *Admission
+	// Linger is how long a claim of fewer than a quarter of the batch
+	// waits for a fuller one (GATE_STAGE_LINGER_MS; 0 never waits).
+	Linger time.Duration
 }
 
 // Stage runs one consumer with its workers. Build it with New, run it
@@ -228,7 +242,7 @@ func (s *Stage) work(ctx context.Context, worker int) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(min(time.Duration(failing)*200*time.Millisecond, 2*time.Second)):
+			case <-s.cfg.Clock.After(min(time.Duration(failing)*200*time.Millisecond, 2*time.Second)):
 			}
 			continue
 		}
@@ -237,6 +251,7 @@ func (s *Stage) work(ctx context.Context, worker int) {
 			continue
 		}
 		s.handleClaim(ctx, claim, rnd)
+		s.linger(ctx, req.Batch, len(claim.Messages))
 	}
 }
 
@@ -271,13 +286,11 @@ func (s *Stage) renew(ctx context.Context, leaseID string) {
 	}
 	every := min(RenewEvery, s.cfg.Lease/3)
 	every = max(every, 100*time.Millisecond)
-	t := time.NewTicker(every)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-s.cfg.Clock.After(every):
 			cctx, cancel := context.WithTimeout(ctx, every)
 			_, err := s.cfg.Client.ExtendLease(cctx, leaseID, s.cfg.Lease)
 			cancel()
@@ -285,5 +298,20 @@ func (s *Stage) renew(ctx context.Context, leaseID string) {
 				s.log.Warn("lease renewal failed", "lease", leaseID, "err", err)
 			}
 		}
+	}
+}
+
+// linger pauses before the next pop, at most Linger, after a claim of
+// fewer than a quarter of the batch: under trickle load items then gather
+// into fuller claims (fewer broker calls per item) at a bounded added
+// latency. A stage without a linger, or after a full enough claim, pops at
+// once.
+func (s *Stage) linger(ctx context.Context, batch int, claimed int) {
+	if s.cfg.Linger <= 0 || claimed*4 >= batch {
+		return
+	}
+	select {
+	case <-ctx.Done():
+	case <-s.cfg.Clock.After(s.cfg.Linger):
 	}
 }

@@ -18,6 +18,15 @@ type Stamp struct {
 	Node string
 	// At is epoch milliseconds.
 	At int64
+	// head is the encoded stamp every item of a settle shares (see
+	// prepare); nil encodes it per item.
+	head []byte
+}
+
+// prepare encodes the shared part of the stamp once, for a settle that
+// stamps many items with it.
+func (s *Stamp) prepare() {
+	s.head = cost.GateStamp{Graph: s.Graph, Path: s.Path, Hop: s.Hop, Node: s.Node, At: s.At}.AppendHead(nil)
 }
 
 // Apply returns data with its `_gate` key replaced by the stamp when data
@@ -79,35 +88,14 @@ func (s Stamp) AppendTo(dst, data []byte) ([]byte, bool) {
 	if members > 0 {
 		out = append(out, ',')
 	}
-	out = append(out, `"_gate":{"graph":`...)
-	out = appendJSONString(out, s.Graph)
-	out = append(out, `,"path":`...)
-	out = appendJSONString(out, s.Path)
-	out = append(out, `,"hop":`...)
-	out = strconv.AppendInt(out, int64(s.Hop), 10)
-	out = append(out, `,"node":`...)
-	out = appendJSONString(out, s.Node)
-	out = append(out, `,"at":`...)
-	out = strconv.AppendInt(out, s.At, 10)
-	if hasAttempt {
-		out = append(out, `,"attempt":`...)
-		out = strconv.AppendInt(out, attempt, 10)
+	out = append(out, `"_gate":`...)
+	st := cost.GateStamp{Graph: s.Graph, Path: s.Path, Hop: s.Hop, Node: s.Node, At: s.At, Attempt: attempt, HasAttempt: hasAttempt}
+	if s.head != nil {
+		out = st.AppendTail(append(out, s.head...))
+	} else {
+		out = st.AppendJSON(out)
 	}
-	return append(out, '}', '}'), true
-}
-
-// appendJSONString appends v as a JSON string (names are plain ASCII in
-// practice; anything else goes through the encoder).
-func appendJSONString(b []byte, v string) []byte {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
-			q, _ := json.Marshal(v)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, v...)
-	return append(b, '"')
+	return append(out, '}'), true
 }
 
 // isStampKey reports whether the quoted key (escapes included) names the

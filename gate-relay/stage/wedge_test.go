@@ -42,7 +42,7 @@ func TestWedgeEscalatesOncePerHeadAfterFiveAckRejections(t *testing.T) {
 	head := func(txn string) *handler {
 		return &handler{s: s, msgs: []queen.Message{{TransactionID: txn, Partition: "p7"}}, window: []entry{{msg: &queen.Message{TransactionID: txn, Partition: "p7"}}}}
 	}
-	rejected := errors.New(`queen: refused (ack_rejected): QTXN ack failed for partition x group "grp": unknown transactionId; transaction rolled back`)
+	rejected := &queen.Refusal{Reason: queen.ReasonAckRejected, Message: `QTXN ack failed for partition x group "grp": unknown transactionId; transaction rolled back`}
 	for i := 0; i < 7; i++ {
 		head("t1").failed(1, rejected)
 	}

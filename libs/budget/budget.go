@@ -130,7 +130,19 @@ type Charge struct {
 	// State is the counter as read after the call (getMany, else the incr's
 	// own value with no expiry).
 	State []State
+
+	// riders are the counters a rider charge sent, in rider order, and base
+	// the flat result slot of the first; lost marks the counters a rider
+	// refusal (or the read after it) showed cannot take their delta. All
+	// three are nil/zero for a separate-call charge.
+	riders []int
+	base   int
+	lost   []bool
 }
+
+// Riding reports whether c was carried as transaction riders (nothing of a
+// refused rider charge applied, so it is never refunded).
+func (c *Charge) Riding() bool { return c.riders != nil }
 
 // OK reports whether every sent incr applied.
 func (c *Charge) OK() bool {
@@ -146,7 +158,7 @@ func (c *Charge) OK() bool {
 func (c *Charge) Refused() []int {
 	var out []int
 	for i, d := range c.Delta {
-		if d > 0 && !c.Applied[i] {
+		if d > 0 && !c.Applied[i] && (c.lost == nil || c.lost[i]) {
 			out = append(out, i)
 		}
 	}

@@ -595,6 +595,9 @@ func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var kvOps []kvOpWire
+	if s.ridersOff.Load() {
+		body.KV = nil
+	}
 	if !isNull(body.KV) {
 		if err := json.Unmarshal(body.KV, &kvOps); err != nil {
 			fail(http.StatusBadRequest, "bad_request", "kv must be an array of KV operations: "+err.Error())
@@ -611,6 +614,10 @@ func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request) {
 			fail(http.StatusBadRequest, "bad_request", "timers are not supported by miniqueen (Gate does not use them)")
 			return
 		}
+	}
+	if len(kvOps) > 0 && s.kvOff.Load() {
+		fail(http.StatusForbidden, "kv_disabled", "kv_disabled")
+		return
 	}
 	if body.Operations == nil && len(kvOps) == 0 {
 		fail(http.StatusBadRequest, "", "transaction requires an operations array")

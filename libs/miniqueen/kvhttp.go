@@ -67,6 +67,9 @@ func writeVerdict(w http.ResponseWriter, v *kvVerdict) {
 }
 
 func (s *Server) handleKVBatch(w http.ResponseWriter, r *http.Request) {
+	if s.kvDisabled(w) {
+		return
+	}
 	b, release, err := readBody(r)
 	if err != nil {
 		writeKVError(w, kvBad("kv_bad_body", "reading the body: %v", err))
@@ -147,6 +150,9 @@ func pathOp(r *http.Request, op string, body []byte) (kvOpWire, *kvError) {
 }
 
 func (s *Server) handleKVPath(w http.ResponseWriter, r *http.Request, op string) {
+	if s.kvDisabled(w) {
+		return
+	}
 	var body []byte
 	if op != "get" {
 		b, release, err := readBody(r)

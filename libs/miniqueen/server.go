@@ -51,6 +51,8 @@ type Server struct {
 	// hung are the routes SetHang holds (hang.go).
 	hung   hangs
 	parked atomic.Int32 // long-polls currently parked (tests use it to sync)
+	// kvOff and ridersOff are the test switches of switch.go.
+	kvOff, ridersOff atomic.Bool
 
 	httpSrv  *http.Server
 	listener net.Listener

@@ -81,6 +81,10 @@ func ScopeRoom(key string) int { return MaxKVKeyBytes - len(key) - 1 }
 // scoped budgets included).
 func ScopedKey(key, scopeValue string) string { return key + ":" + scopeValue }
 
+// RiderProbeKey is the kv key a relay replica increments to prove, at start
+// and after a broker change, that the broker applies transaction riders.
+func RiderProbeKey(replica string) string { return "probe:riders:" + replica }
+
 // BreakerKey is the kv key of a node's backoff record.
 func BreakerKey(app, graph, node string) string {
 	return "brk:" + app + ":" + graph + ":" + node

@@ -146,6 +146,20 @@ type Budget struct {
 	Ceilings map[string]int64 `json:"ceilings"`
 }
 
+// Ceiling is the path's ceiling on the budget's counter, as the plan
+// carries it; 0 when path does not visit the node.
+func (b *Budget) Ceiling(path string) int64 { return b.Ceilings[path] }
+
+// WidestCeiling is the highest ceiling any visiting path may charge the
+// counter to (the widest share's); 0 when no path visits.
+func (b *Budget) WidestCeiling() int64 {
+	var c int64
+	for _, v := range b.Ceilings {
+		c = max(c, v)
+	}
+	return c
+}
+
 // Unconditional reports whether the budget charges every item (neither
 // scoped nor op-filtered).
 func (b *Budget) Unconditional() bool { return b.ScopeBy == "" && b.WhenOp == nil }

@@ -24,6 +24,7 @@ type Client struct {
 	// callTimeout bounds every call but a pop's long-poll (which carries
 	// its own bound); 0 means none.
 	callTimeout time.Duration
+	calls       callCounts
 }
 
 // DefaultCallTimeout is the deadline of every broker call except a pop's
@@ -186,6 +187,7 @@ func (c *Client) roundTrip(ctx context.Context, method, path, rawQuery string, b
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	c.calls.count(path)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if timedOut() {

@@ -165,6 +165,10 @@ func KVDelete(ns, key string, o DeleteOpts) KVOp {
 	return KVOp{Op: OpDelete, NS: ns, Key: key, Expect: o.Expect, Required: o.Required}
 }
 
+// MaxKVKeyBytes is the broker's longest kv key in UTF-8 bytes (queen-wire
+// §8.1); a longer key is refused with 413 kv_key_too_large, forever.
+const MaxKVKeyBytes = 512
+
 // KVReason is why a KV write did not apply.
 type KVReason string
 
@@ -313,6 +317,10 @@ func (r *Refusal) KVPrecondition() bool {
 	return r.Reason == ReasonKVPrecondition || r.KVReason != ""
 }
 
+// Int64 reads Value as an integer: for a lost incr gate, the counter's
+// current value.
+func (r *Refusal) Int64() (int64, error) { return numberValue(r.Value) }
+
 // String describes the refusal for logs.
 func (r *Refusal) String() string {
 	s := "queen: refused"
@@ -403,6 +411,12 @@ func (c *Client) KV(ctx context.Context, ops ...KVOp) (KVResponse, error) {
 		}
 	}
 	b = append(b, "]}"...)
+	for i := range ops {
+		if ops[i].Op == OpIncr {
+			c.calls.kvIncr.Add(1)
+			break
+		}
+	}
 	var res KVResponse
 	err := c.call(ctx, http.MethodPost, path, "", b, func(_ int, body []byte) error {
 		var err error

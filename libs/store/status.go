@@ -50,6 +50,9 @@ type Counters struct {
 	Wedged int64 `json:"wedged"`
 	// CostAdmitted is the cost units of forwarded items.
 	CostAdmitted int64 `json:"costAdmitted"`
+	// Ambiguous is the settles whose outcome was unknown (the answer was
+	// cut or timed out): their charge was kept, never refunded.
+	Ambiguous int64 `json:"ambiguous,omitempty"`
 }
 
 // Add sums o into c, field by field.

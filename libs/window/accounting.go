@@ -31,8 +31,9 @@ type Window struct {
 	Samples int
 	// Forwarded is how many items were attributed to it.
 	Forwarded int64
-	// Shifted is how many of those were stamped just after the next window
-	// opened and moved back here by the boundary reconciliation.
+	// Shifted is how many of those the boundary reconciliation moved here:
+	// stamped just after this window ended (a charge before the stamp), or
+	// just before it opened (a stamp before the charging commit).
 	Shifted int64
 	// Breaker is set when the row lived longer than one sub-window: a
 	// backoff wrote it (value and expiry), not an admission.
@@ -104,10 +105,10 @@ type Accounting struct {
 
 // Account groups counter samples into windows (one per distinct expiry),
 // attributes every commit stamp to the last window that opened at or before
-// it (a stamp is taken after the charge, so an item belongs to the window
-// open when it was stamped, or to the one before if none opened since),
-// moves items stamped just after a boundary back to a window short by as
-// many, and judges every window inside the span: forwarded must equal the
+// it, moves items stamped just after a boundary back to a window short by as
+// many (a charge before the stamp: the separate kv call) and items stamped
+// just before a boundary forward to a window short by as many (a stamp
+// before the charging commit: kv riders), and judges every window inside the span: forwarded must equal the
 // final counter value, and neither may exceed the ceiling.
 func Account(samples []Sample, stamps []int64, p AccountParams) Accounting {
 	if p.SlackMs <= 0 {
@@ -160,6 +161,36 @@ func Account(samples []Sample, stamps []int64, p AccountParams) Accounting {
 		a.Forwarded += moved
 		b.Forwarded -= moved
 		a.Shifted += moved
+		acc.Shifted += moved
+	}
+	// And the mirror: a relay that charges inside its settle transaction
+	// (kv riders) stamps while building it, before the commit that charges,
+	// so an item stamped at the very end of window i can be charged to
+	// window i+1, which its own commit opened. Move at most the surplus of
+	// i into a short i+1, and only stamps within SlackMs before i+1's start.
+	for i := 0; i+1 < len(ws); i++ {
+		a, b := &ws[i], &ws[i+1]
+		if a.Breaker || b.Breaker {
+			continue
+		}
+		extra, short := a.Forwarded-a.Final, b.Final-b.Forwarded
+		if short <= 0 || extra <= 0 {
+			continue
+		}
+		k := min(short, extra)
+		moved := int64(0)
+		for n := int64(len(a.stamps)); moved < k && moved < n && a.stamps[n-1-moved] >= b.StartMs-p.SlackMs; {
+			moved++
+		}
+		if moved == 0 {
+			continue
+		}
+		cut := int64(len(a.stamps)) - moved
+		b.stamps = append(slices.Clone(a.stamps[cut:]), b.stamps...)
+		a.stamps = a.stamps[:cut]
+		a.Forwarded -= moved
+		b.Forwarded += moved
+		b.Shifted += moved
 		acc.Shifted += moved
 	}
 	for i := range ws {

@@ -69,6 +69,18 @@ func TestAccountJudgesEveryWindow(t *testing.T) {
 			wantJudged: 2, wantExact: 0, wantUncharged: 2, wantLost: 2,
 		},
 		{
+			name:       "a stamp taken before the commit that opened the next window is moved forward",
+			samples:    concat(reads(1000, 2000, 50), reads(2000, 3000, 30)),
+			stamps:     concat(stampsAt(1003, 50), stampsAt(1990, 2), stampsAt(2004, 28)),
+			wantJudged: 2, wantExact: 2, wantShifted: 2,
+		},
+		{
+			name:       "a stamp long before the next window is not moved forward: uncharged, over and lost",
+			samples:    concat(reads(1000, 2000, 50), reads(2000, 3000, 30)),
+			stamps:     concat(stampsAt(1003, 50), stampsAt(1200, 2), stampsAt(2004, 28)),
+			wantJudged: 2, wantExact: 0, wantUncharged: 2, wantLost: 2, wantOver: 1,
+		},
+		{
 			name:       "charged but never forwarded is lost",
 			samples:    reads(1000, 2000, 50),
 			stamps:     stampsAt(1003, 45),
