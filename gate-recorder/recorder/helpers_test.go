@@ -169,7 +169,6 @@ func (w *world) push(queue string, n int, units int64, seq *int64) {
 	}
 }
 
-
 func newRecorder(t *testing.T, w *world) *recorder.Recorder {
 	t.Helper()
 	r, err := recorder.New(recorder.Config{Client: w.client, Namespace: w.b.Namespace(), DB: w.db, Clock: w.clk, Logger: quiet})
