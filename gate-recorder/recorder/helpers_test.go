@@ -201,3 +201,12 @@ func dump(t *testing.T, db *history.DB) string {
 	}
 	return b.String()
 }
+
+func newRecorderOn(t *testing.T, w *world, db *history.DB) *recorder.Recorder {
+	t.Helper()
+	r, err := recorder.New(recorder.Config{Client: w.client, Namespace: w.b.Namespace(), DB: db, Clock: w.clk, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
