@@ -98,6 +98,9 @@ type checked struct {
 	lerr error
 	// print identifies the listing the checks read (0: unreadable).
 	print uint64
+	// prev is what the store held under this name when the checks read
+	// it, for the configuration annotation.
+	prev previous
 }
 
 // listingPrint identifies the stored documents as they are now: a hash of
@@ -131,6 +134,7 @@ func (s *Server) check(ctx context.Context, app, name string, body []byte, targe
 	var stored []declare.Stored
 	var old *entry
 	var print uint64
+	var prev previous
 	listing, lerr := s.store.List(ctx)
 	if lerr != nil {
 		s.log.Warn("declare: the store could not be read; cross-graph checks skipped", "application", app, "graph", name, "error", lerr)
@@ -140,8 +144,11 @@ func (s *Server) check(ctx context.Context, app, name string, body []byte, targe
 		for _, d := range listing.Documents {
 			stored = append(stored, declare.Stored{App: d.App, Name: d.Graph, Body: d.Body})
 		}
+		prev.known = true
 		if d, ok := listing.Find(app, name); ok {
 			old = compileStored(app, name, d.Body, d.Legacy, s.cfg.PlanOptions())
+			prev.existed, prev.body = true, d.Body
+			prev.watch = old.doc != nil && old.doc.Watching()
 		}
 	}
 	res, err := declare.Compile(declare.Input{
@@ -149,6 +156,7 @@ func (s *Server) check(ctx context.Context, app, name string, body []byte, targe
 		Facts:   brokerFacts{ctx: ctx, c: s.client},
 		Stored:  stored,
 		Options: s.cfg.PlanOptions(),
+		History: s.hasHistory(),
 	})
 	if err != nil {
 		msg := err.Error()
@@ -164,7 +172,7 @@ func (s *Server) check(ctx context.Context, app, name string, body []byte, targe
 		}
 		return nil, outcome, refusal(res.Status(), res)
 	}
-	return &checked{res: res, old: old, lerr: lerr, print: print}, outcomeOK, nil
+	return &checked{res: res, old: old, lerr: lerr, print: print, prev: prev}, outcomeOK, nil
 }
 
 // commit provisions and stores a checked declaration; the caller holds
@@ -193,6 +201,7 @@ func (s *Server) commit(ctx context.Context, app, name string, c *checked) (*pla
 		return nil, outcomeStoring, fail(http.StatusBadGateway, "storing the document in kv failed: %v; the queues are provisioned but %s; retry the PUT", err, serving)
 	}
 	s.cat.put(&entry{app: app, graph: name, body: stamped, doc: doc, plan: res.Plan})
+	s.annotate(ctx, app, name, c.prev, stamped, doc)
 	s.log.Info("declared", "application", app, "graph", name, "version", doc.Version, "v1", res.V1, "warnings", len(res.Findings.Warnings()))
 	return res.Response(), outcomeOK, nil
 }

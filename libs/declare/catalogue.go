@@ -142,6 +142,7 @@ var Catalogue = []Rule{
 	{RuleGateQueue, finding.Error, GroupOwnership, 422, false, "a Gate-owned ingress or interior queue (gate.{app}.{graph}.{node}.ingress or .in) belongs to the graph that mints it; naming it skips that graph's budgets or copies its items"},
 	{RuleWatchDuration, finding.Error, GroupWatch, 422, false, "a watch lasts 120 s to 30 days"},
 	{RuleCountersWindow, finding.Error, GroupWatch, 422, false, "roll-ups are per minute: counters.windowSeconds must be 60"},
+	{RuleWatchHistory, finding.Error, GroupWatch, 422, true, "Watch records to PostgreSQL history, so the server must have PG_HOST set"},
 	{RuleWorkerTotal, finding.Error, GroupPlan, 422, false, "a compiled graph runs at most 4096 workers"},
 	{RuleVersionBump, finding.Error, GroupVersion, 409, true, "a change that re-founds a counter or strands a queue needs a higher version"},
 	{RuleWindowSubSecond, finding.Warning, GroupWarnings, 0, false, "a window that is not whole seconds per sub-window is enforced tighter than declared"},
