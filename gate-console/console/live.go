@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -531,7 +532,7 @@ func (h *liveHub) serve(w http.ResponseWriter, r *http.Request) {
 
 	var buf bytes.Buffer
 	write := func() bool {
-		if err := rc.SetWriteDeadline(time.Now().Add(h.opt.WriteTimeout)); err != nil && err != http.ErrNotSupported {
+		if err := rc.SetWriteDeadline(time.Now().Add(h.opt.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return false
 		}
 		_, err := w.Write(buf.Bytes())

@@ -20,6 +20,7 @@ import (
 	"github.com/queen-mq/gate/gate-console/config"
 	"github.com/queen-mq/gate/gate-console/internal/token"
 	"github.com/queen-mq/gate/gate-console/webapp"
+	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/wire"
 )
 
@@ -52,6 +53,8 @@ type Server struct {
 	live   *liveHub
 	getenv func(string) string
 	now    func() time.Time
+	// history is the history database (nil when none is configured).
+	history *history.DB
 
 	handler http.Handler
 }
@@ -154,12 +157,40 @@ func (s *Server) Start(ctx context.Context) {
 	s.live.start(ctx)
 }
 
+// Boot is New plus what must answer before the console listens: the
+// history database when one is configured (an unreachable one refuses the
+// boot with one line naming PG_HOST or PG_URL).
+func Boot(ctx context.Context, cfg config.Config, log *slog.Logger, opt Options) (*Server, error) {
+	s, err := New(cfg, log, opt)
+	if err != nil {
+		return nil, err
+	}
+	db, err := history.Open(ctx, cfg.History, history.Options{Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	s.history = db
+	if db != nil {
+		s.log.Info("history database open", "where", cfg.History.Describe(), "schema", db.Schema())
+	}
+	return s, nil
+}
+
+// Close releases what Boot opened.
+func (s *Server) Close() {
+	if s.history != nil {
+		s.history.Close()
+	}
+	s.live.close()
+}
+
 // Run serves the console on cfg.PublicBind until ctx ends.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
-	s, err := New(cfg, log, Options{})
+	s, err := Boot(ctx, cfg, log, Options{})
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	ln, err := net.Listen("tcp", cfg.PublicBind)
 	if err != nil {
 		return fmt.Errorf("GATE_PUBLIC_BIND=%s: %w", cfg.PublicBind, err)
