@@ -21,7 +21,7 @@ type fakeClock struct{ ns atomic.Int64 }
 
 func newFakeClock() *fakeClock {
 	c := &fakeClock{}
-	c.ns.Store(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC).UnixNano())
+	c.ns.Store(time.Now().UnixNano())
 	return c
 }
 func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
