@@ -231,6 +231,7 @@ func (h *liveHub) register(c *liveClient) error {
 	if h.nc == nil {
 		return nil
 	}
+	fresh := false
 	for _, subj := range c.subjects {
 		ss := h.subs[subj]
 		if ss == nil {
@@ -241,10 +242,23 @@ func (h *liveHub) register(c *liveClient) error {
 			}
 			ss = &subjectSub{sub: sub, clients: map[*liveClient]struct{}{}}
 			h.subs[subj] = ss
+			fresh = true
 		}
 		ss.clients[c] = struct{}{}
 	}
+	if fresh && h.up {
+		// The server has the interest before the stream says "stream", so
+		// nothing published after that is missed.
+		_ = h.nc.FlushTimeout(2 * time.Second)
+	}
 	return nil
+}
+
+// clientCount is the number of open streams.
+func (h *liveHub) clientCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.clients)
 }
 
 func (h *liveHub) unregister(c *liveClient) {

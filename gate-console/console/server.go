@@ -38,6 +38,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// Live tunes the live stream (zero: the defaults).
 	Live LiveOptions
+	// ReadTimeout is the HTTP server's request read timeout (0: 1 min);
+	// the live stream clears it for itself.
+	ReadTimeout time.Duration
 }
 
 // Server is one gate-console process. Build it with New; Start its
@@ -56,7 +59,8 @@ type Server struct {
 	// history is the history database (nil when none is configured).
 	history *history.DB
 
-	handler http.Handler
+	handler     http.Handler
+	readTimeout time.Duration
 }
 
 // New builds the console for cfg (which must pass cfg.Check). It does not
@@ -99,6 +103,10 @@ func New(cfg config.Config, log *slog.Logger, opt Options) (*Server, error) {
 		static: newStatic(opt.WebApp),
 		getenv: opt.Getenv, now: opt.Now,
 	}
+	if opt.ReadTimeout <= 0 {
+		opt.ReadTimeout = time.Minute
+	}
+	s.readTimeout = opt.ReadTimeout
 	s.signin = newSignin(s, opt.HTTPClient)
 	s.live = newLiveHub(cfg.NATSURL, log, opt.Live)
 	s.handler = s.routes()
@@ -148,6 +156,19 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	s.clearSession(w)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// httpServer is the console's HTTP server: a read timeout against slow
+// request senders, no write timeout (the live stream is long-lived and
+// sets a deadline per write; other routes are bounded by their handlers).
+func (s *Server) httpServer() *http.Server {
+	return &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: min(10*time.Second, s.readTimeout),
+		ReadTimeout:       s.readTimeout,
+		IdleTimeout:       2 * s.readTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
 }
 
 // Start runs the background work until ctx ends: the application plane's
@@ -207,15 +228,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			"GATE_DEV_EMAIL", s.cfg.DevEmail, "admin", s.admin(s.cfg.DevEmail))
 	}
 	s.Start(bg)
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		// No WriteTimeout: the live stream is long-lived and sets its own
-		// per-write deadlines; other routes are bounded by their handlers.
-		IdleTimeout: 120 * time.Second,
-		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
+	srv := s.httpServer()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.log.Info("gate-console serving", "bind", ln.Addr().String(), "publicURL", s.cfg.PublicURL, "queen", s.cfg.API.QueenURL, "signIn", s.cfg.SignIn(), "issuer", s.cfg.Issuer, "nats", s.cfg.NATSURL != "")
