@@ -70,6 +70,9 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful drain of in-flight requests on
 	// SIGTERM (GATE_SHUTDOWN_SECONDS, 1..300).
 	ShutdownTimeout time.Duration
+	// History is the PostgreSQL history connection (PG_HOST … PG_URL,
+	// GATE_HISTORY_SCHEMA); unset = no history (Watch is refused).
+	History knob.History
 	// LogLevel is debug, info, warn or error, read case-insensitively and
 	// stored lower case (GATE_LOG_LEVEL).
 	LogLevel string
@@ -130,6 +133,9 @@ func Load(getenv func(string) string) (Config, error) {
 	shutdown := int(c.ShutdownTimeout / time.Second)
 	num("GATE_SHUTDOWN_SECONDS", &shutdown, 1, 300)
 	c.ShutdownTimeout = time.Duration(shutdown) * time.Second
+	hist, err := knob.ReadHistory(getenv)
+	c.History = hist
+	errs = append(errs, err)
 	// The shared strings that failed kept their defaults, so this adds
 	// only what knob did not check: the bind address.
 	errs = append(errs, c.Validate())

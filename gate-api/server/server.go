@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/gate-api/config"
+	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
 )
@@ -56,6 +57,9 @@ type Server struct {
 	closeOnce sync.Once
 	// rr names round-robin partitions of Gate-owned ingress queues.
 	rr atomic.Uint64
+
+	// hist is the PostgreSQL history; nil without PG_HOST.
+	hist atomic.Pointer[history.DB]
 
 	health healthProbe
 	depth  depthCache
@@ -117,6 +121,14 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	s, err := New(cfg, log)
 	if err != nil {
 		return err
+	}
+	db, err := openHistory(ctx, cfg, s.log)
+	if err != nil {
+		return err
+	}
+	if db != nil {
+		defer db.Close()
+		s.UseHistory(db)
 	}
 	ln, err := net.Listen("tcp", cfg.Bind)
 	if err != nil {

@@ -341,6 +341,146 @@ export interface Denial {
   budgetId: string;
 }
 
+/** WatchSummary is GET /api/apps/{app}/graphs/{graph}/watch. */
+export interface WatchSummary {
+  /** StartedAt and EndsAt bound the observation (Unix ms). */
+  startedAt: number;
+  endsAt: number;
+  /** Ready is true once now ≥ endsAt: ready for review, still in Watch. */
+  ready: boolean;
+  /** Minutes is how many complete minutes the summary covers. */
+  minutes: number;
+  /** Nodes are every node of the graph, in name order. */
+  nodes: WatchNode[];
+  /** ResolutionSeconds is 60: the summary is per complete minute. */
+  resolutionSeconds: number;
+}
+
+/** WatchNode is one node of a Watch summary. */
+export interface WatchNode {
+  node: string;
+  traffic: WatchTraffic;
+}
+
+/** WatchTraffic is a node's relayed traffic over the complete minutes. */
+export interface WatchTraffic {
+  /** Admitted and Cost are the items relayed and their cost. */
+  admitted: number;
+  cost: number;
+  /**
+   * AverageCostPerSecond is cost / (minutes × 60); null when no complete
+   * minute is covered yet.
+   */
+  averageCostPerSecond: number | null;
+  /** PeakCostPerMinute is the largest minute's cost; null with no minute. */
+  peakCostPerMinute: number | null;
+  /** RecordedMinutes is how many minutes have a roll-up row. */
+  recordedMinutes: number;
+}
+
+/** RollupMinute is one minute of GET /api/rollups. */
+export interface RollupMinute {
+  /** T is the minute's start (Unix ms). */
+  t: number;
+  /** Total sums the lanes. */
+  total: RollupCounts;
+  /** Lanes are per path. */
+  lanes: Record<string, RollupCounts>;
+}
+
+/** RollupCounts is one minute of one lane (or the total). */
+export interface RollupCounts {
+  t: number;
+  admitted: number;
+  denied: number;
+  calls: number;
+  throttled: number;
+  cost_estimated: number;
+  cost_actual: number;
+}
+
+/** Flow is GET /api/flow. */
+export interface Flow {
+  /** Minutes are the minute starts covered, oldest first. */
+  minutes: number[];
+  /** Applications are per application, in name order. */
+  applications: FlowApplication[];
+  /** Durable is true when the figures come from history. */
+  durable: boolean;
+}
+
+/** FlowApplication is one application's points. */
+export interface FlowApplication {
+  application: string;
+  points: FlowPoint[];
+}
+
+/** FlowPoint is one target's minute. */
+export interface FlowPoint {
+  t: number;
+  target: string;
+  /**
+   * Admitted is the target's items that minute; TotalAdmitted the
+   * application's.
+   */
+  admitted: number;
+  total_admitted: number;
+  /**
+   * Ceiling is the widest per-minute ceiling of the target's binding
+   * unscoped budget (null when it has none or is in Watch); Utilisation
+   * is admitted / ceiling (null without a ceiling).
+   */
+  ceiling: number | null;
+  utilisation: number | null;
+}
+
+/** Trace is one denial of GET /api/traces. */
+export interface Trace {
+  at: number;
+  application: string;
+  target: string;
+  graph: string;
+  node: string;
+  path: string;
+  op: string;
+  outcome: string;
+  budgetId: string;
+  /** Source is "ring" (a relay's recent denials) or "history". */
+  source: string;
+}
+
+/**
+ * Snapshot is the body gate-recorder stores per node and minute
+ * (gate.snapshots.body). A failed sample is {"available": false}.
+ */
+export interface Snapshot {
+  /** Available is false when the broker could not be read in time. */
+  available: boolean;
+  /**
+   * Before is the relay backlog: pending of every stage group at the
+   * node on its source.
+   */
+  before?: number | null;
+  /**
+   * Workers is the worker backlog: egress pending for egress.group (else
+   * the queue-level figure); null without an egress.
+   */
+  workers?: number | null;
+  /**
+   * OldestSeconds is the oldest pending age over the stage groups and
+   * the egress group; null when unknown while something is pending.
+   */
+  oldestSeconds: number | null;
+  /**
+   * Positions maps "{source}/{group}/{partition}" to the partition's
+   * position (committed offset + lag), only for a node with an ingress
+   * and exactly one stage; null otherwise.
+   */
+  positions: Record<string, number>;
+  /** Version is the document version sampled. */
+  version: number;
+}
+
 /**
  * LiveStatus is the "status" event: always the stream's first event, and
  * again whenever NATS goes away or comes back.
