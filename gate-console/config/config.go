@@ -17,7 +17,8 @@ import (
 type Config struct {
 	// API is the application plane's configuration: the console mounts the
 	// same handler package, so it reads the same knobs (QUEEN_URL,
-	// GATE_KV_NAMESPACE, …; GATE_BIND is not listened on here).
+	// GATE_KV_NAMESPACE, the history database PG_HOST/PG_URL…; GATE_BIND
+	// is not listened on here).
 	API apiconfig.Config
 	// PublicBind is GATE_PUBLIC_BIND.
 	PublicBind string
@@ -35,9 +36,6 @@ type Config struct {
 	SessionSecret string
 	// NATSURL is GATE_NATS_URL ("" = the web app polls).
 	NATSURL string
-	// History is the history database (PG_HOST/PG_URL and friends; zero =
-	// none). When configured it must answer at boot.
-	History knob.History
 }
 
 // Default is the configuration with every knob at its default (which does
@@ -82,9 +80,6 @@ func Load(getenv func(string) string) (Config, error) {
 	// silently.
 	c.SessionSecret = getenv(knob.SessionSecret.Name)
 	text(knob.NATSURL, &c.NATSURL)
-	h, err := knob.ReadHistory(getenv)
-	c.History = h
-	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}

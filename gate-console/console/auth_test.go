@@ -12,6 +12,7 @@ import (
 
 	"github.com/queen-mq/gate/gate-console/config"
 	"github.com/queen-mq/gate/gate-console/internal/token"
+	"github.com/queen-mq/gate/libs/gatetest"
 	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/knob"
 )
@@ -214,7 +215,7 @@ func TestDevBypassRefusedOnHTTPS(t *testing.T) {
 func TestBootRefusesUnreachableHistory(t *testing.T) {
 	cfg := config.Default()
 	cfg.DevEmail = "dev@example.com"
-	cfg.History = knob.History{Host: "127.0.0.1", Port: 1, User: "postgres", Database: "postgres"}
+	cfg.API.History = knob.History{Host: "127.0.0.1", Port: 1, User: "postgres", Database: "postgres"}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := Boot(ctx, cfg, slog.New(slog.DiscardHandler), Options{})
@@ -256,5 +257,22 @@ func TestLogoutClearsTheSession(t *testing.T) {
 	cross.Header.Set("Sec-Fetch-Site", "cross-site")
 	if w := e.do(cross); w.Code != http.StatusForbidden {
 		t.Errorf("cross-site logout = %d, want 403", w.Code)
+	}
+}
+
+// A reachable history database is opened at boot and handed to the mounted
+// application plane (its history routes read it).
+func TestBootOpensHistory(t *testing.T) {
+	pg := gatetest.NewPostgres(t)
+	cfg := config.Default()
+	cfg.DevEmail = "dev@example.com"
+	cfg.API.History = knob.History{URL: pg.URL, Schema: pg.Schema}
+	s, err := Boot(t.Context(), cfg, slog.New(slog.DiscardHandler), Options{})
+	if err != nil {
+		t.Fatalf("Boot: %v", err)
+	}
+	defer s.Close()
+	if s.api.History() == nil || s.api.History() != s.history {
+		t.Fatal("the application plane was not given the history database")
 	}
 }

@@ -187,13 +187,15 @@ func Boot(ctx context.Context, cfg config.Config, log *slog.Logger, opt Options)
 	if err != nil {
 		return nil, err
 	}
-	db, err := history.Open(ctx, cfg.History, history.Options{Logger: s.log})
+	db, err := history.Open(ctx, cfg.API.History, history.Options{Logger: s.log})
 	if err != nil {
 		return nil, err
 	}
 	s.history = db
 	if db != nil {
-		s.log.Info("history database open", "where", cfg.History.Describe(), "schema", db.Schema())
+		// The mounted history routes (traces, flow, rollups, watch) read it.
+		s.api.UseHistory(db)
+		s.log.Info("history database open", "where", cfg.API.History.Describe(), "schema", db.Schema())
 	}
 	return s, nil
 }
