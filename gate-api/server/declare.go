@@ -15,6 +15,7 @@ import (
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // Declare outcomes, the label of gate_api_declares_total.
@@ -46,7 +47,7 @@ func (s *Server) putGraph(q *req, target bool) *apiError {
 	if !running[name] {
 		s.log.Info("declared, but no relay runs it yet", "application", app, "graph", name, "version", resp.Version, "note", notes[name])
 	}
-	writeJSON(q.w, http.StatusOK, declared{Response: resp, Running: running[name], RunningNote: notes[name]})
+	writeJSON(q.w, http.StatusOK, wire.Declared{PlanResponse: *resp, Running: running[name], RunningNote: notes[name]})
 	return nil
 }
 
@@ -225,14 +226,10 @@ func servingNote(app, name string, old *entry, readErr error) string {
 func refusal(status int, res *declare.Result) *apiError {
 	errs := res.Findings.Errors()
 	rules := make([]string, 0, len(errs))
-	problems := make([]map[string]any, 0, len(errs))
+	problems := make([]wire.Problem, 0, len(errs))
 	for _, f := range errs {
 		rules = append(rules, f.Rule)
-		p := map[string]any{"rule": f.Rule, "message": f.Message}
-		if f.At != "" {
-			p["at"] = f.At
-		}
-		problems = append(problems, p)
+		problems = append(problems, wire.Problem{Rule: f.Rule, Message: f.Message, At: f.At})
 	}
 	e := fail(status, "%s", strings.Join(res.Errors(), "; ")).with("rules", rules).with("problems", problems)
 	if len(rules) > 0 {
@@ -289,12 +286,12 @@ func (s *Server) deleteGraph(q *req, target bool) *apiError {
 	if !existed && known == nil && len(runners) == 0 {
 		return fail(http.StatusNotFound, "no graph '%s/%s': nothing is stored or running under that name", app, name).field("graph")
 	}
-	out := map[string]any{
-		"ok": true, "application": app, "graph": name,
-		"deleted":    existed || known != nil,
-		"registered": len(runners) > 0,
-		"stopping":   nonNil(runners),
-		"message": fmt.Sprintf("the document is deleted; relays stop the graph's stages on their next reconcile (within GATE_RECONCILE_SECONDS, %d s); queues and their messages, consumer groups, counters (until their TTL) and breaker records are kept",
+	out := wire.Deleted{
+		OK: true, Application: app, Graph: name,
+		Deleted:    existed || known != nil,
+		Registered: len(runners) > 0,
+		Stopping:   nonNil(runners),
+		Message: fmt.Sprintf("the document is deleted; relays stop the graph's stages on their next reconcile (within GATE_RECONCILE_SECONDS, %d s); queues and their messages, consumer groups, counters (until their TTL) and breaker records are kept",
 			s.cfg.ReconcileSeconds),
 	}
 	var stages, kept []string
@@ -306,8 +303,8 @@ func (s *Server) deleteGraph(q *req, target bool) *apiError {
 			kept = append(kept, qu.Name)
 		}
 	}
-	out["stages"] = nonNil(stages)
-	out["keptQueues"] = nonNil(kept)
+	out.Stages = nonNil(stages)
+	out.KeptQueues = nonNil(kept)
 	s.log.Info("deleted", "application", app, "graph", name, "runningOn", runners)
 	writeJSON(q.w, http.StatusOK, out)
 	return nil
@@ -342,10 +339,7 @@ func (s *Server) syncTargets(q *req) *apiError {
 	ctx := q.r.Context()
 	applied, removed := []string{}, []string{}
 	versions := map[string]uint32{}
-	type refused struct {
-		Target string `json:"target"`
-		Error  string `json:"error"`
-	}
+	type refused = wire.SyncRefusal
 	refusedList := []refused{}
 	named := map[string]bool{}
 	for i, d := range docs {
@@ -370,7 +364,7 @@ func (s *Server) syncTargets(q *req) *apiError {
 		named[name] = true
 		resp, bad := s.declare(ctx, app, name, bytes.Clone(d), true)
 		if bad != nil {
-			msg, _ := bad.body["error"].(string)
+			msg := bad.body.Error
 			refusedList = append(refusedList, refused{Target: name, Error: msg})
 			continue
 		}
@@ -412,13 +406,13 @@ func (s *Server) syncTargets(q *req) *apiError {
 	// One wait for every applied document, after the reaping and without
 	// the lock: the sync answers once all run or GATE_DECLARE_WAIT_MS passed.
 	running, notes := s.awaitRunning(q.outer, app, versions)
-	out := map[string]any{
-		"ok": len(refusedList) == 0, "application": app,
-		"applied": applied, "removed": removed, "refused": refusedList,
-		"running": running,
+	out := wire.Synced{
+		OK: len(refusedList) == 0, Application: app,
+		Applied: applied, Removed: removed, Refused: refusedList,
+		Running: running,
 	}
 	if len(notes) > 0 {
-		out["runningNotes"] = notes
+		out.RunningNotes = notes
 		s.log.Info("synced, but no relay runs some targets yet", "application", app, "targets", notRunning(running))
 	}
 	writeJSON(q.w, http.StatusOK, out)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/queen-mq/gate/libs/wire"
+
 	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
@@ -125,9 +127,9 @@ func (s *Server) reenter(q *req) *apiError {
 		}
 	}
 	s.log.Info("re-entered", "application", e.app, "graph", e.graph, "path", path, "node", entry.Node, "attempt", attempt, "transactionId", txn, "pushed", pushed)
-	writeJSON(q.w, http.StatusOK, map[string]any{
-		"ok": true, "queue": node.IngressQueue, "path": path, "node": entry.Node,
-		"attempt": attempt, "maxAttempts": maxAttempts, "transactionId": txn, "pushed": pushed,
+	writeJSON(q.w, http.StatusOK, wire.Reentered{
+		OK: true, Queue: node.IngressQueue, Path: path, Node: entry.Node,
+		Attempt: int(attempt), MaxAttempts: int(maxAttempts), TransactionID: txn, Pushed: pushed,
 	})
 	return nil
 }

@@ -90,6 +90,7 @@ func (s *Server) routes() http.Handler {
 	r.Handle("/health", s.wrap("health", true, small, s.healthz)).Methods(http.MethodGet)
 	r.Handle("/version", s.wrap("version", true, small, s.version)).Methods(http.MethodGet)
 	r.Handle("/api/version", s.wrap("version", true, small, s.version)).Methods(http.MethodGet)
+	s.consoleRoutes(r, small)
 	r.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})).Methods(http.MethodGet)
 
 	r.NotFoundHandler = s.wrap("unknown", true, small, func(q *req) *apiError {
@@ -145,7 +146,7 @@ func (s *Server) wrap(name string, flat bool, limit int64, h handler) http.Handl
 		if sw.status >= 500 && sw.status != http.StatusServiceUnavailable {
 			msg := ""
 			if e != nil {
-				msg, _ = e.body["error"].(string)
+				msg = e.body.Error
 			}
 			s.log.Warn("request failed", "route", name, "method", r.Method, "path", r.URL.EscapedPath(), "status", sw.status, "error", msg)
 		}
@@ -176,15 +177,13 @@ func (b *restartOnEOF) Read(p []byte) (int, error) {
 // GATE_BROKER_TIMEOUT_MS: 504 naming the broker, the deadline and what the
 // handler knew (its own refusal text), with Retry-After.
 func (s *Server) brokerTimeout(e *apiError) *apiError {
-	msg, _ := e.body["error"].(string)
-	out := fail(http.StatusGatewayTimeout, "the broker (QUEEN_URL %s) did not answer within GATE_BROKER_TIMEOUT_MS (%d ms): %s", s.cfg.QueenURL, s.cfg.BrokerTimeout.Milliseconds(), msg).
-		with("broker", s.cfg.QueenURL).with("timeoutMs", s.cfg.BrokerTimeout.Milliseconds()).retryAfter(1)
-	for k, v := range e.body {
-		if _, set := out.body[k]; !set {
-			out.body[k] = v
-		}
-	}
-	return out
+	out := fail(http.StatusGatewayTimeout, "the broker (QUEEN_URL %s) did not answer within GATE_BROKER_TIMEOUT_MS (%d ms): %s", s.cfg.QueenURL, s.cfg.BrokerTimeout.Milliseconds(), e.body.Error)
+	// Keep what the handler said about its own refusal (its rule, node,
+	// …); the deadline's words and Retry-After are this answer's.
+	body := e.body
+	body.Error = out.body.Error
+	out.body = body
+	return out.with("broker", s.cfg.QueenURL).with("timeoutMs", s.cfg.BrokerTimeout.Milliseconds()).retryAfter(1)
 }
 
 // decodeVars percent-decodes the route variables (routing happens on the

@@ -85,9 +85,12 @@ func ScopedKey(key, scopeValue string) string { return key + ":" + scopeValue }
 // and after a broker change, that the broker applies transaction riders.
 func RiderProbeKey(replica string) string { return "probe:riders:" + replica }
 
+// BreakerPrefix starts every breaker record's kv key.
+const BreakerPrefix = "brk:"
+
 // BreakerKey is the kv key of a node's backoff record.
 func BreakerKey(app, graph, node string) string {
-	return "brk:" + app + ":" + graph + ":" + node
+	return BreakerPrefix + app + ":" + graph + ":" + node
 }
 
 // DocumentKey is the kv key a v2 document is stored under.

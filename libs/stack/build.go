@@ -21,6 +21,7 @@ var Binary = map[string]string{
 	"gate-api":      "./gate-api",
 	"gate-relay":    "./gate-relay",
 	"gate-recorder": "./gate-recorder",
+	"gate-console":  "./gate-console",
 }
 
 // FindRoot walks up from dir to the directory that holds go.work.
