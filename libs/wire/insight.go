@@ -199,8 +199,8 @@ type GraphSimulation struct {
 	DelayedItems int64 `json:"delayedItems"`
 	// DrainSeconds is how long after the range the last backlog clears;
 	// null when it does not within DrainLimitSeconds.
-	DrainSeconds      *int64 `json:"drainSeconds"`
-	DrainLimitSeconds int64  `json:"drainLimitSeconds"`
+	DrainSeconds      *int64           `json:"drainSeconds"`
+	DrainLimitSeconds int64            `json:"drainLimitSeconds"`
 	Nodes             []SimNode        `json:"nodes"`
 	Paths             []SimPath        `json:"paths"`
 	Unsupported       []SimUnsupported `json:"unsupported"`
