@@ -76,9 +76,9 @@ type stageSim struct {
 
 type nodeAcc struct {
 	arrived, admitted, tooExpensive, delayed, peak, final int64
-	backlog                                                int64
-	drainAt                                                int64 // ms; -1 unknown
-	refusals                                               map[string]int64
+	backlog                                               int64
+	drainAt                                               int64 // ms; -1 unknown
+	refusals                                              map[string]int64
 }
 
 type nodePathAcc struct {
