@@ -73,6 +73,10 @@ type Config struct {
 	// LogLevel is debug, info, warn or error, read case-insensitively and
 	// stored lower case (GATE_LOG_LEVEL).
 	LogLevel string
+	// History is the PostgreSQL history the timeline and simulate routes
+	// read (PG_HOST or PG_URL and friends; unset = none, those routes
+	// answer 503).
+	History knob.History
 }
 
 // Default returns the configuration with every knob at its default.
@@ -92,7 +96,14 @@ func Default() Config {
 		DeclareWait:      DefaultDeclareWaitMs * time.Millisecond,
 		ShutdownTimeout:  DefaultShutdownSeconds * time.Second,
 		LogLevel:         DefaultLogLevel,
+		History:          noHistory(),
 	}
+}
+
+// noHistory is the history knobs at their defaults: none configured.
+func noHistory() knob.History {
+	h, _ := knob.ReadHistory(func(string) string { return "" })
+	return h
 }
 
 // Load reads the knobs through getenv (os.Getenv in main): the knobs every
@@ -130,6 +141,9 @@ func Load(getenv func(string) string) (Config, error) {
 	shutdown := int(c.ShutdownTimeout / time.Second)
 	num("GATE_SHUTDOWN_SECONDS", &shutdown, 1, 300)
 	c.ShutdownTimeout = time.Duration(shutdown) * time.Second
+	hist, err := knob.ReadHistory(getenv)
+	c.History = hist
+	errs = append(errs, err)
 	// The shared strings that failed kept their defaults, so this adds
 	// only what knob did not check: the bind address.
 	errs = append(errs, c.Validate())

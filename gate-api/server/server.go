@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/gate-api/config"
+	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
 )
@@ -59,6 +60,10 @@ type Server struct {
 
 	health healthProbe
 	depth  depthCache
+	// diagSince and hist serve the insight routes (diagnostics.go,
+	// timeline.go, simulate.go).
+	diagSince sinceBook
+	hist      History
 	// now is the clock (time.Now outside tests).
 	now func() time.Time
 }
@@ -117,6 +122,14 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	s, err := New(cfg, log)
 	if err != nil {
 		return err
+	}
+	if cfg.History.Enabled() {
+		db, err := history.Open(ctx, cfg.History, history.Options{Logger: s.log})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		s.UseHistory(db)
 	}
 	ln, err := net.Listen("tcp", cfg.Bind)
 	if err != nil {
