@@ -41,7 +41,6 @@ const (
 	simDefaultMin    = 60
 )
 
-
 func noHistory(what string) *apiError {
 	return fail(http.StatusServiceUnavailable, "%s needs the PostgreSQL history, and this gate-api has none: set PG_HOST (or PG_URL) to the database gate-recorder writes and restart", what)
 }
@@ -321,6 +320,10 @@ func (s *Server) recordedArrivals(ctx context.Context, e *entry, cand *plan.Plan
 		}
 		cov := simulate.Coverage(toSpans(recs), since, until)
 		perPath[path] = wire.Coverage{Since: cov.Start, Until: cov.End, GapSeconds: cov.GapSeconds, LostItems: cov.LostItems, ResolutionSeconds: 1}
+		if len(recs) == 0 {
+			assumes = append(assumes, fmt.Sprintf("path %s has no recording at node %s in this session: no arrivals replayed", path, node))
+			continue
+		}
 		if start < 0 || cov.Start < start {
 			start = cov.Start
 		}

@@ -107,6 +107,7 @@ type replay struct {
 	paths     []pathAcc
 	pathIdx   map[string]int
 	table     budget.Table
+	start     int64
 	batch     budget.Batch
 	touched   []int
 	open      map[string]*winState
@@ -405,7 +406,7 @@ func (r *replay) second(t int64) (progress bool, minWait time.Duration) {
 		// Stages of one hop take turns claim by claim; the first turn
 		// rotates every second so no stage always goes first.
 		if k := len(active); k > 1 {
-			off := int(mod(t/1000, int64(k)))
+			off := int(mod((t-r.start)/1000, int64(k)))
 			slices.Reverse(active[:off])
 			slices.Reverse(active[off:])
 			slices.Reverse(active)
@@ -467,6 +468,7 @@ func (r *replay) run() {
 	}
 	r.in = in
 	start, end := floorTo(in.Start, 1000), floorTo(in.End, 1000)
+	r.start = start
 	for t := start; t < end; t += 1000 {
 		r.arrive(t, cursor)
 		r.second(t)
