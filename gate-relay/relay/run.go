@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/queen-mq/gate/gate-relay/config"
+	"github.com/queen-mq/gate/gate-relay/observe"
 	"github.com/queen-mq/gate/gate-relay/ops"
 	"github.com/queen-mq/gate/gate-relay/status"
 	"github.com/queen-mq/gate/libs/queen"
@@ -48,12 +49,18 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 		return fmt.Errorf("QUEEN_URL: %w", err)
 	}
 	st := store.New(client, cfg.KVNamespace)
-	r, err := New(Config{
+	var r *Relay
+	hand := observe.New(observe.Config{
+		Client: client, Namespace: cfg.KVNamespace, Replica: cfg.Replica, Logger: log,
+		Source: observe.SourceFunc(func() []observe.Runtime { return r.Runtimes() }),
+	})
+	r, err = New(Config{
 		Client: client, Store: st, Replica: cfg.Replica,
 		StageBatch: cfg.StageBatch, StageConcurrency: cfg.StageConcurrency, LaneCapacity: cfg.LaneCapacity,
 		Lease: cfg.Lease, PollTimeout: cfg.PollTimeout, MaxPark: cfg.MaxPark,
 		InteriorSeedSkew: cfg.InteriorSeedSkew, RetryLimit: cfg.RetryLimit,
 		Reconcile: cfg.Reconcile, SignalPoll: cfg.SignalPoll, Logger: log,
+		Observer: hand.Observe,
 	})
 	if err != nil {
 		return err
@@ -81,7 +88,14 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 	r.Start(runCtx)
 	pub := &status.Publisher{Store: st, Source: r, Period: cfg.StatusPeriod, NATS: nc, Logger: log, Changed: r.Changed()}
 	var wg sync.WaitGroup
-	wg.Add(1)
+	// The history handover (Watch samples, roll-up counts, denials) goes
+	// to gate-recorder through kv; it never waits on PostgreSQL.
+	hand.SetDenials(r.Denials())
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		hand.Run(runCtx)
+	}()
 	go func() {
 		defer wg.Done()
 		pub.Run(runCtx)

@@ -1,0 +1,227 @@
+package recorder
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/queen-mq/gate/libs/handover"
+	"github.com/queen-mq/gate/libs/history"
+	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/store"
+)
+
+// Clock tells the time and makes tickers; tests inject a virtual one.
+type Clock interface {
+	Now() time.Time
+	Tick(d time.Duration) (<-chan time.Time, func())
+}
+
+// WallClock is the system clock.
+type WallClock struct{}
+
+// Now is time.Now.
+func (WallClock) Now() time.Time { return time.Now() }
+
+// Tick is a time.Ticker.
+func (WallClock) Tick(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
+}
+
+// Fixed periods (gate-runtime §5.3, §8.2).
+const (
+	// DefaultFlush is the drain period.
+	DefaultFlush = 10 * time.Second
+	// SnapshotTimeout bounds one graph's snapshot.
+	SnapshotTimeout = 8 * time.Second
+	// callTimeout bounds one drain's broker and database calls.
+	callTimeout = 30 * time.Second
+)
+
+// Config is what a Recorder runs with.
+type Config struct {
+	// Client is the broker; Namespace GATE_KV_NAMESPACE.
+	Client    *queen.Client
+	Namespace string
+	// DB is the open history database.
+	DB *history.DB
+	// Flush is the drain period (default 10 s).
+	Flush time.Duration
+	// Clock defaults to the wall clock; Logger to slog.Default().
+	Clock  Clock
+	Logger *slog.Logger
+}
+
+// WithDefaults fills the zero fields of c.
+func (c Config) WithDefaults() Config {
+	if c.Flush <= 0 {
+		c.Flush = DefaultFlush
+	}
+	if c.Clock == nil {
+		c.Clock = WallClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Recorder drains, samples and prunes.
+type Recorder struct {
+	cfg     Config
+	log     *slog.Logger
+	store   *store.Store
+	stopped chan struct{}
+
+	lastMinute int64
+	lastHour   int64
+	failing    int
+}
+
+// New checks cfg and returns a Recorder ready to Start.
+func New(cfg Config) (*Recorder, error) {
+	if cfg.Client == nil || cfg.DB == nil || cfg.Namespace == "" {
+		return nil, errors.New("recorder: Client, Namespace and DB are required")
+	}
+	cfg = cfg.WithDefaults()
+	return &Recorder{cfg: cfg, log: cfg.Logger, store: store.New(cfg.Client, cfg.Namespace), stopped: make(chan struct{})}, nil
+}
+
+// Stopped closes once Start's loop has returned.
+func (r *Recorder) Stopped() <-chan struct{} { return r.stopped }
+
+// Start runs the loop until ctx ends: a drain every Flush, a snapshot pass
+// at each new minute, retention at each new hour (and at start).
+func (r *Recorder) Start(ctx context.Context) {
+	go func() {
+		defer close(r.stopped)
+		tick, stop := r.cfg.Clock.Tick(r.cfg.Flush)
+		defer stop()
+		r.Tick(ctx)
+		for {
+			select {
+			case <-ctx.Done():
+				fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				_, _ = r.Drain(fctx)
+				cancel()
+				return
+			case <-tick:
+				r.Tick(ctx)
+			}
+		}
+	}()
+}
+
+// Tick is one period: drain, and when a new minute (hour) began, the
+// snapshot (retention) pass.
+func (r *Recorder) Tick(ctx context.Context) {
+	now := r.cfg.Clock.Now()
+	if res, err := r.Drain(ctx); err != nil {
+		r.failing++
+		if r.failing == 1 || r.failing%30 == 0 {
+			r.log.Warn("history drain failed; the relays keep buffering (an hour of seconds per stage)", "err", err, "failures", r.failing)
+		}
+	} else {
+		if r.failing > 0 {
+			r.log.Info("history drain recovered", "after_failures", r.failing)
+		}
+		r.failing = 0
+		if res.Rows > 0 {
+			r.log.Debug("history drained", "rows", res.Rows, "samples", res.Samples, "rollups", res.Rollups, "traces", res.Traces)
+		}
+	}
+	if m := now.UnixMilli() / 60000; m != r.lastMinute {
+		r.lastMinute = m
+		if err := r.Sample(ctx); err != nil {
+			r.log.Warn("queue snapshots failed", "err", err)
+		}
+	}
+	if h := now.UnixMilli() / 3600000; h != r.lastHour {
+		r.lastHour = h
+		p, err := r.Prune(ctx)
+		if err != nil {
+			r.log.Warn("history retention failed", "err", err)
+		} else if len(p.PartitionsDropped) > 0 || p.Rollups+p.Traces+p.Recorders+p.Snapshots+p.ConfigEvents > 0 {
+			r.log.Info("history retention", "partitions_dropped", len(p.PartitionsDropped), "rollups", p.Rollups, "traces", p.Traces,
+				"recorders", p.Recorders, "snapshots", p.Snapshots, "annotations", p.ConfigEvents)
+		}
+	}
+}
+
+// Drained is what one drain committed.
+type Drained struct {
+	// Rows is the handover rows read; Deleted those deleted after commit.
+	Rows, Deleted int
+	// Samples, Rollups and Traces are the rows written.
+	Samples, Rollups, Traces int
+}
+
+// Drain reads every handover row, commits them to PostgreSQL in one
+// transaction and deletes each row at the version read. A database error
+// leaves every row in kv (and the relays keep what they hold).
+func (r *Recorder) Drain(ctx context.Context) (Drained, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	entries, err := handover.Read(ctx, r.cfg.Client, r.cfg.Namespace)
+	if err != nil {
+		return Drained{}, err
+	}
+	d := Drained{Rows: len(entries)}
+	if len(entries) == 0 {
+		return d, nil
+	}
+	b := ToBatch(entries)
+	for _, e := range entries {
+		if e.Err != nil {
+			r.log.Warn("handover row unreadable; deleted", "key", e.Key, "err", e.Err)
+		}
+	}
+	if err := r.cfg.DB.Write(ctx, b); err != nil {
+		return d, err
+	}
+	d.Samples, d.Rollups, d.Traces = len(b.Samples), len(b.Rollups), len(b.Traces)
+	d.Deleted, err = handover.Delete(ctx, r.cfg.Client, r.cfg.Namespace, entries)
+	return d, err
+}
+
+// ToBatch turns handover rows into one history batch.
+func ToBatch(entries []handover.Entry) history.Batch {
+	var b history.Batch
+	for _, e := range entries {
+		if e.Err != nil {
+			continue
+		}
+		row := e.Row
+		target := row.Graph + "." + row.Node
+		switch row.Kind {
+		case handover.KindSamples:
+			for _, s := range row.Samples {
+				b.Samples = append(b.Samples, history.Sample{App: row.App, Graph: row.Graph, Node: row.Node, Path: row.Path,
+					Session: row.Session, Recorder: row.Recorder, Second: s[0], Items: s[1], Cost: s[2]})
+			}
+		case handover.KindWatch:
+			if w := row.Watch; w != nil {
+				b.Recorders = append(b.Recorders, history.Recorder{ID: row.Recorder, App: row.App, Graph: row.Graph, Node: row.Node,
+					Session: row.Session, Started: w.Started, Through: w.Through, Lost: w.Lost})
+			}
+		case handover.KindRollup:
+			for _, l := range row.Lanes {
+				b.Rollups = append(b.Rollups, history.RollupCount{Recorder: row.Recorder, App: row.App, Target: target, Lane: l.Path,
+					Minute: row.Minute, Admitted: l.Admitted, Denied: l.Denied, Cost: l.Cost})
+			}
+		case handover.KindTraces:
+			for _, t := range row.Traces {
+				b.Traces = append(b.Traces, history.Trace{Ref: t.Ref(row.Recorder), At: t.At, App: row.App, Target: target,
+					Lane: t.Path, Op: t.Op, Outcome: t.Outcome, BudgetID: t.BudgetID})
+			}
+		}
+	}
+	return b
+}
+
+// Prune is the retention pass as of the clock's now.
+func (r *Recorder) Prune(ctx context.Context) (history.Pruned, error) {
+	return r.cfg.DB.Prune(ctx, r.cfg.Clock.Now())
+}
