@@ -123,6 +123,7 @@ func (s *Server) declareOne(ctx context.Context, app, name string, body []byte, 
 		return nil, outcomeStoring, fail(http.StatusBadGateway, "storing the document in kv failed: %v; the queues are provisioned but %s; retry the PUT", err, serving)
 	}
 	s.cat.put(&entry{app: app, graph: name, body: stamped, doc: doc, plan: res.Plan})
+	s.annotate(ctx, app, name, old, stamped, doc)
 	s.log.Info("declared", "application", app, "graph", name, "version", doc.Version, "v1", res.V1, "warnings", len(res.Findings.Warnings()))
 	return res.Response(), outcomeOK, nil
 }

@@ -1,11 +1,14 @@
 package server
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
 
+	"github.com/queen-mq/gate/libs/graph"
 	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/wire"
@@ -78,6 +81,30 @@ func (s *Server) timeline(q *req) *apiError {
 	return nil
 }
 
+// annotator is the history write a declare needs (*history.DB has it).
+type annotator interface {
+	AddConfigEvent(ctx context.Context, e history.ConfigEvent) error
+}
+
+// annotate records a configuration annotation after a successful declare
+// (gate-runtime §6.2), unless the stored document did not change. It never
+// fails the declare: a history that cannot be written is logged.
+func (s *Server) annotate(ctx context.Context, app, name string, old *entry, stamped []byte, doc *graph.Document) {
+	a, ok := s.hist.(annotator)
+	if !ok || doc == nil {
+		return
+	}
+	existed := old != nil && old.body != nil
+	if existed && bytes.Equal(old.body, stamped) {
+		return
+	}
+	wasWatch := existed && old.doc != nil && old.doc.Watching()
+	change := history.Annotation(existed, wasWatch, doc.Watching(), doc.Version)
+	if err := a.AddConfigEvent(context.WithoutCancel(ctx), history.ConfigEvent{App: app, Graph: name, At: s.now().UnixMilli(), Change: change}); err != nil {
+		s.log.Warn("declared, but the configuration annotation could not be written to history", "application", app, "graph", name, "error", err)
+	}
+}
+
 // rollupMinutes groups roll-up rows (oldest first) per minute.
 func rollupMinutes(rows []history.RollupRow) []wire.RollupMinute {
 	out := []wire.RollupMinute{}
@@ -106,11 +133,6 @@ func rollupMinutes(rows []history.RollupRow) []wire.RollupMinute {
 	return out
 }
 
-// snapshotPositions is the part of a snapshot body the estimate reads.
-type snapshotPositions struct {
-	Positions map[string]int64 `json:"positions"`
-}
-
 // incoming estimates, per sampled minute, the items that arrived at a
 // node: the change of its summed consumer positions since the previous
 // minute's snapshot. Only a node with an ingress queue read by exactly one
@@ -136,7 +158,7 @@ func incoming(p *plan.Plan, n *plan.Node, snaps []history.Snapshot) wire.Incomin
 	prevMinute := int64(-1)
 	for _, sn := range snaps {
 		pt := wire.IncomingPoint{T: sn.Minute}
-		var body snapshotPositions
+		var body wire.Snapshot
 		ok := json.Unmarshal(sn.Body, &body) == nil && body.Positions != nil
 		if out.Attributable && ok && prev != nil && prevMinute == sn.Minute-minuteMs {
 			var sum int64

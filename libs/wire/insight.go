@@ -61,7 +61,8 @@ type Timeline struct {
 	Samples []TimelineSample `json:"samples"`
 	// Events are the configuration annotations, newest first (≤ 200).
 	Events []TimelineEvent `json:"events"`
-	// Relayed maps each node to its minute roll-ups, oldest first.
+	// Relayed maps each node to its minute roll-ups, oldest first (the
+	// shape of GET /api/rollups).
 	Relayed map[string][]RollupMinute `json:"relayed"`
 	// Incoming maps each node to its incoming estimate per sampled minute.
 	Incoming map[string]IncomingSeries `json:"incoming"`
@@ -92,25 +93,6 @@ type ConfigChange struct {
 	Label   string `json:"label"`
 	Version int64  `json:"version"`
 	Mode    string `json:"mode"`
-}
-
-// RollupMinute is one minute of relayed items at a node: the total over
-// its paths and each path.
-type RollupMinute struct {
-	T     int64                   `json:"t"`
-	Total RollupCounts            `json:"total"`
-	Lanes map[string]RollupCounts `json:"lanes"`
-}
-
-// RollupCounts are the roll-up counters of one minute.
-type RollupCounts struct {
-	T             int64   `json:"t"`
-	Admitted      int64   `json:"admitted"`
-	Denied        int64   `json:"denied"`
-	Calls         int64   `json:"calls"`
-	Throttled     int64   `json:"throttled"`
-	CostEstimated float64 `json:"cost_estimated"`
-	CostActual    float64 `json:"cost_actual"`
 }
 
 // IncomingSeries is a node's incoming estimate.
