@@ -108,7 +108,7 @@ func TestSimulationMatchesALiveRelay(t *testing.T) {
 		for path, n := range c.items {
 			arr[path] = []simulate.Second{{T: 0, Items: int64(n), Cost: int64(n)}}
 		}
-		sim := simulate.Graph(simulate.GraphInput{Plan: c.plan, Start: 0, End: 1000, Arrivals: arr})
+		sim := simulate.Graph(simulate.GraphInput{Trace: true, Plan: c.plan, Start: 0, End: 1000, Arrivals: arr})
 		simWin := map[string][]int64{}
 		for _, w := range sim.Windows {
 			simWin[w.Key] = append(simWin[w.Key], w.Total)

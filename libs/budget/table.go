@@ -16,6 +16,8 @@ import (
 // A Table is not safe for concurrent use; the zero value is empty.
 type Table struct {
 	rows map[string]*tableRow
+	// scratch backs the charges Admit makes (they do not escape it).
+	scratch [2]Charge
 }
 
 type tableRow struct {
@@ -59,9 +61,24 @@ func (t *Table) incr(key string, delta, lo, hi, ttlSeconds, nowMs int64) (bool, 
 // against the broker: one incr with max = the counter's ceiling per
 // counter with a non-zero delta, then a read of every charged counter.
 func (t *Table) Charge(b *Batch, n int, now time.Time) *Charge {
+	return t.charge(&Charge{}, b, n, now)
+}
+
+// charge is Charge into c, reusing its slices.
+func (t *Table) charge(c *Charge, b *Batch, n int, now time.Time) *Charge {
 	n = min(max(n, 0), len(b.Items))
 	k := len(b.Counters)
-	c := &Charge{N: n, Delta: b.Deltas(0, n), Applied: make([]bool, k), Post: make([]int64, k), PostKnown: make([]bool, k), State: make([]State, k)}
+	c.N = n
+	c.Delta = resize(c.Delta, k)
+	c.Applied = resize(c.Applied, k)
+	c.Post = resize(c.Post, k)
+	c.PostKnown = resize(c.PostKnown, k)
+	c.State = resize(c.State, k)
+	for i := 0; i < n; i++ {
+		for _, ci := range b.Items[i].Counters {
+			c.Delta[ci] += b.Items[i].Cost
+		}
+	}
 	ms := now.UnixMilli()
 	for i, d := range c.Delta {
 		if d <= 0 {
@@ -85,6 +102,16 @@ func (t *Table) Charge(b *Batch, n int, now time.Time) *Charge {
 		}
 	}
 	return c
+}
+
+// resize returns s with length k, every element zero.
+func resize[T any](s []T, k int) []T {
+	if cap(s) < k {
+		return make([]T, k)
+	}
+	s = s[:k]
+	clear(s)
+	return s
 }
 
 // Refund sends guarded give-backs as Limiter.Refund does: each applies
@@ -126,6 +153,10 @@ type Admission struct {
 	// Wait is how long until every refused counter opens a new window
 	// (Wait of the refusing charge); 0 when nothing refused.
 	Wait time.Duration
+	// Delta is, per counter of the batch, the cost the admitted prefix
+	// charged (nil when nothing was charged). It is valid until the next
+	// Admit on the table.
+	Delta []int64
 }
 
 // PrefixAttempts is how many times a handler charges a shrinking prefix
@@ -143,9 +174,9 @@ func (t *Table) Admit(b *Batch, now time.Time) Admission {
 	if !b.Charges() {
 		return Admission{N: items}
 	}
-	ch := t.Charge(b, items, now)
+	ch := t.charge(&t.scratch[0], b, items, now)
 	if ch.OK() {
-		return Admission{N: items}
+		return Admission{N: items, Delta: ch.Delta}
 	}
 	refunds, _ := ch.Refunds(b, 0)
 	t.Refund(refunds, now)
@@ -153,9 +184,9 @@ func (t *Table) Admit(b *Batch, now time.Time) Admission {
 	a := Admission{Refused: b.Counters[refused[0]].BudgetID, RefusedCounters: refused, Wait: Wait(ch, now)}
 	want := Prefix(b, ch)
 	for attempt := 1; attempt <= PrefixAttempts && want > 0; attempt++ {
-		pc := t.Charge(b, want, now)
+		pc := t.charge(&t.scratch[1], b, want, now)
 		if pc.OK() {
-			a.N = want
+			a.N, a.Delta = want, pc.Delta
 			return a
 		}
 		refunds, _ := pc.Refunds(b, 0)

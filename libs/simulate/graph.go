@@ -27,6 +27,9 @@ type GraphInput struct {
 	Arrivals map[string][]Second
 	// DrainLimitSeconds bounds the replay after End (0: the default).
 	DrainLimitSeconds int64
+	// Trace keeps every counter window in GraphResult.Windows (tests);
+	// without it only the per-budget statistics are kept.
+	Trace bool
 }
 
 // WindowTotal is one sub-window of one counter as the replay filled it.
@@ -43,10 +46,29 @@ type WindowTotal struct {
 	PathMax map[string]int64
 }
 
-// GraphResult is the replay's answer and, for tests, every window.
+// GraphResult is the replay's answer and, with Trace, every window.
 type GraphResult struct {
 	wire.GraphSimulation
 	Windows []WindowTotal
+}
+
+// winState is the open window of one counter.
+type winState struct {
+	key              string
+	opened, end      int64
+	total, max       int64
+	perPath, pathMax []int64 // by path index
+	stats            *keyStats
+	charged          bool
+}
+
+// keyStats summarise the closed windows of one counter.
+type keyStats struct {
+	windows, peak, sum int64
+	// ceilings are the widest ceilings of the node budgets on the key;
+	// full counts the windows that reached each.
+	ceilings []int64
+	full     []int64
 }
 
 type group struct {
@@ -93,10 +115,6 @@ type pathAcc struct {
 	drainAt                                         int64
 }
 
-type winState struct {
-	w WindowTotal
-}
-
 type replay struct {
 	in        GraphInput
 	p         *plan.Plan
@@ -111,8 +129,14 @@ type replay struct {
 	batch     budget.Batch
 	touched   []int
 	open      map[string]*winState
+	stats     map[string]*keyStats
 	closed    []WindowTotal
-	res       *GraphResult
+	names     []string // path names by index
+	// arrivalPaths are the recorded paths in name order.
+	arrivalPaths []string
+	// entries are, by path index, the path's first-hop stages.
+	entries [][]int
+	res     *GraphResult
 }
 
 // Graph replays in.Arrivals through in.Plan. Each second: the arrivals
@@ -134,7 +158,7 @@ func newReplay(in GraphInput) *replay {
 	if in.DrainLimitSeconds <= 0 {
 		in.DrainLimitSeconds = DefaultDrainLimitSeconds
 	}
-	r := &replay{in: in, p: p, pathIdx: map[string]int{}, open: map[string]*winState{}, res: &GraphResult{}}
+	r := &replay{in: in, p: p, pathIdx: map[string]int{}, open: map[string]*winState{}, stats: map[string]*keyStats{}, res: &GraphResult{}}
 	r.res.Application, r.res.Graph, r.res.Version = p.Application, p.Graph, p.Version
 	r.res.DrainLimitSeconds = in.DrainLimitSeconds
 	r.res.Unsupported = []wire.SimUnsupported{}
@@ -152,6 +176,24 @@ func newReplay(in GraphInput) *replay {
 		if _, ok := r.pathIdx[st.Path]; !ok {
 			r.pathIdx[st.Path] = len(r.paths)
 			r.paths = append(r.paths, pathAcc{drainAt: -1})
+			r.names = append(r.names, st.Path)
+		}
+	}
+	for i := range p.Nodes {
+		n := &p.Nodes[i]
+		for _, b := range n.Budgets {
+			if unsupported(b) != "" {
+				continue
+			}
+			ks := r.stats[b.Key]
+			if ks == nil {
+				ks = &keyStats{}
+				r.stats[b.Key] = ks
+			}
+			if c := plan.Ceiling(b.CountSub, n.WidestShare); !slices.Contains(ks.ceilings, c) {
+				ks.ceilings = append(ks.ceilings, c)
+				ks.full = append(ks.full, 0)
+			}
 		}
 	}
 	npIdx := map[[2]string]int{}
@@ -184,8 +226,12 @@ func newReplay(in GraphInput) *replay {
 		byKey[stageKey{st.Path, st.Node, st.Hop}] = len(r.stages)
 		r.stages = append(r.stages, ss)
 	}
+	r.entries = make([][]int, len(r.paths))
 	for i := range r.stages {
 		ss := &r.stages[i]
+		if ss.st.Hop == 0 {
+			r.entries[ss.path] = append(r.entries[ss.path], i)
+		}
 		for _, d := range ss.st.Destinations {
 			if d.Terminal {
 				ss.terminal++
@@ -242,7 +288,10 @@ func (r *replay) enqueue(i int, n, rc, origin, t int64) {
 
 // arrive enqueues the recorded arrivals of second t.
 func (r *replay) arrive(t int64, cursor map[string]int) {
-	for _, path := range r.sortedPaths() {
+	if r.arrivalPaths == nil {
+		r.arrivalPaths = r.sortedPaths()
+	}
+	for _, path := range r.arrivalPaths {
 		secs := r.in.Arrivals[path]
 		i := cursor[path]
 		for i < len(secs) && secs[i].T < t {
@@ -263,11 +312,7 @@ func (r *replay) arrive(t int64, cursor map[string]int) {
 		// The recorded cost spread over the items: the remainder goes to
 		// the first ones, so the total is kept.
 		base, extra := costSum/items, costSum%items
-		for si := range r.stages {
-			ss := &r.stages[si]
-			if ss.st.Path != path || ss.st.Hop != 0 {
-				continue
-			}
+		for _, si := range r.entries[pi] {
 			if extra > 0 {
 				r.enqueue(si, extra, base+1, t, t)
 			}
@@ -317,16 +362,15 @@ func (r *replay) claim(i int, t int64) (admitted int, refused bool, wait time.Du
 		}
 	}
 	if a.N > 0 {
-		r.account(ss, b, a.N, now)
+		r.account(ss, b, a.Delta, now)
 		r.take(i, int64(a.N), t)
 	}
 	return a.N, a.N < want, a.Wait
 }
 
-// account records the charge of the first n items of b in the windows of
-// their counters.
-func (r *replay) account(ss *stageSim, b *budget.Batch, n int, now time.Time) {
-	d := b.Deltas(0, n)
+// account records the charge d (per counter of b) of an admitted prefix in
+// the windows of its counters.
+func (r *replay) account(ss *stageSim, b *budget.Batch, d []int64, now time.Time) {
 	for ci, delta := range d {
 		if delta <= 0 {
 			continue
@@ -338,20 +382,54 @@ func (r *replay) account(ss *stageSim, b *budget.Batch, n int, now time.Time) {
 		}
 		end := exp.UnixMilli()
 		w := r.open[c.Key]
-		if w == nil || w.w.End != end {
-			if w != nil {
-				r.closed = append(r.closed, w.w)
-			}
-			w = &winState{w: WindowTotal{Key: c.Key, Opened: now.UnixMilli(), End: end, PerPath: map[string]int64{}, PathMax: map[string]int64{}}}
+		if w == nil {
+			w = &winState{key: c.Key, perPath: make([]int64, len(r.paths)), pathMax: make([]int64, len(r.paths)), stats: r.stats[c.Key]}
 			r.open[c.Key] = w
 		}
-		w.w.Total += delta
-		w.w.PerPath[ss.st.Path] += delta
-		w.w.Max = max(w.w.Max, c.Max)
-		w.w.PathMax[ss.st.Path] = c.Max
+		if !w.charged || w.end != end {
+			r.closeWindow(w)
+			w.opened, w.end, w.total, w.max, w.charged = now.UnixMilli(), end, 0, 0, true
+			clear(w.perPath)
+			clear(w.pathMax)
+		}
+		pi := ss.path
+		w.total += delta
+		w.perPath[pi] += delta
+		w.max = max(w.max, c.Max)
+		w.pathMax[pi] = c.Max
 		np := &r.nodePaths[ss.np]
-		np.peakUse[c.Key] = max(np.peakUse[c.Key], w.w.PerPath[ss.st.Path])
+		np.peakUse[c.Key] = max(np.peakUse[c.Key], w.perPath[pi])
 	}
+}
+
+// closeWindow folds a charged window into its counter's statistics (and
+// the trace).
+func (r *replay) closeWindow(w *winState) {
+	if !w.charged {
+		return
+	}
+	w.charged = false
+	if ks := w.stats; ks != nil {
+		ks.windows++
+		ks.peak = max(ks.peak, w.total)
+		ks.sum += w.total
+		for i, c := range ks.ceilings {
+			if c > 0 && w.total >= c {
+				ks.full[i]++
+			}
+		}
+	}
+	if !r.in.Trace {
+		return
+	}
+	wt := WindowTotal{Key: w.key, Opened: w.opened, End: w.end, Total: w.total, Max: w.max, PerPath: map[string]int64{}, PathMax: map[string]int64{}}
+	for i, v := range w.perPath {
+		if v != 0 || w.pathMax[i] != 0 {
+			wt.PerPath[r.names[i]] = v
+			wt.PathMax[r.names[i]] = w.pathMax[i]
+		}
+	}
+	r.closed = append(r.closed, wt)
 }
 
 // take pops n admitted items off stage i at t and moves them on.
@@ -541,7 +619,7 @@ func (r *replay) run() {
 		}
 	}
 	for _, w := range r.open {
-		r.closed = append(r.closed, w.w)
+		r.closeWindow(w)
 	}
 	sort.Slice(r.closed, func(i, j int) bool {
 		if r.closed[i].Key != r.closed[j].Key {
@@ -565,25 +643,6 @@ func (r *replay) report(end, graphDrain int64) {
 	res := r.res
 	p := r.p
 	res.DrainSeconds = drain(graphDrain, end)
-	type keyStats struct {
-		windows int64
-		peak    int64
-		sum     int64
-		full    map[int64]int64 // ceiling → windows at or above it
-		totals  []int64
-	}
-	stats := map[string]*keyStats{}
-	for _, w := range r.closed {
-		ks := stats[w.Key]
-		if ks == nil {
-			ks = &keyStats{}
-			stats[w.Key] = ks
-		}
-		ks.windows++
-		ks.peak = max(ks.peak, w.Total)
-		ks.sum += w.Total
-		ks.totals = append(ks.totals, w.Total)
-	}
 	res.Nodes = make([]wire.SimNode, 0, len(p.Nodes))
 	for i := range p.Nodes {
 		n := &p.Nodes[i]
@@ -598,12 +657,10 @@ func (r *replay) report(end, graphDrain int64) {
 			}
 			ceiling := plan.Ceiling(b.CountSub, n.WidestShare)
 			sb := wire.SimBudget{ID: b.ID, Key: b.Key, Shared: b.Shared, Ceiling: ceiling, WindowSeconds: b.WindowSubSeconds}
-			if ks := stats[b.Key]; ks != nil && ks.windows > 0 {
+			if ks := r.stats[b.Key]; ks != nil && ks.windows > 0 {
 				sb.Windows = ks.windows
-				for _, tot := range ks.totals {
-					if ceiling > 0 && tot >= ceiling {
-						sb.FullWindows++
-					}
+				if i := slices.Index(ks.ceilings, ceiling); i >= 0 {
+					sb.FullWindows = ks.full[i]
 				}
 				if ceiling > 0 {
 					peak := float64(ks.peak) / float64(ceiling)

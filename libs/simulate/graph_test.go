@@ -38,7 +38,7 @@ func TestGraphSingleNodeMatchesTheWorkedCheck(t *testing.T) {
 	t.Parallel()
 	p := compile(t, `{"version":1,"nodes":{"n":{"ingress":true,"budgets":[{"id":"sec","count":10,"timeMs":1000}],"egress":"app.out"}},
 		"paths":[{"name":"main","nodes":["n"]}]}`)
-	r := Graph(GraphInput{Plan: p, Start: 0, End: 3000, Arrivals: map[string][]Second{"main": {{T: 0, Items: 25, Cost: 25}}}})
+	r := Graph(GraphInput{Trace: true, Plan: p, Start: 0, End: 3000, Arrivals: map[string][]Second{"main": {{T: 0, Items: 25, Cost: 25}}}})
 	n := r.Nodes[0]
 	if n.Arrived != 25 || n.Admitted != 25 || n.DelayedItems != 15 || n.PeakBacklog != 15 || n.FinalBacklog != 0 || *n.DrainSeconds != 0 {
 		t.Fatalf("node %+v: want 25 arrived and admitted, delayed 15, peak 15, final 0, drain 0", n)
@@ -54,7 +54,7 @@ func TestGraphSingleNodeMatchesTheWorkedCheck(t *testing.T) {
 		t.Fatalf("preview %+v and graph replay %+v disagree", pre, n)
 	}
 	// Over 2 s the backlog is not gone: 5 remain, drained one window later.
-	r = Graph(GraphInput{Plan: p, Start: 0, End: 2000, Arrivals: map[string][]Second{"main": {{T: 0, Items: 25, Cost: 25}}}})
+	r = Graph(GraphInput{Trace: true, Plan: p, Start: 0, End: 2000, Arrivals: map[string][]Second{"main": {{T: 0, Items: 25, Cost: 25}}}})
 	if n := r.Nodes[0]; n.FinalBacklog != 5 || *n.DrainSeconds != 0 || *r.DrainSeconds != 0 {
 		t.Fatalf("a backlog of 5 at a 10/s budget whose window opens at the end drains at once: %+v drain %v", n, *n.DrainSeconds)
 	}
@@ -71,7 +71,7 @@ func TestGraphCombinedWindows(t *testing.T) {
 	for s := int64(0); s < 60; s++ {
 		arr = append(arr, Second{T: s * 1000, Items: 8, Cost: 8})
 	}
-	r := Graph(GraphInput{Plan: p, Start: 0, End: 60000, Arrivals: map[string][]Second{"main": arr}})
+	r := Graph(GraphInput{Trace: true, Plan: p, Start: 0, End: 60000, Arrivals: map[string][]Second{"main": arr}})
 	n := r.Nodes[0]
 	// 480 arrive in the minute; the minute budget lets 100 through, the
 	// rest waits for the next minute window.
@@ -100,7 +100,7 @@ func TestGraphSharesAtANode(t *testing.T) {
 		fast = append(fast, Second{T: s * 1000, Items: 60, Cost: 60})
 		bulk = append(bulk, Second{T: s * 1000, Items: 100, Cost: 100})
 	}
-	r := Graph(GraphInput{Plan: p, Start: 0, End: 20000, Arrivals: map[string][]Second{"fast": fast, "bulk": bulk}})
+	r := Graph(GraphInput{Trace: true, Plan: p, Start: 0, End: 20000, Arrivals: map[string][]Second{"fast": fast, "bulk": bulk}})
 	checkWindows(t, r)
 	ip := r.Nodes[node(t, r, "ip")]
 	var fastAdm, bulkAdm int64
@@ -139,7 +139,7 @@ func TestGraphSharedKeyAcrossNodes(t *testing.T) {
 		"b":{"ingress":true,"budgets":[{"id":"ipb","count":20,"timeMs":1000,"sharedKey":"ip"}],"egress":"app.b"}},
 		"paths":[{"name":"a","nodes":["a"]},{"name":"b","nodes":["b"]}]}`)
 	arr := []Second{{T: 0, Items: 20, Cost: 20}, {T: 1000, Items: 20, Cost: 20}}
-	r := Graph(GraphInput{Plan: p, Start: 0, End: 2000, Arrivals: map[string][]Second{"a": arr, "b": arr}})
+	r := Graph(GraphInput{Trace: true, Plan: p, Start: 0, End: 2000, Arrivals: map[string][]Second{"a": arr, "b": arr}})
 	checkWindows(t, r)
 	a, b := r.Nodes[node(t, r, "a")], r.Nodes[node(t, r, "b")]
 	if a.FinalBacklog+b.FinalBacklog != 40 || a.Admitted+b.Admitted != 80 || *r.DrainSeconds != 1 {
@@ -159,7 +159,7 @@ func TestGraphUnsupportedAndCostPerItem(t *testing.T) {
 		{"id":"per-account","count":25,"timeMs":1000,"scopeBy":"payload.account"},
 		{"id":"deletes","count":25,"timeMs":1000,"whenOp":["photo.delete"]}],"egress":"app.out"}},
 		"paths":[{"name":"main","nodes":["n"]}]}`)
-	r := Graph(GraphInput{Plan: p, Start: 0, End: 1000, Arrivals: map[string][]Second{"main": {{T: 0, Items: 10, Cost: 40}}}})
+	r := Graph(GraphInput{Trace: true, Plan: p, Start: 0, End: 1000, Arrivals: map[string][]Second{"main": {{T: 0, Items: 10, Cost: 40}}}})
 	if len(r.Unsupported) != 2 || r.Unsupported[0].Budget != "per-account" || r.Unsupported[1].Budget != "deletes" {
 		t.Fatalf("unsupported %+v: want per-account and deletes", r.Unsupported)
 	}
@@ -168,7 +168,7 @@ func TestGraphUnsupportedAndCostPerItem(t *testing.T) {
 	if n.Admitted != 10 || n.FinalBacklog != 3 || n.DelayedItems != 3 || len(n.Budgets) != 1 {
 		t.Fatalf("node %+v: 10 items of cost 4 against 30 → 7 admitted, 3 left; only the global budget simulated", n)
 	}
-	r = Graph(GraphInput{Plan: p, Start: 0, End: 1000, Arrivals: map[string][]Second{"main": {{T: 0, Items: 2, Cost: 120}}}})
+	r = Graph(GraphInput{Trace: true, Plan: p, Start: 0, End: 1000, Arrivals: map[string][]Second{"main": {{T: 0, Items: 2, Cost: 120}}}})
 	if r.Nodes[0].TooExpensive != 2 || r.Nodes[0].Admitted != 0 {
 		t.Fatalf("items of recorded cost 60 exceed max 20: %+v", r.Nodes[0])
 	}
@@ -183,7 +183,7 @@ func TestGraphNeverDrains(t *testing.T) {
 	// The compiler refuses a cost that can never fit; a plan edited by hand
 	// (a ceiling lowered below the item) shows the replay still ends.
 	p.Nodes[0].Budgets[0].Ceilings["main"] = 2
-	r := Graph(GraphInput{Plan: p, Start: 0, End: 1000, Arrivals: map[string][]Second{"main": {{T: 0, Items: 1, Cost: 3}}}})
+	r := Graph(GraphInput{Trace: true, Plan: p, Start: 0, End: 1000, Arrivals: map[string][]Second{"main": {{T: 0, Items: 1, Cost: 3}}}})
 	if r.Nodes[0].DrainSeconds != nil || r.DrainSeconds != nil || r.DelayedItems != 1 {
 		t.Fatalf("%+v: an item of cost 5 never fits a ceiling of 3", r.Nodes[0])
 	}
@@ -254,7 +254,7 @@ func TestGraphPropertyCeilingsHold(t *testing.T) {
 				}
 			}
 		}
-		r := Graph(GraphInput{Plan: p, Start: 0, End: int64(secs) * 1000, Arrivals: arr})
+		r := Graph(GraphInput{Trace: true, Plan: p, Start: 0, End: int64(secs) * 1000, Arrivals: arr})
 		checkWindows(t, r)
 		for _, w := range r.Windows {
 			if w.End-w.Opened > 60_000 {
@@ -281,7 +281,7 @@ func TestGraphWindowsAreTheCeilingPerSubWindow(t *testing.T) {
 	// 50 per 10 s in 10 sub-windows: 5 per second; 100 items at t=0.
 	p := compile(t, `{"version":1,"nodes":{"n":{"ingress":true,"budgets":[{"id":"b","count":50,"timeMs":10000,"subWindows":10}],"egress":"app.out"}},
 		"paths":[{"name":"main","nodes":["n"]}]}`)
-	r := Graph(GraphInput{Plan: p, Start: 0, End: 10000, Arrivals: map[string][]Second{"main": {{T: 0, Items: 100, Cost: 100}}}})
+	r := Graph(GraphInput{Trace: true, Plan: p, Start: 0, End: 10000, Arrivals: map[string][]Second{"main": {{T: 0, Items: 100, Cost: 100}}}})
 	var got []string
 	for _, w := range r.Windows {
 		got = append(got, fmt.Sprintf("%d:%d", w.Opened/1000, w.Total))
