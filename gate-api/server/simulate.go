@@ -22,6 +22,7 @@ import (
 // 503.
 type History interface {
 	Samples(ctx context.Context, app, graph, node, path string, session, since, until int64) ([]history.SecondTraffic, error)
+	SecondsAtCost(ctx context.Context, app, graph, node string, session, since, until, costPerItem int64) ([]history.SecondTraffic, error)
 	Recorders(ctx context.Context, app, graph, node string, session int64) ([]history.Recorder, error)
 	Snapshots(ctx context.Context, app, graph string, since int64) ([]history.Snapshot, error)
 	ConfigEvents(ctx context.Context, app, graph string, since int64, limit int) ([]history.ConfigEvent, error)
@@ -162,7 +163,7 @@ func (s *Server) simulate(q *req) *apiError {
 		return fail(http.StatusBadGateway, "Could not read history: %v", err)
 	}
 	cov := simulate.Coverage(toSpans(recs), since, until)
-	samples, err := s.hist.Samples(ctx, e.app, e.graph, n.Name, "", session, cov.Start, cov.End)
+	samples, err := s.hist.SecondsAtCost(ctx, e.app, e.graph, n.Name, session, cov.Start, cov.End, costPerItem)
 	if err != nil {
 		return fail(http.StatusBadGateway, "Could not read history: %v", err)
 	}

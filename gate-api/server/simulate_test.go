@@ -15,7 +15,7 @@ import (
 
 // withHistory gives the harness's server a migrated history database in
 // the test's own schema.
-func (h *harness) withHistory(t *testing.T) *history.DB {
+func (h *harness) withHistory(t testing.TB) *history.DB {
 	t.Helper()
 	pg := gatetest.NewPostgres(t)
 	db, err := history.OpenURL(t.Context(), pg.URL, pg.Schema, history.Options{})
@@ -60,7 +60,7 @@ func (h *harness) watchDoc(startedAt int64) map[string]any {
 
 // storeDoc stores a document as a declare would have (with a chosen
 // watch.startedAt) and refreshes the catalog.
-func (h *harness) storeDoc(t *testing.T, graph string, doc map[string]any) {
+func (h *harness) storeDoc(t testing.TB, graph string, doc map[string]any) {
 	t.Helper()
 	raw, _ := json.Marshal(doc)
 	if err := h.store.Put(context.Background(), h.app, graph, raw); err != nil {
@@ -75,7 +75,7 @@ func (h *harness) storeDoc(t *testing.T, graph string, doc map[string]any) {
 }
 
 // record writes samples of one recorder at node/path.
-func (h *harness) record(t *testing.T, db *history.DB, graph, node, path, rec string, session, started, through, lost int64, secs ...[3]int64) {
+func (h *harness) record(t testing.TB, db *history.DB, graph, node, path, rec string, session, started, through, lost int64, secs ...[3]int64) {
 	t.Helper()
 	b := history.Batch{Recorders: []history.Recorder{{ID: rec, App: h.app, Graph: graph, Node: node, Session: session, Started: started, Through: through, Lost: lost}}}
 	for _, s := range secs {
@@ -286,5 +286,30 @@ func TestSimulateCandidate(t *testing.T) {
 	// And it stored nothing: the watched document is still the one.
 	if e := h.srv.cat.lookup(h.app, "w"); e.doc.Version != 1 {
 		t.Fatalf("simulate changed the graph: version %d", e.doc.Version)
+	}
+}
+
+// BenchmarkSimulateDay is GET …/simulate over 24 h of per-second samples of
+// one node, through the route and PostgreSQL (target: < 300 ms).
+func BenchmarkSimulateDay(b *testing.B) {
+	h := newHarness(b)
+	db := h.withHistory(b)
+	started := (time.Now().Add(-24*time.Hour-time.Minute).UnixMilli() / 1000) * 1000
+	doc := h.watchDoc(started)
+	doc["watch"].(map[string]any)["durationSeconds"] = 3 * 86400
+	h.storeDoc(b, "w", doc)
+	secs := make([][3]int64, 0, 86400)
+	for i := int64(0); i < 86400; i++ {
+		n := 1 + i%7
+		secs = append(secs, [3]int64{started + i*1000, n, n})
+	}
+	h.record(b, db, "w", "limit", "main", "r-day", started, started, started+86400*1000, 0, secs...)
+	q := simQuery("node", "limit", "count", "4", "timeMs", "1000", "minutes", "1440")
+	b.ResetTimer()
+	for b.Loop() {
+		a := h.simulateGET("w", q)
+		if a.status != 200 || a.num("items") < 80000*4 {
+			b.Fatalf("status %d items %v", a.status, a.body["items"])
+		}
 	}
 }

@@ -94,6 +94,9 @@ func TestAdmitChargesThePrefixAndNamesTheRefusal(t *testing.T) {
 	if a := tab.Admit(b, now.Add(200*time.Millisecond)); a.N != 0 || a.Wait != 800*time.Millisecond {
 		t.Fatalf("a full window refuses with the time to its end: %+v", a)
 	}
+	if a.Delta[sec] != 5 || a.Delta[minute] != 5 {
+		t.Fatalf("the admitted prefix charged %v, want 5 on both counters", a.Delta)
+	}
 	if v, _, _ := tab.Value("sec", now); v != 5 {
 		t.Fatalf("the refused whole-window charge must be refunded and the prefix charged: sec = %d", v)
 	}
