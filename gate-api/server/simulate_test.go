@@ -313,3 +313,29 @@ func BenchmarkSimulateDay(b *testing.B) {
 		}
 	}
 }
+
+// FuzzSimulateQuery: any query string is parsed into in-range numbers or a
+// 422 naming the field; nothing panics.
+func FuzzSimulateQuery(f *testing.F) {
+	for _, s := range []string{"count=10&timeMs=1000", "minutes=99999", "count=-1", "count=1&count=2", "subWindows=%zz", "minutes=1e3", "count=9223372036854775808"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		v, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		for _, name := range []string{"count", "timeMs", "subWindows"} {
+			if _, _, bad := intParam(v, name); bad != nil && (bad.status != 422 || bad.body["field"] != name) {
+				t.Fatalf("%s: %+v", name, bad)
+			}
+		}
+		m, bad := minutesParam(v, simDefaultMin, 1, simMaxMinutes)
+		if bad == nil && (m < 1 || m > simMaxMinutes) {
+			t.Fatalf("minutes %d out of [1, %d]", m, simMaxMinutes)
+		}
+		if bad != nil && (bad.status != 422 || bad.body["field"] != "minutes") {
+			t.Fatalf("minutes: %+v", bad)
+		}
+	})
+}
