@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/queen-mq/gate/libs/declare"
@@ -227,6 +228,9 @@ func WriteText(w io.Writer, r Report) {
 	}
 	if len(r.Unchecked) > 0 {
 		fmt.Fprintf(w, "  not evaluated without a broker and the other graphs: %s\n", strings.Join(r.Unchecked, ", "))
+	}
+	if slices.Contains(r.Unchecked, declare.RuleWatchHistory) {
+		fmt.Fprintln(w, "  watch: observes without limits; the server must have PostgreSQL history (PG_HOST) and stamps watch.startedAt itself")
 	}
 	if r.Plan == nil {
 		return

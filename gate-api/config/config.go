@@ -70,13 +70,12 @@ type Config struct {
 	// ShutdownTimeout bounds the graceful drain of in-flight requests on
 	// SIGTERM (GATE_SHUTDOWN_SECONDS, 1..300).
 	ShutdownTimeout time.Duration
+	// History is the PostgreSQL history connection (PG_HOST … PG_URL,
+	// GATE_HISTORY_SCHEMA); unset = no history (Watch is refused).
+	History knob.History
 	// LogLevel is debug, info, warn or error, read case-insensitively and
 	// stored lower case (GATE_LOG_LEVEL).
 	LogLevel string
-	// History is the PostgreSQL history the timeline and simulate routes
-	// read (PG_HOST or PG_URL and friends; unset = none, those routes
-	// answer 503).
-	History knob.History
 }
 
 // Default returns the configuration with every knob at its default.
@@ -96,14 +95,7 @@ func Default() Config {
 		DeclareWait:      DefaultDeclareWaitMs * time.Millisecond,
 		ShutdownTimeout:  DefaultShutdownSeconds * time.Second,
 		LogLevel:         DefaultLogLevel,
-		History:          noHistory(),
 	}
-}
-
-// noHistory is the history knobs at their defaults: none configured.
-func noHistory() knob.History {
-	h, _ := knob.ReadHistory(func(string) string { return "" })
-	return h
 }
 
 // Load reads the knobs through getenv (os.Getenv in main): the knobs every

@@ -68,6 +68,7 @@ func TestBackoff(t *testing.T) {
 
 	// A node without an unscoped counter (here: a graph in watch) has no
 	// window to spend.
+	withHistory(t, h)
 	watching := h.target("w", 10)
 	watching["watch"] = map[string]any{"durationSeconds": 3600}
 	h.expect(h.do(http.MethodPut, h.graphURL("w"), watching), http.StatusOK)

@@ -66,6 +66,7 @@ func (s *Server) declareOne(ctx context.Context, app, name string, body []byte, 
 	// what is wrong).
 	var stored []declare.Stored
 	var old *entry
+	var prev previous
 	listing, lerr := s.store.List(ctx)
 	if lerr != nil {
 		s.log.Warn("declare: the store could not be read; cross-graph checks skipped", "application", app, "graph", name, "error", lerr)
@@ -74,8 +75,11 @@ func (s *Server) declareOne(ctx context.Context, app, name string, body []byte, 
 		for _, d := range listing.Documents {
 			stored = append(stored, declare.Stored{App: d.App, Name: d.Graph, Body: d.Body})
 		}
+		prev.known = true
 		if d, ok := listing.Find(app, name); ok {
 			old = compileStored(app, name, d.Body, d.Legacy, s.cfg.PlanOptions())
+			prev.existed, prev.body = true, d.Body
+			prev.watch = old.doc != nil && old.doc.Watching()
 		}
 	}
 	res, err := declare.Compile(declare.Input{
@@ -83,6 +87,7 @@ func (s *Server) declareOne(ctx context.Context, app, name string, body []byte, 
 		Facts:   brokerFacts{ctx: ctx, c: s.client},
 		Stored:  stored,
 		Options: s.cfg.PlanOptions(),
+		History: s.hasHistory(),
 	})
 	if err != nil {
 		msg := err.Error()
@@ -123,7 +128,7 @@ func (s *Server) declareOne(ctx context.Context, app, name string, body []byte, 
 		return nil, outcomeStoring, fail(http.StatusBadGateway, "storing the document in kv failed: %v; the queues are provisioned but %s; retry the PUT", err, serving)
 	}
 	s.cat.put(&entry{app: app, graph: name, body: stamped, doc: doc, plan: res.Plan})
-	s.annotate(ctx, app, name, old, stamped, doc)
+	s.annotate(ctx, app, name, prev, stamped, doc)
 	s.log.Info("declared", "application", app, "graph", name, "version", doc.Version, "v1", res.V1, "warnings", len(res.Findings.Warnings()))
 	return res.Response(), outcomeOK, nil
 }

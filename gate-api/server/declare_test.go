@@ -259,6 +259,7 @@ func TestSyncTargets(t *testing.T) {
 func TestWatchStartedAtKept(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
+	withHistory(t, h)
 	doc := h.target("w", 10)
 	doc["watch"] = map[string]any{"durationSeconds": 3600, "startedAt": 5}
 	h.expect(h.do(http.MethodPut, h.graphURL("w"), doc), http.StatusOK)

@@ -67,6 +67,7 @@ func (s *Server) routes() http.Handler {
 	both("gone-target-next", http.MethodGet, "/targets/{graph}/lanes/{lane}/next", small, s.goneNext)
 	r.Handle("/v1/leases/{op:ack|nack|renew}", s.wrap("gone-leases", true, small, s.goneLease)).Methods(http.MethodPost)
 
+	s.historyRoutes(r, small)
 	s.insightRoutes(r)
 
 	r.Handle("/health", s.wrap("health", true, small, s.healthz)).Methods(http.MethodGet)

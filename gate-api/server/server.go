@@ -58,12 +58,13 @@ type Server struct {
 	// rr names round-robin partitions of Gate-owned ingress queues.
 	rr atomic.Uint64
 
+	// hist is the PostgreSQL history; nil without PG_HOST.
+	hist atomic.Pointer[history.DB]
+
 	health healthProbe
 	depth  depthCache
-	// diagSince and hist serve the insight routes (diagnostics.go,
-	// timeline.go, simulate.go).
+	// diagSince serves the diagnostics route (diagnostics.go).
 	diagSince sinceBook
-	hist      History
 	// now is the clock (time.Now outside tests).
 	now func() time.Time
 }
@@ -123,11 +124,11 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if cfg.History.Enabled() {
-		db, err := history.Open(ctx, cfg.History, history.Options{Logger: s.log})
-		if err != nil {
-			return err
-		}
+	db, err := openHistory(ctx, cfg, s.log)
+	if err != nil {
+		return err
+	}
+	if db != nil {
 		defer db.Close()
 		s.UseHistory(db)
 	}

@@ -17,21 +17,6 @@ import (
 	"github.com/queen-mq/gate/libs/wire"
 )
 
-// History is the PostgreSQL history the insight routes read
-// (*history.DB implements it); nil means none, and those routes answer
-// 503.
-type History interface {
-	Samples(ctx context.Context, app, graph, node, path string, session, since, until int64) ([]history.SecondTraffic, error)
-	SecondsAtCost(ctx context.Context, app, graph, node string, session, since, until, costPerItem int64) ([]history.SecondTraffic, error)
-	Recorders(ctx context.Context, app, graph, node string, session int64) ([]history.Recorder, error)
-	Snapshots(ctx context.Context, app, graph string, since int64) ([]history.Snapshot, error)
-	ConfigEvents(ctx context.Context, app, graph string, since int64, limit int) ([]history.ConfigEvent, error)
-	Rollups(ctx context.Context, app, target string, since, until int64) ([]history.RollupRow, error)
-}
-
-// UseHistory gives the server its history database (call before serving).
-func (s *Server) UseHistory(h History) { s.hist = h }
-
 // Simulation bounds (gate-runtime §6.3).
 const (
 	simMaxCount      = 1_000_000_000
@@ -75,8 +60,8 @@ func intParam(v url.Values, name string) (n int64, given bool, bad *apiError) {
 	return n, true, nil
 }
 
-// minutesParam parses minutes (default def) and clamps it to [lo, hi].
-func minutesParam(v url.Values, def, lo, hi int64) (int64, *apiError) {
+// clampedMinutes parses minutes (default def) and clamps it to [lo, hi].
+func clampedMinutes(v url.Values, def, lo, hi int64) (int64, *apiError) {
 	m, given, bad := intParam(v, "minutes")
 	if bad != nil {
 		return 0, bad
@@ -148,22 +133,22 @@ func (s *Server) simulate(q *req) *apiError {
 	if costPerItem < 1 || costPerItem > w.CountSub {
 		return fail(http.StatusUnprocessableEntity, "an item of node '%s' costs %d but one sub-window admits %d (%d per %d ms in %d sub-windows): no item could ever pass; raise count or lower subWindows", n.Name, costPerItem, w.CountSub, count, timeMs, w.N).field("count")
 	}
-	minutes, bad := minutesParam(v, simDefaultMin, 1, simMaxMinutes)
+	minutes, bad := clampedMinutes(v, simDefaultMin, 1, simMaxMinutes)
 	if bad != nil {
 		return bad
 	}
-	if s.hist == nil {
+	if s.historyDB() == nil {
 		return noHistory("Try a limit")
 	}
 	ctx := q.r.Context()
 	until := min(s.now().UnixMilli(), endsAt) / 1000 * 1000
 	since := max(until-minutes*60000, session)
-	recs, err := s.hist.Recorders(ctx, e.app, e.graph, n.Name, session)
+	recs, err := s.historyDB().Recorders(ctx, e.app, e.graph, n.Name, session)
 	if err != nil {
 		return fail(http.StatusBadGateway, "Could not read history: %v", err)
 	}
 	cov := simulate.Coverage(toSpans(recs), since, until)
-	samples, err := s.hist.SecondsAtCost(ctx, e.app, e.graph, n.Name, session, cov.Start, cov.End, costPerItem)
+	samples, err := s.historyDB().SecondsAtCost(ctx, e.app, e.graph, n.Name, session, cov.Start, cov.End, costPerItem)
 	if err != nil {
 		return fail(http.StatusBadGateway, "Could not read history: %v", err)
 	}
@@ -218,7 +203,7 @@ func (s *Server) simulateCandidate(q *req) *apiError {
 	if bad != nil {
 		return bad
 	}
-	minutes, bad := minutesParam(q.r.URL.Query(), simDefaultMin, 1, simMaxMinutes)
+	minutes, bad := clampedMinutes(q.r.URL.Query(), simDefaultMin, 1, simMaxMinutes)
 	if bad != nil {
 		return bad
 	}
@@ -241,7 +226,7 @@ func (s *Server) simulateCandidate(q *req) *apiError {
 	if !res.Accepted() {
 		return refusal(res.Status(), res)
 	}
-	if s.hist == nil {
+	if s.historyDB() == nil {
 		return noHistory("Simulating a candidate")
 	}
 	until := min(s.now().UnixMilli(), endsAt) / 1000 * 1000
@@ -314,7 +299,7 @@ func (s *Server) recordedArrivals(ctx context.Context, e *entry, cand *plan.Plan
 		recs, ok := recsByNode[node]
 		if !ok {
 			var err error
-			if recs, err = s.hist.Recorders(ctx, e.app, e.graph, node, session); err != nil {
+			if recs, err = s.historyDB().Recorders(ctx, e.app, e.graph, node, session); err != nil {
 				return in, wire.Coverage{}, nil, nil, err
 			}
 			recsByNode[node] = recs
@@ -330,7 +315,7 @@ func (s *Server) recordedArrivals(ctx context.Context, e *entry, cand *plan.Plan
 		}
 		end = max(end, cov.End)
 		gap = max(gap, cov.GapSeconds)
-		samples, err := s.hist.Samples(ctx, e.app, e.graph, node, path, session, cov.Start, cov.End)
+		samples, err := s.historyDB().PathSeconds(ctx, e.app, e.graph, node, path, session, cov.Start, cov.End)
 		if err != nil {
 			return in, wire.Coverage{}, nil, nil, err
 		}

@@ -330,7 +330,7 @@ func FuzzSimulateQuery(f *testing.F) {
 				t.Fatalf("%s: %+v", name, bad)
 			}
 		}
-		m, bad := minutesParam(v, simDefaultMin, 1, simMaxMinutes)
+		m, bad := clampedMinutes(v, simDefaultMin, 1, simMaxMinutes)
 		if bad == nil && (m < 1 || m > simMaxMinutes) {
 			t.Fatalf("minutes %d out of [1, %d]", m, simMaxMinutes)
 		}

@@ -1,14 +1,11 @@
 package server
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
 
-	"github.com/queen-mq/gate/libs/graph"
 	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/wire"
@@ -32,21 +29,21 @@ func (s *Server) timeline(q *req) *apiError {
 	if bad != nil {
 		return bad
 	}
-	minutes, bad := minutesParam(q.r.URL.Query(), timelineDefaultMinutes, timelineMinMinutes, timelineMaxMinutes)
+	minutes, bad := clampedMinutes(q.r.URL.Query(), timelineDefaultMinutes, timelineMinMinutes, timelineMaxMinutes)
 	if bad != nil {
 		return bad
 	}
-	if s.hist == nil {
+	if s.historyDB() == nil {
 		return noHistory("Traffic over time")
 	}
 	ctx := q.r.Context()
 	until := s.now().UnixMilli()/minuteMs*minuteMs + minuteMs
 	since := until - minutes*minuteMs
-	snaps, err := s.hist.Snapshots(ctx, e.app, e.graph, since)
+	snaps, err := s.historyDB().Snapshots(ctx, e.app, e.graph, since)
 	if err != nil {
 		return fail(http.StatusBadGateway, "Could not read history: %v", err)
 	}
-	events, err := s.hist.ConfigEvents(ctx, e.app, e.graph, since, timelineMaxEvents)
+	events, err := s.historyDB().ConfigEvents(ctx, e.app, e.graph, since, timelineMaxEvents)
 	if err != nil {
 		return fail(http.StatusBadGateway, "Could not read history: %v", err)
 	}
@@ -70,7 +67,7 @@ func (s *Server) timeline(q *req) *apiError {
 	}
 	for i := range e.plan.Nodes {
 		n := &e.plan.Nodes[i]
-		rows, err := s.hist.Rollups(ctx, e.app, e.graph+"."+n.Name, since, until)
+		rows, err := s.historyDB().Rollups(ctx, e.app, e.graph+"."+n.Name, since, until)
 		if err != nil {
 			return fail(http.StatusBadGateway, "Could not read history: %v", err)
 		}
@@ -79,58 +76,6 @@ func (s *Server) timeline(q *req) *apiError {
 	}
 	writeJSON(q.w, http.StatusOK, out)
 	return nil
-}
-
-// annotator is the history write a declare needs (*history.DB has it).
-type annotator interface {
-	AddConfigEvent(ctx context.Context, e history.ConfigEvent) error
-}
-
-// annotate records a configuration annotation after a successful declare
-// (gate-runtime §6.2), unless the stored document did not change. It never
-// fails the declare: a history that cannot be written is logged.
-func (s *Server) annotate(ctx context.Context, app, name string, old *entry, stamped []byte, doc *graph.Document) {
-	a, ok := s.hist.(annotator)
-	if !ok || doc == nil {
-		return
-	}
-	existed := old != nil && old.body != nil
-	if existed && bytes.Equal(old.body, stamped) {
-		return
-	}
-	wasWatch := existed && old.doc != nil && old.doc.Watching()
-	change := history.Annotation(existed, wasWatch, doc.Watching(), doc.Version)
-	if err := a.AddConfigEvent(context.WithoutCancel(ctx), history.ConfigEvent{App: app, Graph: name, At: s.now().UnixMilli(), Change: change}); err != nil {
-		s.log.Warn("declared, but the configuration annotation could not be written to history", "application", app, "graph", name, "error", err)
-	}
-}
-
-// rollupMinutes groups roll-up rows (oldest first) per minute.
-func rollupMinutes(rows []history.RollupRow) []wire.RollupMinute {
-	out := []wire.RollupMinute{}
-	for _, r := range rows {
-		if len(out) == 0 || out[len(out)-1].T != r.Minute {
-			out = append(out, wire.RollupMinute{T: r.Minute, Total: wire.RollupCounts{T: r.Minute}, Lanes: map[string]wire.RollupCounts{}})
-		}
-		m := &out[len(out)-1]
-		c := wire.RollupCounts{T: r.Minute, Admitted: r.Admitted, Denied: r.Denied, Calls: r.Calls, Throttled: r.Throttled, CostEstimated: r.CostEstimated, CostActual: r.CostActual}
-		lane := m.Lanes[r.Lane]
-		lane.T = r.Minute
-		lane.Admitted += c.Admitted
-		lane.Denied += c.Denied
-		lane.Calls += c.Calls
-		lane.Throttled += c.Throttled
-		lane.CostEstimated += c.CostEstimated
-		lane.CostActual += c.CostActual
-		m.Lanes[r.Lane] = lane
-		m.Total.Admitted += c.Admitted
-		m.Total.Denied += c.Denied
-		m.Total.Calls += c.Calls
-		m.Total.Throttled += c.Throttled
-		m.Total.CostEstimated += c.CostEstimated
-		m.Total.CostActual += c.CostActual
-	}
-	return out
 }
 
 // incoming estimates, per sampled minute, the items that arrived at a

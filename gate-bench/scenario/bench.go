@@ -125,6 +125,8 @@ func (b *Bench) scenario(ctx context.Context, name string) ([]stats.Table, error
 		return b.overhead(ctx)
 	case "peers":
 		return b.peers(ctx)
+	case "watch":
+		return b.watch(ctx)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }

@@ -14,7 +14,7 @@ import (
 var ErrUsage = errors.New("usage")
 
 // Names are the scenarios in the order `all` runs them.
-var Names = []string{"health", "push", "drain", "throughput", "contention", "throttled", "idle", "overhead", "peers"}
+var Names = []string{"health", "push", "drain", "throughput", "contention", "throttled", "idle", "overhead", "peers", "watch"}
 
 // Config is one gate-bench invocation. Parse fills it; zero fields take
 // the defaults named on each.

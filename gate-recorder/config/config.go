@@ -3,6 +3,7 @@ package config
 
 import (
 	"errors"
+	"net"
 	"time"
 
 	"github.com/queen-mq/gate/libs/knob"
@@ -21,6 +22,22 @@ type Config struct {
 	Flush time.Duration
 	// LogLevel is GATE_LOG_LEVEL.
 	LogLevel string
+	// Bind is where /health answers (GATE_RECORDER_BIND, 127.0.0.1:8792;
+	// "off" serves nothing).
+	Bind string
+}
+
+// Bind is GATE_RECORDER_BIND.
+var Bind = knob.Text{Name: "GATE_RECORDER_BIND", Default: "127.0.0.1:8792", Check: checkBind}
+
+func checkBind(v string) string {
+	if v == "off" {
+		return ""
+	}
+	if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
+		return "is not host:port; set it to e.g. 127.0.0.1:8792, or off"
+	}
+	return ""
 }
 
 // FlushMs is GATE_RECORDER_FLUSH_MS.
@@ -42,5 +59,7 @@ func Load(getenv func(string) string) (Config, error) {
 	ms, err := FlushMs.Read(getenv)
 	errs = append(errs, err)
 	c.Flush = time.Duration(ms) * time.Millisecond
+	c.Bind, err = Bind.Read(getenv)
+	errs = append(errs, err)
 	return c, errors.Join(errs...)
 }

@@ -169,7 +169,6 @@ func (w *world) push(queue string, n int, units int64, seq *int64) {
 	}
 }
 
-
 func newRecorder(t *testing.T, w *world) *recorder.Recorder {
 	t.Helper()
 	r, err := recorder.New(recorder.Config{Client: w.client, Namespace: w.b.Namespace(), DB: w.db, Clock: w.clk, Logger: quiet})
@@ -201,4 +200,13 @@ func dump(t *testing.T, db *history.DB) string {
 		b.WriteString("--\n")
 	}
 	return b.String()
+}
+
+func newRecorderOn(t *testing.T, w *world, db *history.DB) *recorder.Recorder {
+	t.Helper()
+	r, err := recorder.New(recorder.Config{Client: w.client, Namespace: w.b.Namespace(), DB: db, Clock: w.clk, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

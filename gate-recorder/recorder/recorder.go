@@ -221,7 +221,19 @@ func ToBatch(entries []handover.Entry) history.Batch {
 	return b
 }
 
-// Prune is the retention pass as of the clock's now.
+// Prune is the hourly pass as of the clock's now: retention, then sealing
+// the hours of minute roll-ups that can no longer change (the Watch
+// summary reads them whole).
 func (r *Recorder) Prune(ctx context.Context) (history.Pruned, error) {
-	return r.cfg.DB.Prune(ctx, r.cfg.Clock.Now())
+	now := r.cfg.Clock.Now()
+	p, err := r.cfg.DB.Prune(ctx, now)
+	if err != nil {
+		return p, err
+	}
+	if n, err := r.cfg.DB.SealHours(ctx, now); err != nil {
+		return p, err
+	} else if n > 0 {
+		r.log.Debug("roll-up hours sealed", "hours", n)
+	}
+	return p, nil
 }

@@ -2,8 +2,12 @@ package recorder
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"time"
 
 	"github.com/queen-mq/gate/gate-recorder/config"
 	"github.com/queen-mq/gate/libs/history"
@@ -32,9 +36,37 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Bind != "off" {
+		ln, err := net.Listen("tcp", cfg.Bind)
+		if err != nil {
+			return fmt.Errorf("GATE_RECORDER_BIND=%s: %w", cfg.Bind, err)
+		}
+		srv := &http.Server{Handler: healthHandler(db), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+	}
 	log.Info("gate-recorder starting", "queen", cfg.QueenURL, "namespace", cfg.KVNamespace, "history", cfg.History.Describe(), "schema", db.Schema(), "flush", cfg.Flush)
 	r.Start(ctx)
 	<-r.Stopped()
 	log.Info("gate-recorder stopped")
 	return nil
+}
+
+// healthHandler answers GET /health: 200 while the database answers, 503
+// (naming the failure) when it does not; the drain keeps retrying either
+// way.
+func healthHandler(db *history.DB) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		w.Header().Set("Content-Type", "application/json")
+		if err := db.Ping(ctx); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_ = json.NewEncoder(w).Encode(map[string]string{"status": "degraded", "error": "history database: " + err.Error()})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"status": "healthy"})
+	})
+	return mux
 }

@@ -432,6 +432,15 @@ func (h *Handover) Flush(ctx context.Context) error {
 		row  handover.Row
 	}
 	var puts []put
+	// A row this replica wrote whose content it no longer holds (its
+	// seconds dropped past the hour bound and counted as lost) is deleted,
+	// so what is reported lost is never also written.
+	var stale []string
+	for k, w := range h.written {
+		if _, ok := rows[k]; !ok && w.row.Kind == handover.KindSamples {
+			stale = append(stale, k)
+		}
+	}
 	for k, r := range rows {
 		body, err := json.Marshal(r)
 		if err != nil {
@@ -458,6 +467,24 @@ func (h *Handover) Flush(ctx context.Context) error {
 	h.retired = kept
 	h.mu.Unlock()
 
+	for i := 0; i < len(stale); i += handover.MaxOpsPerCall {
+		chunk := stale[i:min(i+handover.MaxOpsPerCall, len(stale))]
+		ops := make([]queen.KVOp, 0, len(chunk))
+		for _, k := range chunk {
+			ops = append(ops, queen.KVDelete(h.cfg.Namespace, k, queen.DeleteOpts{}))
+		}
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		_, err := h.cfg.Client.KV(cctx, ops...)
+		cancel()
+		if err != nil {
+			return err
+		}
+		h.mu.Lock()
+		for _, k := range chunk {
+			delete(h.written, k)
+		}
+		h.mu.Unlock()
+	}
 	ttl := int64(h.cfg.TTL / time.Second)
 	for i := 0; i < len(puts); i += handover.MaxOpsPerCall {
 		chunk := puts[i:min(i+handover.MaxOpsPerCall, len(puts))]

@@ -137,6 +137,7 @@ var Catalogue = []Rule{
 	{RuleIngressOwner, finding.Error, GroupOwnership, 422, true, "one ingress queue has one owning node, or what leaves doubles"},
 	{RuleWatchDuration, finding.Error, GroupWatch, 422, false, "a watch lasts 120 s to 30 days"},
 	{RuleCountersWindow, finding.Error, GroupWatch, 422, false, "roll-ups are per minute: counters.windowSeconds must be 60"},
+	{RuleWatchHistory, finding.Error, GroupWatch, 422, true, "Watch records to PostgreSQL history, so the server must have PG_HOST set"},
 	{RuleWorkerTotal, finding.Error, GroupPlan, 422, false, "a compiled graph runs at most 4096 workers"},
 	{RuleVersionBump, finding.Error, GroupVersion, 409, true, "a change that re-founds a counter or strands a queue needs a higher version"},
 	{RuleWindowSubSecond, finding.Warning, GroupWarnings, 0, false, "a window that is not whole seconds per sub-window is enforced tighter than declared"},

@@ -131,6 +131,7 @@ func (c *checker) run() {
 	c.shareRules()
 	c.ownership()
 	c.watchRules()
+	c.historyRules()
 	if c.res.Findings.HasErrors() {
 		c.sortUnchecked()
 		return

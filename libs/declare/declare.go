@@ -76,6 +76,10 @@ type Input struct {
 	// Options are the server knobs of the returned plan; the zero value is
 	// the default compile.
 	Options plan.Options
+	// History says whether the declaring server has PostgreSQL history
+	// (Watch needs it); nil means unknown (offline) and watch-history is
+	// listed in Result.Unchecked for a Watch document.
+	History *bool
 }
 
 // Result is the outcome of Compile.

@@ -57,7 +57,9 @@ func otherGraph(app, name string, running bool, mut func(d m)) Stored {
 	return Stored{App: app, Name: name, Body: b, Running: running}
 }
 
-func ruleCases() []ruleCase {
+func ruleCases() []ruleCase { return append(baseRuleCases(), historyRuleCases()...) }
+
+func baseRuleCases() []ruleCase {
 	long := func(n int) string { return strings.Repeat("n", n) }
 	return []ruleCase{
 		// naming

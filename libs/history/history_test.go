@@ -46,7 +46,7 @@ func TestMigrateFromEmptyThenNoOp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"config_events", "gate_migrations", "rollup_sources", "rollups", "snapshots", "traces", "watch_recorders", "watch_samples"}
+	want := []string{"config_events", "gate_migrations", "rollup_hours", "rollup_seals", "rollup_sources", "rollups", "snapshots", "traces", "watch_recorders", "watch_samples"}
 	if !reflect.DeepEqual(tables, want) {
 		t.Fatalf("tables after the first boot %v, want %v", tables, want)
 	}
@@ -406,5 +406,52 @@ func TestSamplesPerSecond(t *testing.T) {
 	rows, err := db.SampleRows(t.Context(), "a", "g", "n", 5, sec, sec+2000)
 	if err != nil || len(rows) != 6 {
 		t.Fatalf("sample rows %d %v, want 6", len(rows), err)
+	}
+}
+
+// Sealing hours changes no summary: the same range reads the same totals,
+// peak and minutes from sealed hours as from the minutes, also for a
+// range that starts and ends inside an hour.
+func TestSealedHoursSummaryUnchanged(t *testing.T) {
+	t.Parallel()
+	db, _ := open(t, t0)
+	ctx := t.Context()
+	start := t0.UnixMilli() // 10:00
+	var rc []history.RollupCount
+	for m := int64(0); m < 5*60; m++ {
+		if m%7 == 3 {
+			continue // idle minutes
+		}
+		for _, lane := range []string{"p", "q"} {
+			rc = append(rc, history.RollupCount{Recorder: "r", App: "a", Target: "g.n", Lane: lane, Minute: start + m*60000, Admitted: m%11 + 1, Cost: float64((m%13 + 1) * 3)})
+		}
+	}
+	if err := db.Write(ctx, history.Batch{Rollups: rc}); err != nil {
+		t.Fatal(err)
+	}
+	ranges := [][2]int64{{start, start + 5*3600000}, {start + 17*60000, start + 4*3600000 + 5*60000}, {start + 60*60000, start + 120*60000}}
+	var before []history.NodeTraffic
+	for _, r := range ranges {
+		got, err := db.WatchTraffic(ctx, "a", []string{"g.n"}, r[0], r[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		before = append(before, got["g.n"])
+	}
+	n, err := db.SealHours(ctx, t0.Add(5*time.Hour+history.SealAfter))
+	if err != nil || n != 5 {
+		t.Fatalf("sealed %d hours (%v), want the 5 written", n, err)
+	}
+	if again, _ := db.SealHours(ctx, t0.Add(5*time.Hour+history.SealAfter)); again != 0 {
+		t.Fatalf("a second pass sealed %d more hours", again)
+	}
+	for i, r := range ranges {
+		got, err := db.WatchTraffic(ctx, "a", []string{"g.n"}, r[0], r[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got["g.n"] != before[i] {
+			t.Fatalf("range %d: sealed %+v, from minutes %+v", i, got["g.n"], before[i])
+		}
 	}
 }

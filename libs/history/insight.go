@@ -33,3 +33,30 @@ func (db *DB) SecondsAtCost(ctx context.Context, app, graph, node string, sessio
 	}
 	return out, nil
 }
+
+// PathSeconds reads the per-second samples of one node, path and Watch
+// session for seconds in [since, until), oldest first, summed over
+// recorders: the arrivals a whole-graph simulation replays. Uniform is
+// always true (a payload cost varies by design).
+func (db *DB) PathSeconds(ctx context.Context, app, graph, node, path string, session, since, until int64) ([]SecondTraffic, error) {
+	rows, err := db.pool.Query(ctx, `SELECT second, sum(items), sum(cost), count(*)
+		FROM watch_samples WHERE application = $1 AND graph = $2 AND node = $3 AND session = $4
+			AND second >= $5 AND second < $6 AND path = $7
+		GROUP BY second ORDER BY second`, app, graph, node, session, since, until, path)
+	if err != nil {
+		return nil, fmt.Errorf("history: reading samples: %w", err)
+	}
+	defer rows.Close()
+	var out []SecondTraffic
+	for rows.Next() {
+		s := SecondTraffic{Uniform: true}
+		if err := rows.Scan(&s.Second, &s.Items, &s.Cost, &s.Rows); err != nil {
+			return nil, fmt.Errorf("history: reading samples: %w", err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("history: reading samples: %w", err)
+	}
+	return out, nil
+}

@@ -36,23 +36,72 @@ func (db *DB) WatchTraffic(ctx context.Context, app string, targets []string, si
 	if until <= since || len(targets) == 0 {
 		return out, nil
 	}
-	rows, err := db.pool.Query(ctx, `SELECT target, count(*), sum(a), sum(c), max(c) FROM (
-			SELECT target, minute, sum(admitted) AS a, sum(cost_est) AS c FROM rollups
-			WHERE application = $1 AND target = ANY($2) AND minute >= $3 AND minute < $4
-			GROUP BY target, minute) m
-		GROUP BY target`, app, targets, since, until)
+	sealed, err := db.sealedHours(ctx, since, until)
 	if err != nil {
-		return nil, fmt.Errorf("history: reading watch traffic: %w", err)
+		return nil, fmt.Errorf("history: reading sealed hours: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var t NodeTraffic
-		if err := rows.Scan(&t.Target, &t.RecordedMinutes, &t.Admitted, &t.Cost, &t.PeakMinuteCost); err != nil {
+	// Whole sealed hours come from rollup_hours; every other stretch of
+	// the range from the minute roll-ups.
+	var hours []int64
+	var ranges [][2]int64
+	for c := since; c < until; {
+		h := floorHour(c)
+		if c == h && sealed[h] && h+hourMs <= until {
+			hours = append(hours, h)
+			c = h + hourMs
+			continue
+		}
+		next := min(until, h+hourMs)
+		if n := len(ranges); n > 0 && ranges[n-1][1] == c {
+			ranges[n-1][1] = next
+		} else {
+			ranges = append(ranges, [2]int64{c, next})
+		}
+		c = next
+	}
+	merge := func(t NodeTraffic) {
+		o, ok := out[t.Target]
+		if !ok {
+			out[t.Target] = t
+			return
+		}
+		o.Admitted += t.Admitted
+		o.Cost += t.Cost
+		o.PeakMinuteCost = max(o.PeakMinuteCost, t.PeakMinuteCost)
+		o.RecordedMinutes += t.RecordedMinutes
+		out[t.Target] = o
+	}
+	scan := func(q string, args ...any) error {
+		rows, err := db.pool.Query(ctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("history: reading watch traffic: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var t NodeTraffic
+			if err := rows.Scan(&t.Target, &t.RecordedMinutes, &t.Admitted, &t.Cost, &t.PeakMinuteCost); err != nil {
+				return err
+			}
+			merge(t)
+		}
+		return rows.Err()
+	}
+	if len(hours) > 0 {
+		if err := scan(`SELECT target, sum(minutes)::int, sum(items), sum(cost), max(peak_cost) FROM rollup_hours
+			WHERE application = $1 AND target = ANY($2) AND hour = ANY($3) GROUP BY target`, app, targets, hours); err != nil {
 			return nil, err
 		}
-		out[t.Target] = t
 	}
-	return out, rows.Err()
+	for _, r := range ranges {
+		if err := scan(`SELECT target, count(*)::int, sum(a), sum(c), max(c) FROM (
+				SELECT target, minute, sum(admitted) AS a, sum(cost_est) AS c FROM rollups
+				WHERE application = $1 AND target = ANY($2) AND minute >= $3 AND minute < $4
+				GROUP BY target, minute) m
+			GROUP BY target`, app, targets, r[0], r[1]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // RollupRow is one stored roll-up row.

@@ -63,6 +63,9 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (Pruned, error) {
 	rollCut := ms - RollupRetention.Milliseconds()
 	_ = del(&p.Rollups, "DELETE FROM rollups WHERE minute < $1", rollCut)
 	_ = del(&p.RollupSources, "DELETE FROM rollup_sources WHERE minute < $1", ms-SourceRetention.Milliseconds())
+	var hours, seals int64
+	_ = del(&hours, "DELETE FROM rollup_hours WHERE hour < $1", rollCut)
+	_ = del(&seals, "DELETE FROM rollup_seals WHERE hour < $1", rollCut)
 	_ = del(&p.Traces, "DELETE FROM traces WHERE at < $1", ms-TraceRetention.Milliseconds())
 	return p, err
 }

@@ -78,6 +78,8 @@ type Config struct {
 	HealthTimeout time.Duration
 	// Logger receives the launcher's progress; nil discards it.
 	Logger *slog.Logger
+	// NoHistory runs without PostgreSQL history even when one answers.
+	NoHistory bool
 }
 
 // Stack is a running local stack. Its methods are safe for concurrent use.
@@ -98,6 +100,12 @@ type Stack struct {
 	natsDir  string
 	relaySeq int
 	stopped  bool
+	// history is the PG_ environment of the children ("" entries: none)
+	// and recorder the gate-recorder process, when history is on.
+	history  []string
+	recorder *Process
+	// HistoryNote says whether the stack runs with history, for people.
+	historyNote string
 }
 
 // Start builds what it needs, starts the stack and waits for every child's
@@ -185,6 +193,11 @@ func (s *Stack) start(ctx context.Context) error {
 	if s.cfg.RelayCmd == "" {
 		names = append(names, "gate-relay")
 	}
+	s.history, s.historyNote = decideHistory(ctx, s.cfg.NoHistory)
+	if s.history != nil {
+		names = append(names, "gate-recorder")
+	}
+	s.log.Info(s.historyNote)
 	// Decide on the broker first: building miniqueen is only needed when
 	// nothing answers.
 	wantQueen := s.configuredQueen()
@@ -232,6 +245,11 @@ func (s *Stack) start(ctx context.Context) error {
 	s.started = append(s.started, "gate-api at "+s.gateURL)
 	s.mu.Unlock()
 	s.log.Info("gate-api healthy", "url", s.gateURL)
+	if s.history != nil {
+		if err := s.startRecorder(ctx); err != nil {
+			return err
+		}
+	}
 	for i := 0; i < s.cfg.Relays; i++ {
 		bind := ""
 		if i == 0 {
@@ -321,6 +339,7 @@ func (s *Stack) childEnv(extra []string) []string {
 		"GATE_NATS_URL="+s.natsURL,
 		"GATE_RECONCILE_SECONDS="+strconv.Itoa(s.cfg.ReconcileSeconds),
 	)
+	env = append(env, s.history...)
 	env = append(env, s.cfg.Env...)
 	return append(env, extra...)
 }
@@ -457,9 +476,13 @@ func (s *Stack) Stop() {
 	}
 	s.stopped = true
 	relays := append([]*Process(nil), s.relays...)
-	api, queen, ns, dir := s.api, s.queen, s.nats, s.natsDir
+	api, queen, ns, dir, rec := s.api, s.queen, s.nats, s.natsDir, s.recorder
 	s.mu.Unlock()
 	var wg sync.WaitGroup
+	if rec != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); rec.Stop(10 * time.Second) }()
+	}
 	for _, p := range relays {
 		wg.Add(1)
 		go func() { defer wg.Done(); p.Stop(10 * time.Second) }()

@@ -86,6 +86,7 @@ Gate is running.
   gate-api   %s
   NATS       %s
   relays     %s
+  history    %s
   logs       .gate-run/logs/
 
 Demo graph demo/demo: %d items per 10 s in ten 1 s sub-windows (%d/s). Demo traffic arrives
@@ -96,7 +97,7 @@ Watch the ceiling hold:
 Push your own:
   curl -s -XPOST %s/v1/apps/demo/graphs/demo/nodes/api/push -H 'content-type: application/json' -d '{"payload":{"hello":"gate"}}'
 Consume demo.out (group demo-workers) with your Queen SDK; Ctrl-C stops everything started here.
-`, st.QueenURL(), g, st.NATSURL(), relayURLs(st), demoRate*10, demoRate, 2*demoRate, demoRate/4, g, g, g)
+`, st.QueenURL(), g, st.NATSURL(), relayURLs(st), st.HistoryNote(), demoRate*10, demoRate, 2*demoRate, demoRate/4, g, g, g)
 
 	// Bursts above the ceiling, then a lull below it, so the backlog stays
 	// bounded however long the demo runs (average 5/6 of the ceiling).

@@ -1,0 +1,318 @@
+package server
+
+import (
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/queen-mq/gate/libs/history"
+	"github.com/queen-mq/gate/libs/wire"
+)
+
+// History read limits.
+const (
+	// defaultFlowMinutes and maxFlowMinutes bound /api/flow and
+	// /api/rollups (gate-runtime §4.3: 1..1440, default 120).
+	defaultFlowMinutes = 120
+	maxFlowMinutes     = 1440
+	// defaultTraces and maxTraces bound /api/traces.
+	defaultTraces = 100
+	maxTraces     = 1000
+	// historyReadTimeout bounds one history read.
+	historyReadTimeout = 8 * time.Second
+)
+
+// historyRoutes registers the history reads: the Watch summary (app and
+// flat), minute roll-ups, flow and denial traces. gate-console mounts the
+// same server, so both planes answer them.
+func (s *Server) historyRoutes(r *mux.Router, limit int64) {
+	r.Handle("/api/apps/{app}/graphs/{graph}/watch", s.wrap("watch", false, limit, s.watchSummary)).Methods(http.MethodGet)
+	r.Handle("/api/graphs/{graph}/watch", s.wrap("flat-watch", true, limit, s.watchSummary)).Methods(http.MethodGet)
+	r.Handle("/api/rollups", s.wrap("rollups", true, limit, s.rollups)).Methods(http.MethodGet)
+	r.Handle("/api/flow", s.wrap("flow", true, limit, s.flow)).Methods(http.MethodGet)
+	r.Handle("/api/traces", s.wrap("traces", true, limit, s.traces)).Methods(http.MethodGet)
+}
+
+// watchSummary is GET /api/apps/{app}/graphs/{graph}/watch (§5.4).
+func (s *Server) watchSummary(q *req) *apiError {
+	e, bad := s.resolve(q, "graph")
+	if bad != nil {
+		return bad
+	}
+	if e.doc == nil || e.doc.Watch == nil {
+		return fail(http.StatusConflict, "graph '%s/%s' is not in Watch: it enforces its budgets; declare it with \"watch\": {\"durationSeconds\": N} at a higher version to observe it", e.app, e.graph).field("graph")
+	}
+	db := s.historyDB()
+	if db == nil {
+		return fail(http.StatusServiceUnavailable, "no history: gate-api runs without PostgreSQL, so nothing was recorded; set PG_HOST (and run gate-recorder) to read a Watch summary")
+	}
+	w := e.doc.Watch
+	if w.StartedAt == nil {
+		return fail(http.StatusConflict, "graph '%s/%s' is in Watch but has no watch.startedAt: declare it again through gate-api, which stamps the start", e.app, e.graph).field("graph")
+	}
+	ctx, cancel := contextWithTimeout(q, historyReadTimeout)
+	defer cancel()
+	sum, err := db.WatchSummary(ctx, e.app, e.graph, e.doc.NodeNames(), *w.StartedAt, w.DurationSeconds, s.now().UnixMilli())
+	if err != nil {
+		return fail(http.StatusBadGateway, "could not read history: %v", err)
+	}
+	writeJSON(q.w, http.StatusOK, sum)
+	return nil
+}
+
+// minutesParam reads ?minutes= (default def, 1..maxFlowMinutes).
+func minutesParam(q *req, def int) (int, *apiError) {
+	v := strings.TrimSpace(q.r.URL.Query().Get("minutes"))
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxFlowMinutes {
+		return 0, fail(http.StatusUnprocessableEntity, "minutes=%q must be a whole number of minutes in 1..%d", v, maxFlowMinutes).field("minutes")
+	}
+	return n, nil
+}
+
+// rollups is GET /api/rollups?target=[app/]graph.node&application=&minutes=:
+// the minute roll-ups of one target, per minute with a total and a row
+// per lane (path); [] without history.
+func (s *Server) rollups(q *req) *apiError {
+	minutes, bad := minutesParam(q, defaultFlowMinutes)
+	if bad != nil {
+		return bad
+	}
+	qs := q.r.URL.Query()
+	target := strings.TrimSpace(qs.Get("target"))
+	app := strings.TrimSpace(qs.Get("application"))
+	if i := strings.IndexByte(target, '/'); i >= 0 {
+		if app != "" && app != target[:i] {
+			return fail(http.StatusUnprocessableEntity, "target %q names application %q but application=%q: give one", target, target[:i], app).field("application")
+		}
+		app, target = target[:i], target[i+1:]
+	}
+	if target == "" {
+		return fail(http.StatusUnprocessableEntity, "target is required: give ?target=graph.node (or app/graph.node)").field("target")
+	}
+	graphName, node, ok := strings.Cut(target, ".")
+	if !ok || checkName("graph", graphName) != nil || checkName("node", node) != nil {
+		return fail(http.StatusUnprocessableEntity, "target %q is not graph.node: name a graph and one of its nodes, e.g. airbnb.ip", target).field("target")
+	}
+	if app != "" {
+		if bad := checkName("application", app); bad != nil {
+			return bad
+		}
+	}
+	out := []wire.RollupMinute{}
+	if s.historyDB() == nil {
+		writeJSON(q.w, http.StatusOK, out)
+		return nil
+	}
+	now := s.now().UnixMilli()
+	until := now - now%60000 + 60000
+	ctx, cancel := contextWithTimeout(q, historyReadTimeout)
+	defer cancel()
+	rows, err := s.historyDB().Rollups(ctx, app, target, until-int64(minutes)*60000, until)
+	if err != nil {
+		return fail(http.StatusBadGateway, "could not read history: %v", err)
+	}
+	writeJSON(q.w, http.StatusOK, rollupMinutes(rows))
+	return nil
+}
+
+func rollupMinutes(rows []history.RollupRow) []wire.RollupMinute {
+	out := []wire.RollupMinute{}
+	for _, r := range rows {
+		if n := len(out); n == 0 || out[n-1].T != r.Minute {
+			out = append(out, wire.RollupMinute{T: r.Minute, Total: wire.RollupCounts{T: r.Minute}, Lanes: map[string]wire.RollupCounts{}})
+		}
+		m := &out[len(out)-1]
+		c := wire.RollupCounts{T: r.Minute, Admitted: r.Admitted, Denied: r.Denied, Calls: r.Calls, Throttled: r.Throttled, CostEstimated: r.CostEstimated, CostActual: r.CostActual}
+		l := m.Lanes[r.Lane]
+		l.T = r.Minute
+		l.Admitted += c.Admitted
+		l.Denied += c.Denied
+		l.Calls += c.Calls
+		l.Throttled += c.Throttled
+		l.CostEstimated += c.CostEstimated
+		l.CostActual += c.CostActual
+		m.Lanes[r.Lane] = l
+		m.Total.Admitted += c.Admitted
+		m.Total.Denied += c.Denied
+		m.Total.Calls += c.Calls
+		m.Total.Throttled += c.Throttled
+		m.Total.CostEstimated += c.CostEstimated
+		m.Total.CostActual += c.CostActual
+	}
+	return out
+}
+
+// flow is GET /api/flow?minutes=: per application and minute, each
+// target's admitted items against its per-minute ceiling.
+func (s *Server) flow(q *req) *apiError {
+	minutes, bad := minutesParam(q, defaultFlowMinutes)
+	if bad != nil {
+		return bad
+	}
+	out := wire.Flow{Minutes: []int64{}, Applications: []wire.FlowApplication{}}
+	if s.historyDB() == nil {
+		writeJSON(q.w, http.StatusOK, out)
+		return nil
+	}
+	out.Durable = true
+	now := s.now().UnixMilli()
+	until := now - now%60000 + 60000
+	since := until - int64(minutes)*60000
+	for t := since; t < until; t += 60000 {
+		out.Minutes = append(out.Minutes, t)
+	}
+	ctx, cancel := contextWithTimeout(q, historyReadTimeout)
+	defer cancel()
+	rows, err := s.historyDB().Rollups(ctx, "", "", since, until)
+	if err != nil {
+		return fail(http.StatusBadGateway, "could not read history: %v", err)
+	}
+	type key struct {
+		app, target string
+		t           int64
+	}
+	admitted := map[key]int64{}
+	totals := map[string]map[int64]int64{}
+	for _, r := range rows {
+		admitted[key{r.App, r.Target, r.Minute}] += r.Admitted
+		if totals[r.App] == nil {
+			totals[r.App] = map[int64]int64{}
+		}
+		totals[r.App][r.Minute] += r.Admitted
+	}
+	keys := make([]key, 0, len(admitted))
+	for k := range admitted {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].app != keys[j].app {
+			return keys[i].app < keys[j].app
+		}
+		if keys[i].t != keys[j].t {
+			return keys[i].t < keys[j].t
+		}
+		return keys[i].target < keys[j].target
+	})
+	for _, k := range keys {
+		if n := len(out.Applications); n == 0 || out.Applications[n-1].Application != k.app {
+			out.Applications = append(out.Applications, wire.FlowApplication{Application: k.app, Points: []wire.FlowPoint{}})
+		}
+		a := &out.Applications[len(out.Applications)-1]
+		p := wire.FlowPoint{T: k.t, Target: k.target, Admitted: admitted[k], TotalAdmitted: totals[k.app][k.t]}
+		if c := s.minuteCeiling(q, k.app, k.target); c != nil {
+			u := float64(p.Admitted) / *c
+			p.Ceiling, p.Utilisation = c, &u
+		}
+		a.Points = append(a.Points, p)
+	}
+	writeJSON(q.w, http.StatusOK, out)
+	return nil
+}
+
+// minuteCeiling is the items per minute the tightest unconditional budget
+// of a target's node admits at its widest share; nil in Watch or without
+// one.
+func (s *Server) minuteCeiling(q *req, app, target string) *float64 {
+	graphName, node, ok := strings.Cut(target, ".")
+	if !ok {
+		return nil
+	}
+	e := s.cat.get(q.r.Context(), app, graphName)
+	if e == nil || e.plan == nil || e.plan.Watching {
+		return nil
+	}
+	n := e.plan.Node(node)
+	if n == nil {
+		return nil
+	}
+	var best *float64
+	for i := range n.Budgets {
+		b := &n.Budgets[i]
+		if !b.Unconditional() || b.WindowSubSeconds <= 0 {
+			continue
+		}
+		var widest int64
+		for _, c := range b.Ceilings {
+			widest = max(widest, c)
+		}
+		v := float64(widest) * 60 / float64(b.WindowSubSeconds)
+		if best == nil || v < *best {
+			best = &v
+		}
+	}
+	return best
+}
+
+// traces is GET /api/traces?outcome=&limit=: denials newest first, from the
+// relays' rings (their published status) first, topped up from history
+// when fewer than limit.
+func (s *Server) traces(q *req) *apiError {
+	qs := q.r.URL.Query()
+	limit := defaultTraces
+	if v := strings.TrimSpace(qs.Get("limit")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxTraces {
+			return fail(http.StatusUnprocessableEntity, "limit=%q must be a whole number in 1..%d", v, maxTraces).field("limit")
+		}
+		limit = n
+	}
+	outcome := strings.TrimSpace(qs.Get("outcome"))
+	if outcome != "" && outcome != "denied" {
+		return fail(http.StatusUnprocessableEntity, "outcome=%q is not an outcome Gate traces: use denied, or omit it (admissions are counted, never traced)", outcome).field("outcome")
+	}
+	out := []wire.Trace{}
+	seen := map[string]bool{}
+	for _, st := range s.cat.statuses() {
+		for _, d := range st.Denials {
+			if outcome != "" && d.Outcome != outcome {
+				continue
+			}
+			k := traceKey(d.At, d.Application, d.Graph+"."+d.Node, d.Path, d.BudgetID)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			out = append(out, wire.Trace{At: d.At, Application: d.Application, Target: d.Graph + "." + d.Node, Graph: d.Graph, Node: d.Node,
+				Path: d.Path, Op: d.Op, Outcome: d.Outcome, BudgetID: d.BudgetID, Source: "ring"})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At > out[j].At })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	if len(out) < limit && s.historyDB() != nil {
+		ctx, cancel := contextWithTimeout(q, historyReadTimeout)
+		defer cancel()
+		rows, err := s.historyDB().Traces(ctx, outcome, limit)
+		if err != nil {
+			s.log.Warn("traces: history unavailable; answering the rings only", "error", err)
+		}
+		for _, r := range rows {
+			if len(out) >= limit {
+				break
+			}
+			k := traceKey(r.At, r.App, r.Target, r.Lane, r.BudgetID)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			g, n, _ := strings.Cut(r.Target, ".")
+			out = append(out, wire.Trace{At: r.At, Application: r.App, Target: r.Target, Graph: g, Node: n, Path: r.Lane, Op: r.Op,
+				Outcome: r.Outcome, BudgetID: r.BudgetID, Source: "history"})
+		}
+		sort.SliceStable(out, func(i, j int) bool { return out[i].At > out[j].At })
+	}
+	writeJSON(q.w, http.StatusOK, out)
+	return nil
+}
+
+func traceKey(at int64, app, target, lane, budget string) string {
+	return strconv.FormatInt(at, 10) + "\x00" + app + "\x00" + target + "\x00" + lane + "\x00" + budget
+}

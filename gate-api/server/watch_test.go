@@ -1,0 +1,156 @@
+package server
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/gate/libs/gatetest"
+	"github.com/queen-mq/gate/libs/history"
+)
+
+// withHistory gives h's server a history database in a schema of its own.
+func withHistory(t *testing.T, h *harness) *history.DB {
+	t.Helper()
+	pg := gatetest.NewPostgres(t)
+	db, err := history.OpenURL(t.Context(), pg.URL, pg.Schema, history.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	h.srv.UseHistory(db)
+	return db
+}
+
+func watchTarget(h *harness, name string, version int, seconds int) map[string]any {
+	d := h.target(name, 100)
+	d["version"] = version
+	d["watch"] = map[string]any{"durationSeconds": seconds, "startedAt": 1}
+	d["nodes"].(map[string]any)["limit"].(map[string]any)["budgets"] = []any{}
+	return d
+}
+
+// Declaring Watch on a gate-api without history is refused by the named
+// rule, whose message says to set PG_HOST; the summary answers 503 there.
+func TestWatchRefusedWithoutHistory(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	a := h.expect(h.do("PUT", h.graphURL("w"), watchTarget(h, "w", 1, 600)), 422)
+	if a.str("rule") != "watch-history" || !strings.Contains(h.errorBody(a), "set PG_HOST") {
+		t.Fatalf("refusal %s, want rule watch-history naming PG_HOST", a.raw)
+	}
+	h.expect(h.do("PUT", h.graphURL("e"), h.target("e", 100)), 200)
+	h.expect(h.do("GET", "/api/apps/"+h.app+"/graphs/e/watch", nil), 409)
+	for _, p := range []string{"/api/rollups?target=e.limit", "/api/flow"} {
+		a := h.expect(h.do("GET", p, nil), 200)
+		if p == "/api/flow" && (a.body["durable"] != false || !strings.Contains(string(a.raw), `"minutes":[]`)) {
+			t.Fatalf("flow without history %s, want empty and not durable", a.raw)
+		}
+	}
+}
+
+// With history: the server stamps watch.startedAt (a client value is
+// ignored) and keeps it across re-declarations; every successful declare
+// that changes the document leaves one annotation, labelled for what
+// changed, and an unchanged one leaves none; the summary answers per node.
+func TestWatchDeclareAnnotationsAndSummary(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	db := withHistory(t, h)
+	before := time.Now().UnixMilli()
+	h.expect(h.do("PUT", h.graphURL("w"), watchTarget(h, "w", 1, 600)), 200)
+	doc, _, err := h.store.Get(t.Context(), h.app, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamped := startedAt(t, doc.Body)
+	if stamped < before {
+		t.Fatalf("watch.startedAt %d: the client's 1 was kept, want the server's clock (≥ %d)", stamped, before)
+	}
+	h.expect(h.do("PUT", h.graphURL("w"), watchTarget(h, "w", 1, 600)), 200) // unchanged
+	h.expect(h.do("PUT", h.graphURL("w"), watchTarget(h, "w", 1, 900)), 200) // longer watch
+	doc, _, _ = h.store.Get(t.Context(), h.app, "w")
+	if got := startedAt(t, doc.Body); got != stamped {
+		t.Fatalf("re-declaring moved watch.startedAt from %d to %d", stamped, got)
+	}
+	a := h.expect(h.do("GET", "/api/apps/"+h.app+"/graphs/w/watch", nil), 200)
+	if a.num("startedAt") != float64(stamped) || a.num("endsAt") != float64(stamped+900000) || a.body["ready"] != false || a.num("resolutionSeconds") != 60 {
+		t.Fatalf("summary %s", a.raw)
+	}
+	nodes, _ := a.body["nodes"].([]any)
+	if len(nodes) != 1 || !strings.Contains(string(a.raw), `"averageCostPerSecond":null`) {
+		t.Fatalf("summary %s: want node limit with null averages before a complete minute", a.raw)
+	}
+	h.expect(h.do("GET", "/api/graphs/w/watch", nil), 200)
+	// Limits need a higher version; then they are activated.
+	h.expect(h.do("PUT", h.graphURL("w"), h.target("w", 100)), 409)
+	enforce := h.target("w", 100)
+	enforce["version"] = 2
+	h.expect(h.do("PUT", h.graphURL("w"), enforce), 200)
+	h.expect(h.do("GET", "/api/apps/"+h.app+"/graphs/w/watch", nil), 409)
+	ev, err := db.ConfigEvents(t.Context(), h.app, "w", 0, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	for _, e := range ev {
+		labels = append(labels, e.Change.Label+"/"+e.Change.Mode)
+	}
+	want := "Limits activated/enforce,Configuration updated/watch,Created/watch"
+	if strings.Join(labels, ",") != want {
+		t.Fatalf("annotations %v, want %s (newest first; none for the unchanged declare)", labels, want)
+	}
+}
+
+// A declare never fails because history is down: the annotation is
+// skipped.
+func TestDeclareSucceedsWithHistoryDown(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	db := withHistory(t, h)
+	db.Close()
+	h.expect(h.do("PUT", h.graphURL("x"), h.target("x", 100)), 200)
+	h.expect(h.do("GET", "/api/apps/"+h.app+"/graphs/x/watch", nil), 409)
+	w := watchTarget(h, "y", 1, 600)
+	h.expect(h.do("PUT", h.graphURL("y"), w), 200)
+	h.expect(h.do("GET", "/api/rollups?target=y.limit", nil), 502)
+}
+
+// Malformed history queries name the field.
+func TestHistoryRoutesRefuseBadInput(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	for path, field := range map[string]string{
+		"/api/rollups":                            "target",
+		"/api/rollups?target=nodot":               "target",
+		"/api/rollups?target=g.n&minutes=0":       "minutes",
+		"/api/rollups?target=g.n&minutes=abc":     "minutes",
+		"/api/flow?minutes=1441":                  "minutes",
+		"/api/traces?limit=0":                     "limit",
+		"/api/traces?outcome=admitted":            "outcome",
+		"/api/rollups?target=a/g.n&application=b": "application",
+	} {
+		a := h.expect(h.do("GET", path, nil), 422)
+		if a.str("field") != field {
+			t.Errorf("%s: field %q, want %q (%s)", path, a.str("field"), field, a.raw)
+		}
+	}
+	h.expect(h.do("GET", "/api/graphs/nope/watch", nil), 404)
+}
+
+func startedAt(t *testing.T, body []byte) int64 {
+	t.Helper()
+	s := string(body)
+	i := strings.Index(s, `"startedAt":`)
+	if i < 0 {
+		t.Fatalf("no startedAt in %s", s)
+	}
+	var n int64
+	for _, c := range s[i+len(`"startedAt":`):] {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n
+}

@@ -1,0 +1,136 @@
+package history_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/gate/libs/gatetest"
+	"github.com/queen-mq/gate/libs/history"
+)
+
+// Recorder shape of the figures: 20 stages (one path per node) × 3 relay
+// replicas.
+const (
+	benchNodes    = 20
+	benchReplicas = 3
+)
+
+func benchDB(b *testing.B, now time.Time) *history.DB {
+	b.Helper()
+	pg := gatetest.NewPostgres(b)
+	db, err := history.OpenURL(b.Context(), pg.URL, pg.Schema, history.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(db.Close)
+	return db
+}
+
+// flushBatch is one 10 s handover of 20 stages × 3 replicas: 10 seconds of
+// samples, the minute's running totals and the recorder rows.
+func flushBatch(from int64, session int64) history.Batch {
+	var bt history.Batch
+	for r := range benchReplicas {
+		for n := range benchNodes {
+			rec := fmt.Sprintf("rec-%d-%d", r, n)
+			node := fmt.Sprintf("n%02d", n)
+			for s := int64(0); s < 10; s++ {
+				bt.Samples = append(bt.Samples, history.Sample{App: "bench", Graph: "g", Node: node, Path: "p" + node, Session: session,
+					Recorder: rec, Second: from + s*1000, Items: 7, Cost: 14})
+			}
+			minute := from - from%60000
+			done := (from-minute)/1000 + 10
+			bt.Rollups = append(bt.Rollups, history.RollupCount{Recorder: rec, App: "bench", Target: "g." + node, Lane: "p" + node,
+				Minute: minute, Admitted: 7 * done, Cost: float64(14 * done)})
+			bt.Recorders = append(bt.Recorders, history.Recorder{ID: rec, App: "bench", Graph: "g", Node: node, Session: session,
+				Started: session, Through: from + 10000})
+		}
+	}
+	return bt
+}
+
+// BenchmarkFlush10s is the time to commit one 10 s handover batch of 20
+// stages × 3 replicas (600 samples, 60 minute totals, 60 recorder rows).
+func BenchmarkFlush10s(b *testing.B) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	db := benchDB(b, now)
+	start := now.UnixMilli()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := db.Write(b.Context(), flushBatch(start+int64(i)*10000, start)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkHourOfSamples writes one hour of samples for 20 stages × 3
+// replicas in 10 s batches (360 batches, 216,000 sample rows), then reads
+// every node's hour back and checks it; it reports the mean flush and the
+// per-node query time.
+func BenchmarkHourOfSamples(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+		db := benchDB(b, now)
+		start := now.UnixMilli()
+		b.StartTimer()
+		t0 := time.Now()
+		for f := int64(0); f < 360; f++ {
+			if err := db.Write(b.Context(), flushBatch(start+f*10000, start)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		write := time.Since(t0)
+		t1 := time.Now()
+		for n := range benchNodes {
+			secs, err := db.Samples(b.Context(), "bench", "g", fmt.Sprintf("n%02d", n), "", start, start, start+3600_000)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(secs) != 3600 || secs[0].Items != 7*benchReplicas {
+				b.Fatalf("node %d: %d seconds, first %+v; want 3600 of %d items", n, len(secs), secs[0], 7*benchReplicas)
+			}
+		}
+		read := time.Since(t1)
+		b.ReportMetric(float64(write.Milliseconds())/360, "ms/flush")
+		b.ReportMetric(float64(read.Milliseconds())/benchNodes, "ms/node-hour-read")
+	}
+}
+
+// BenchmarkWatchSummary30Days is the summary query of a 30-day Watch of 20
+// nodes: 30 × 1440 minute roll-ups per node (864,000 rows), every minute
+// present.
+func BenchmarkWatchSummary30Days(b *testing.B) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	db := benchDB(b, now)
+	start := now.UnixMilli()
+	_, err := db.Pool().Exec(b.Context(), `INSERT INTO rollups (application, target, lane, minute, admitted, denied, cost_est)
+		SELECT 'bench', 'g.n' || lpad(n::text, 2, '0'), 'p', $1::bigint + m::bigint * 60000, 420, 0, 840
+		FROM generate_series(0, 19) n, generate_series(0, 30 * 1440 - 1) m`, start)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// gate-recorder's hourly pass seals every hour older than SealAfter.
+	if n, err := db.SealHours(b.Context(), time.UnixMilli(start+30*86400_000).Add(history.SealAfter)); err != nil || n != 30*24 {
+		b.Fatalf("sealed %d hours (%v), want 720", n, err)
+	}
+	if _, err := db.Pool().Exec(b.Context(), "VACUUM ANALYZE rollups, rollup_hours, rollup_seals"); err != nil {
+		b.Fatal(err)
+	}
+	nodes := make([]string, benchNodes)
+	for i := range nodes {
+		nodes[i] = fmt.Sprintf("n%02d", i)
+	}
+	end := start + 30*86400_000
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sum, err := db.WatchSummary(b.Context(), "bench", "g", nodes, start, 30*86400, end)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if sum.Minutes != 30*1440 || sum.Nodes[0].Traffic.Admitted != 420*30*1440 || sum.Nodes[19].Traffic.RecordedMinutes != 30*1440 {
+			b.Fatalf("summary %+v", sum.Nodes[0])
+		}
+	}
+}
