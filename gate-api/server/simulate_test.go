@@ -3,7 +3,10 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"net/url"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -338,4 +341,82 @@ func FuzzSimulateQuery(f *testing.F) {
 			t.Fatalf("minutes: %+v", bad)
 		}
 	})
+}
+
+// benchCandidate is a 20-node, 20-path candidate: ten entry nodes (payload
+// cost, per-second and per-minute budgets, a scoped op budget) feeding ten
+// exit nodes two paths each, exits sharing two keys. With watch set and no
+// budgets it is the watched graph.
+func benchCandidate(app string, watch map[string]any) map[string]any {
+	nodes := map[string]any{}
+	var paths []any
+	for i := range 10 {
+		entry := map[string]any{"ingress": true, "cost": map[string]any{"path": "payload.units", "default": 1, "max": 5}}
+		exit := map[string]any{"egress": map[string]any{"queue": fmt.Sprintf("%s.bench.out-%02d", app, i), "group": "workers"}}
+		if watch == nil {
+			entry["budgets"] = []any{
+				map[string]any{"id": "second", "count": 200, "timeMs": 1000},
+				map[string]any{"id": "minute", "count": 9000, "timeMs": 60000, "subWindows": 60},
+				map[string]any{"id": "per-account", "count": 20, "timeMs": 1000, "scopeBy": "payload.accountId", "whenOp": []any{"write.*"}},
+			}
+			exit["budgets"] = []any{
+				map[string]any{"id": "global", "count": 120, "timeMs": 1000},
+				map[string]any{"id": "ip", "count": 4000, "timeMs": 10000, "subWindows": 10, "sharedKey": fmt.Sprintf("ip-%d", i%2)},
+			}
+		}
+		nodes[fmt.Sprintf("entry-%02d", i)] = entry
+		nodes[fmt.Sprintf("exit-%02d", i)] = exit
+	}
+	for i := range 20 {
+		prio := i / 10
+		paths = append(paths, map[string]any{"name": fmt.Sprintf("path-%02d", i), "priority": prio,
+			"nodes": []any{fmt.Sprintf("entry-%02d", i%10), fmt.Sprintf("exit-%02d", (i+prio)%10)}})
+	}
+	doc := map[string]any{"version": 1, "nodes": nodes, "paths": paths}
+	if watch != nil {
+		doc["watch"] = watch
+	} else {
+		doc["version"] = 2
+	}
+	return doc
+}
+
+// BenchmarkSimulateCandidateDay is POST …/simulate of the 20-node, 20-path
+// candidate over 24 h of per-second, per-path recordings (1.7 M sample
+// rows in PostgreSQL): the history reads and the replay, through the route.
+func BenchmarkSimulateCandidateDay(b *testing.B) {
+	h := newHarness(b)
+	db := h.withHistory(b)
+	started := (time.Now().Add(-24*time.Hour-time.Minute).UnixMilli() / 1000) * 1000
+	h.storeDoc(b, "big", benchCandidate(h.app, map[string]any{"durationSeconds": 3 * 86400, "startedAt": started}))
+	rnd := rand.New(rand.NewPCG(2, 99))
+	for i := range 20 {
+		path, node := fmt.Sprintf("path-%02d", i), fmt.Sprintf("entry-%02d", i%10)
+		rec := "rec-" + node
+		var secs [][3]int64
+		for s := int64(0); s < 86400; s++ {
+			n := int64(rnd.IntN(40))
+			if s%600 < 20 {
+				n += 80
+			}
+			if n > 0 {
+				secs = append(secs, [3]int64{started + s*1000, n, n * int64(1+rnd.IntN(3))})
+			}
+		}
+		h.record(b, db, "big", node, path, rec, started, started, started+86400*1000, 0, secs...)
+	}
+	cand := benchCandidate(h.app, nil)
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	b.ResetTimer()
+	for b.Loop() {
+		a := h.do("POST", "/api/apps/"+h.app+"/graphs/big/simulate?minutes=1440", cand)
+		if a.status != 200 || a.num("items") < 1_000_000 {
+			b.Fatalf("status %d items %v: %.300s", a.status, a.body["items"], a.raw)
+		}
+	}
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.TotalAlloc-before)/float64(b.N)/(1<<20), "alloc-MiB/op")
 }
