@@ -59,35 +59,81 @@ func randomSimCase(t *testing.T, rnd *rand.Rand, e *env, i int) simCase {
 	return c
 }
 
-// The simulation and a live relay, fed the same arrivals (a backlog on
-// one partition, short windows, small counts), admit the same totals per
-// sub-window of every counter within one claim, the same total, and the
-// relay never passes a ceiling the simulation holds.
+// The simulation and a live relay, fed the same arrivals (random waves of
+// random size on one partition, each wave pushed when the previous one has
+// drained by the simulation's own estimate; short windows, small counts),
+// admit the same totals per sub-window of every counter within one claim,
+// the same total, and the relay never passes a ceiling.
 func TestSimulationMatchesALiveRelay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("live: wall-clock windows")
 	}
 	e := newEnv(t)
-	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 17))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rnd := rand.New(rand.NewPCG(seed, 17))
 	var cases []simCase
 	for i := range 4 {
 		c := randomSimCase(t, rnd, e, i)
 		e.declare(c.graph, c.doc)
-		for path, n := range c.items {
-			items := make([]item, n)
-			for k := range items {
-				items[k] = item{Seq: k, Part: "p0", Src: path}
-			}
-			e.push(plan.IngressQueue(e.app, c.graph, c.entries[path]), items...)
-		}
 		cases = append(cases, c)
 	}
-	e.startRelay(defaultKnobs())
+	// Waves: up to three per case, each a random share of the case's items
+	// per path; wave k of every case is pushed at the same offset, after
+	// the slowest case's previous wave has drained in the simulation.
+	type wave struct {
+		at    int64 // ms after the first push
+		items map[string]int
+	}
+	waves := make([][]wave, len(cases))
+	var offset int64
+	nWaves := 1 + rnd.IntN(3)
+	for k := range nWaves {
+		var slowest int64
+		for ci, c := range cases {
+			w := wave{at: offset, items: map[string]int{}}
+			arr := map[string][]simulate.Second{}
+			for path, n := range c.items {
+				m := max(1, n/nWaves+rnd.IntN(n/nWaves+1)-n/(2*nWaves))
+				w.items[path] = m
+				arr[path] = []simulate.Second{{T: 0, Items: int64(m), Cost: int64(m)}}
+			}
+			waves[ci] = append(waves[ci], w)
+			r := simulate.Graph(simulate.GraphInput{Plan: c.plan, Start: 0, End: 1000, Arrivals: arr})
+			if r.DrainSeconds == nil {
+				t.Fatalf("case %d wave %d never drains", ci, k)
+			}
+			slowest = max(slowest, *r.DrainSeconds)
+		}
+		offset += (slowest + 4) * 1000
+	}
+	relayStarted := false
+	begin := time.Now()
+	for k := range nWaves {
+		if wait := time.Duration(waves[0][k].at)*time.Millisecond - time.Since(begin); wait > 0 {
+			time.Sleep(wait) // the arrival pattern itself, not synchronisation
+		}
+		for ci, c := range cases {
+			for path, n := range waves[ci][k].items {
+				items := make([]item, n)
+				for j := range items {
+					items[j] = item{Seq: k*1000 + j, Part: "p0", Src: path}
+				}
+				e.push(plan.IngressQueue(e.app, c.graph, c.entries[path]), items...)
+			}
+		}
+		if !relayStarted {
+			e.startRelay(defaultKnobs())
+			relayStarted = true
+		}
+	}
 	gatetest.Eventually(t, 90*time.Second, func() bool {
-		for _, c := range cases {
+		for ci, c := range cases {
 			total := 0
-			for _, n := range c.items {
-				total += n
+			for _, w := range waves[ci] {
+				for _, n := range w.items {
+					total += n
+				}
 			}
 			if e.egressCount(e.b.Queue(fmt.Sprintf("%s.out", c.graph))) < total {
 				return false
@@ -103,12 +149,14 @@ func TestSimulationMatchesALiveRelay(t *testing.T) {
 		}
 		live[w.Key][w.ExpiresAt] += w.Delta
 	}
-	for _, c := range cases {
+	for ci, c := range cases {
 		arr := map[string][]simulate.Second{}
-		for path, n := range c.items {
-			arr[path] = []simulate.Second{{T: 0, Items: int64(n), Cost: int64(n)}}
+		for _, w := range waves[ci] {
+			for path, n := range w.items {
+				arr[path] = append(arr[path], simulate.Second{T: w.at, Items: int64(n), Cost: int64(n)})
+			}
 		}
-		sim := simulate.Graph(simulate.GraphInput{Trace: true, Plan: c.plan, Start: 0, End: 1000, Arrivals: arr})
+		sim := simulate.Graph(simulate.GraphInput{Trace: true, Plan: c.plan, Start: 0, End: offset, Arrivals: arr})
 		simWin := map[string][]int64{}
 		for _, w := range sim.Windows {
 			simWin[w.Key] = append(simWin[w.Key], w.Total)
