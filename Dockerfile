@@ -10,6 +10,8 @@ COPY gate-api/go.mod gate-api/go.sum gate-api/
 COPY gate-relay/go.mod gate-relay/go.sum gate-relay/
 COPY gate-e2e/go.mod gate-e2e/go.sum gate-e2e/
 COPY gate-bench/go.mod gate-bench/go.sum gate-bench/
+COPY gate-recorder/go.mod gate-recorder/go.sum gate-recorder/
+COPY migrations/go.mod migrations/
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/gate ./${BINARY}
