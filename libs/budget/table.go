@@ -196,6 +196,19 @@ func (t *Table) Admit(b *Batch, now time.Time) Admission {
 	return a
 }
 
+// AddN appends n items of one cost touching the same counters (as n calls
+// of Add would, sharing one copy of the deduplicated counter list).
+func (b *Batch) AddN(cost int64, counters []int, n int) {
+	if n <= 0 {
+		return
+	}
+	b.Add(cost, counters)
+	ref := b.Items[len(b.Items)-1].Counters
+	for range n - 1 {
+		b.Items = append(b.Items, Item{Cost: cost, Counters: ref})
+	}
+}
+
 // Reset empties b for reuse, keeping its storage.
 func (b *Batch) Reset() {
 	b.Counters = b.Counters[:0]

@@ -2,6 +2,7 @@ package budget_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -119,5 +120,22 @@ func TestAdmitChargesThePrefixAndNamesTheRefusal(t *testing.T) {
 	}
 	if v, _, ok := tab.Value("sec", now.Add(2*time.Second)); ok || v != 0 {
 		t.Fatal("an expired row reads as absent")
+	}
+}
+
+func TestAddNIsNAdds(t *testing.T) {
+	t.Parallel()
+	var a, b budget.Batch
+	for _, bt := range []*budget.Batch{&a, &b} {
+		bt.Counter("x", 10, 1, "x")
+		bt.Counter("y", 10, 1, "y")
+	}
+	for range 4 {
+		a.Add(3, []int{0, 1, 0})
+	}
+	b.AddN(3, []int{0, 1, 0}, 4)
+	b.AddN(9, nil, 0)
+	if len(a.Items) != len(b.Items) || fmt.Sprint(a.Deltas(0, 4)) != fmt.Sprint(b.Deltas(0, 4)) || fmt.Sprint(a.Items) != fmt.Sprint(b.Items) {
+		t.Fatalf("AddN %v, Add %v", b.Items, a.Items)
 	}
 }

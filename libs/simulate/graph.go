@@ -345,9 +345,7 @@ func (r *replay) claim(i int, t int64) (admitted int, refused bool, wait time.Du
 	left := want
 	for g := ss.head; left > 0 && g < len(ss.queue); g++ {
 		k := int(min(ss.queue[g].n, int64(left)))
-		for range k {
-			b.Add(ss.queue[g].cost, idx)
-		}
+		b.AddN(ss.queue[g].cost, idx, k)
 		left -= k
 	}
 	now := time.UnixMilli(t)
