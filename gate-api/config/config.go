@@ -95,6 +95,8 @@ func Default() Config {
 		DeclareWait:      DefaultDeclareWaitMs * time.Millisecond,
 		ShutdownTimeout:  DefaultShutdownSeconds * time.Second,
 		LogLevel:         DefaultLogLevel,
+		History: knob.History{Port: knob.DefaultPGPort, User: knob.DefaultPGUser, Database: knob.DefaultPGDatabase,
+			Schema: knob.DefaultHistorySchema},
 	}
 }
 

@@ -17,7 +17,7 @@ func TestRollupsAndTracesAcrossReplicas(t *testing.T) {
 	w := newWorld(t)
 	ctx := t.Context()
 	doc := fmt.Sprintf(`{"application": %q, "graph": "c", "version": 1, "counters": {"windowSeconds": 60},
-		"nodes": {"n": {"ingress": true, "cost": 2, "budgets": [{"id": "tight", "count": 40, "timeMs": 1000}], "egress": %q}},
+		"nodes": {"n": {"ingress": true, "cost": {"path": "payload.units", "default": 1, "max": 10}, "budgets": [{"id": "tight", "count": 40, "timeMs": 1000}], "egress": %q}},
 		"paths": [{"name": "main", "nodes": ["n"]}]}`, w.app, w.b.Queue("cout"))
 	if err := w.store.Put(ctx, w.app, "c", json.RawMessage(doc)); err != nil {
 		t.Fatal(err)
@@ -26,7 +26,9 @@ func TestRollupsAndTracesAcrossReplicas(t *testing.T) {
 	w.waitRunning("c", a, b)
 	rec := newRecorder(t, w)
 	var seq int64
-	w.push("gate."+w.app+".c.n.ingress", 100, 1, &seq)
+	// Claims are sized for cost 1 (40 items) but every item costs 3: each
+	// full claim is refused and its prefix of 13 admitted (deferred).
+	w.push("gate."+w.app+".c.n.ingress", 100, 3, &seq)
 	gatetest.Eventually(t, 60*time.Second, func() bool { return w.fwd("main/n") >= 100 })
 	var denied int64
 	var rings uint64
@@ -50,8 +52,8 @@ func TestRollupsAndTracesAcrossReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 || rows[0].Lane != "main" || rows[0].Admitted != 100 || rows[0].CostEstimated != 200 || rows[0].Denied != denied {
-		t.Fatalf("rollups %+v, want one minute of lane main: admitted 100, cost 200, denied %d", rows, denied)
+	if len(rows) != 1 || rows[0].Lane != "main" || rows[0].Admitted != 100 || rows[0].CostEstimated != 300 || rows[0].Denied != denied {
+		t.Fatalf("rollups %+v, want one minute of lane main: admitted 100, cost 300, denied %d", rows, denied)
 	}
 	tr, err := w.db.Traces(ctx, "denied", 1000)
 	if err != nil {

@@ -141,6 +141,8 @@ type Handover struct {
 	retired []*graphRec
 	cursor  uint64
 	written map[string]*written
+	// lazy is when Observe last synced on a settle of an unknown runtime.
+	lazy time.Time
 }
 
 // New returns a Handover for cfg.
@@ -162,9 +164,19 @@ func (h *Handover) Observe(ev stage.Settled) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	nowT := h.cfg.Clock.Now()
 	g := h.graphs[graphKey{ev.App, ev.Graph}]
-	if g == nil {
-		return
+	if g == nil || g.nodes[ev.Node] == nil {
+		// A runtime that started since the last flush: mint its recorders
+		// now rather than lose its first seconds (at most every 100 ms).
+		if nowT.Sub(h.lazy) < 100*time.Millisecond && !nowT.Before(h.lazy) {
+			return
+		}
+		h.lazy = nowT
+		h.sync(nowT.UnixMilli())
+		if g = h.graphs[graphKey{ev.App, ev.Graph}]; g == nil {
+			return
+		}
 	}
 	n := g.nodes[ev.Node]
 	if n == nil || (n.watch == nil && !n.counts) {
@@ -174,7 +186,7 @@ func (h *Handover) Observe(ev stage.Settled) {
 	if b == nil {
 		return
 	}
-	now := h.cfg.Clock.Now().UnixMilli()
+	now := nowT.UnixMilli()
 	if n.watch != nil && now < n.watch.Until && n.closed == 0 {
 		b.addSecond(now-now%1000, int64(ev.Items), ev.Cost, MaxSeconds)
 	}
