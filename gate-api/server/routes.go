@@ -86,6 +86,7 @@ func (s *Server) routes() http.Handler {
 	r.Handle("/v1/leases/{op:ack|nack|renew}", s.wrap("gone-leases", true, small, s.goneLease)).Methods(http.MethodPost)
 
 	s.historyRoutes(r, small)
+	s.insightRoutes(r)
 
 	r.Handle("/health", s.wrap("health", true, small, s.healthz)).Methods(http.MethodGet)
 	r.Handle("/version", s.wrap("version", true, small, s.version)).Methods(http.MethodGet)

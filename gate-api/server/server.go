@@ -65,6 +65,8 @@ type Server struct {
 
 	health healthProbe
 	depth  depthCache
+	// diagSince serves the diagnostics route (diagnostics.go).
+	diagSince sinceBook
 	// now is the clock (time.Now outside tests).
 	now func() time.Time
 }

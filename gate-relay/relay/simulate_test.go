@@ -1,0 +1,209 @@
+package relay_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/gate/libs/declare"
+	"github.com/queen-mq/gate/libs/gatetest"
+	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/simulate"
+)
+
+// simCase is one random graph and the backlog fed to it.
+type simCase struct {
+	graph   string
+	doc     string
+	plan    *plan.Plan
+	entries map[string]string // path → entry node
+	items   map[string]int    // path → items pushed
+}
+
+// randomSimCase draws a single-node graph (one or two budgets of 1 s
+// windows) or a two-path graph meeting at a shared node, small counts.
+func randomSimCase(t *testing.T, rnd *rand.Rand, e *env, i int) simCase {
+	t.Helper()
+	c := simCase{graph: fmt.Sprintf("sim%d", i), entries: map[string]string{}, items: map[string]int{}}
+	egress := e.b.Queue(fmt.Sprintf("sim%d.out", i))
+	var doc map[string]any
+	if i%2 == 0 {
+		budgets := []any{map[string]any{"id": "a", "count": 5 + rnd.IntN(16), "timeMs": 1000}}
+		if rnd.IntN(2) == 0 {
+			budgets = append(budgets, map[string]any{"id": "b", "count": 10 + rnd.IntN(20), "timeMs": 2000, "subWindows": 1})
+		}
+		doc = map[string]any{"version": 1, "nodes": map[string]any{"n": map[string]any{"ingress": true, "budgets": budgets, "egress": egress}},
+			"paths": []any{map[string]any{"name": "main", "nodes": []any{"n"}}}}
+		c.entries["main"], c.items["main"] = "n", 20+rnd.IntN(40)
+	} else {
+		doc = map[string]any{"version": 1, "nodes": map[string]any{
+			"x": map[string]any{"ingress": true, "budgets": []any{map[string]any{"id": "x", "count": 5 + rnd.IntN(10), "timeMs": 1000}}},
+			"y": map[string]any{"ingress": true, "budgets": []any{map[string]any{"id": "y", "count": 5 + rnd.IntN(10), "timeMs": 1000}}},
+			"z": map[string]any{"budgets": []any{map[string]any{"id": "z", "count": 8 + rnd.IntN(10), "timeMs": 1000}}, "egress": egress}},
+			"paths": []any{
+				map[string]any{"name": "p", "priority": 0, "share": 1.0, "nodes": []any{"x", "z"}},
+				map[string]any{"name": "q", "priority": 1, "share": 0.5, "nodes": []any{"y", "z"}}}}
+		c.entries["p"], c.items["p"] = "x", 10+rnd.IntN(30)
+		c.entries["q"], c.items["q"] = "y", 10+rnd.IntN(30)
+	}
+	raw, _ := json.Marshal(doc)
+	c.doc = string(raw)
+	res, err := declare.Compile(declare.Input{App: e.app, Name: c.graph, Body: raw})
+	if err != nil || res.Plan == nil {
+		t.Fatalf("case %d does not compile: %v %s", i, err, res.ErrorText())
+	}
+	c.plan = res.Plan
+	return c
+}
+
+// The simulation and a live relay, fed the same arrivals (random waves of
+// random size on one partition, each wave pushed when the previous one has
+// drained by the simulation's own estimate; short windows, small counts),
+// admit the same totals per sub-window of every counter within one claim,
+// the same total, and the relay never passes a ceiling.
+func TestSimulationMatchesALiveRelay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live: wall-clock windows")
+	}
+	e := newEnv(t)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rnd := rand.New(rand.NewPCG(seed, 17))
+	var cases []simCase
+	for i := range 4 {
+		c := randomSimCase(t, rnd, e, i)
+		e.declare(c.graph, c.doc)
+		cases = append(cases, c)
+	}
+	// Waves: up to three per case, each a random share of the case's items
+	// per path; wave k of every case is pushed at the same offset, after
+	// the slowest case's previous wave has drained in the simulation.
+	type wave struct {
+		at    int64 // ms after the first push
+		items map[string]int
+	}
+	waves := make([][]wave, len(cases))
+	var offset int64
+	nWaves := 1 + rnd.IntN(3)
+	for k := range nWaves {
+		var slowest int64
+		for ci, c := range cases {
+			w := wave{at: offset, items: map[string]int{}}
+			arr := map[string][]simulate.Second{}
+			for path, n := range c.items {
+				m := max(1, n/nWaves+rnd.IntN(n/nWaves+1)-n/(2*nWaves))
+				w.items[path] = m
+				arr[path] = []simulate.Second{{T: 0, Items: int64(m), Cost: int64(m)}}
+			}
+			waves[ci] = append(waves[ci], w)
+			r := simulate.Graph(simulate.GraphInput{Plan: c.plan, Start: 0, End: 1000, Arrivals: arr})
+			if r.DrainSeconds == nil {
+				t.Fatalf("case %d wave %d never drains", ci, k)
+			}
+			slowest = max(slowest, *r.DrainSeconds)
+		}
+		offset += (slowest + 4) * 1000
+	}
+	relayStarted := false
+	begin := time.Now()
+	for k := range nWaves {
+		if wait := time.Duration(waves[0][k].at)*time.Millisecond - time.Since(begin); wait > 0 {
+			time.Sleep(wait) // the arrival pattern itself, not synchronisation
+		}
+		for ci, c := range cases {
+			for path, n := range waves[ci][k].items {
+				items := make([]item, n)
+				for j := range items {
+					items[j] = item{Seq: k*1000 + j, Part: "p0", Src: path}
+				}
+				e.push(plan.IngressQueue(e.app, c.graph, c.entries[path]), items...)
+			}
+		}
+		if !relayStarted {
+			e.startRelay(defaultKnobs())
+			relayStarted = true
+		}
+	}
+	gatetest.Eventually(t, 90*time.Second, func() bool {
+		for ci, c := range cases {
+			total := 0
+			for _, w := range waves[ci] {
+				for _, n := range w.items {
+					total += n
+				}
+			}
+			if e.egressCount(e.b.Queue(fmt.Sprintf("%s.out", c.graph))) < total {
+				return false
+			}
+		}
+		return true
+	})
+	writes, _ := e.rec.snapshot()
+	live := map[string]map[time.Time]int64{}
+	for _, w := range writes {
+		if live[w.Key] == nil {
+			live[w.Key] = map[time.Time]int64{}
+		}
+		live[w.Key][w.ExpiresAt] += w.Delta
+	}
+	for ci, c := range cases {
+		arr := map[string][]simulate.Second{}
+		for _, w := range waves[ci] {
+			for path, n := range w.items {
+				arr[path] = append(arr[path], simulate.Second{T: w.at, Items: int64(n), Cost: int64(n)})
+			}
+		}
+		sim := simulate.Graph(simulate.GraphInput{Trace: true, Plan: c.plan, Start: 0, End: offset, Arrivals: arr})
+		simWin := map[string][]int64{}
+		for _, w := range sim.Windows {
+			simWin[w.Key] = append(simWin[w.Key], w.Total)
+		}
+		for _, n := range c.plan.Nodes {
+			for _, b := range n.Budgets {
+				ceiling := int64(0)
+				claim := int64(0)
+				for _, st := range c.plan.Stages {
+					if st.Node == n.Name {
+						claim = max(claim, int64(st.Batch))
+						ceiling = max(ceiling, b.Ceilings[st.Path])
+					}
+				}
+				var ends []time.Time
+				for end := range live[b.Key] {
+					ends = append(ends, end)
+				}
+				sort.Slice(ends, func(i, j int) bool { return ends[i].Before(ends[j]) })
+				var real []int64
+				var realSum, simSum int64
+				for _, end := range ends {
+					v := live[b.Key][end]
+					if v > ceiling {
+						t.Fatalf("%s %s: the relay's window ending %s holds %d over the ceiling %d", c.graph, b.ID, end, v, ceiling)
+					}
+					if v > 0 {
+						real = append(real, v)
+						realSum += v
+					}
+				}
+				for _, v := range simWin[b.Key] {
+					simSum += v
+				}
+				if realSum != simSum {
+					t.Fatalf("%s %s: relay admitted %d in all, simulation %d\nrelay %v\nsim   %v", c.graph, b.ID, realSum, simSum, real, simWin[b.Key])
+				}
+				for i := range min(len(real), len(simWin[b.Key])) {
+					if d := real[i] - simWin[b.Key][i]; d > claim || -d > claim {
+						t.Fatalf("%s %s window %d: relay %d, simulation %d — more than one claim (%d) apart\nrelay %v\nsim   %v", c.graph, b.ID, i, real[i], simWin[b.Key][i], claim, real, simWin[b.Key])
+					}
+				}
+				if len(c.plan.Stages) == 1 && len(real) != len(simWin[b.Key]) {
+					t.Fatalf("%s %s: one stage, one partition: the relay filled %d windows, the simulation %d\nrelay %v\nsim   %v", c.graph, b.ID, len(real), len(simWin[b.Key]), real, simWin[b.Key])
+				}
+				t.Logf("%s %s (ceiling %d, claim %d): relay %v, simulation %v", c.graph, b.ID, ceiling, claim, real, simWin[b.Key])
+			}
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package budget
+
+import (
+	"math"
+	"time"
+)
+
+// Table is an in-memory model of the broker's kv counters, for judging
+// admission offline (the simulation routes replay recorded traffic
+// through it). It follows the broker facts the Limiter relies on: an incr
+// applies only when the resulting value passes its guards, a refused incr
+// leaves the row alone and reports the current value, the TTL is applied
+// only when the row is created, and an expired row reads as 0 and is
+// created afresh by the next applied incr. Times are whole milliseconds.
+//
+// A Table is not safe for concurrent use; the zero value is empty.
+type Table struct {
+	rows map[string]*tableRow
+	// scratch backs the charges Admit makes (they do not escape it).
+	scratch [2]Charge
+}
+
+type tableRow struct {
+	value   int64
+	expires int64 // epoch ms
+}
+
+func (t *Table) live(key string, nowMs int64) (*tableRow, bool) {
+	r, ok := t.rows[key]
+	if !ok || nowMs >= r.expires {
+		return nil, false
+	}
+	return r, true
+}
+
+// incr applies delta to key at nowMs when the result lies in [lo, hi]; it
+// returns whether it applied and the value after (applied) or the current
+// value (refused).
+func (t *Table) incr(key string, delta, lo, hi, ttlSeconds, nowMs int64) (bool, int64) {
+	var cur int64
+	r, live := t.live(key, nowMs)
+	if live {
+		cur = r.value
+	}
+	next := cur + delta
+	if next < lo || next > hi {
+		return false, cur
+	}
+	if live {
+		r.value = next
+		return true, next
+	}
+	if t.rows == nil {
+		t.rows = make(map[string]*tableRow)
+	}
+	t.rows[key] = &tableRow{value: next, expires: nowMs + max(ttlSeconds, 1)*1000}
+	return true, next
+}
+
+// Charge charges the first n items of b at now, as Limiter.Charge does
+// against the broker: one incr with max = the counter's ceiling per
+// counter with a non-zero delta, then a read of every charged counter.
+func (t *Table) Charge(b *Batch, n int, now time.Time) *Charge {
+	return t.charge(&Charge{}, b, n, now)
+}
+
+// charge is Charge into c, reusing its slices.
+func (t *Table) charge(c *Charge, b *Batch, n int, now time.Time) *Charge {
+	n = min(max(n, 0), len(b.Items))
+	k := len(b.Counters)
+	c.N = n
+	c.Delta = resize(c.Delta, k)
+	c.Applied = resize(c.Applied, k)
+	c.Post = resize(c.Post, k)
+	c.PostKnown = resize(c.PostKnown, k)
+	c.State = resize(c.State, k)
+	for i := 0; i < n; i++ {
+		for _, ci := range b.Items[i].Counters {
+			c.Delta[ci] += b.Items[i].Cost
+		}
+	}
+	ms := now.UnixMilli()
+	for i, d := range c.Delta {
+		if d <= 0 {
+			continue
+		}
+		ct := b.Counters[i]
+		ok, v := t.incr(ct.Key, d, math.MinInt64, ct.Max, ct.TTLSeconds, ms)
+		c.Applied[i] = ok
+		if ok {
+			c.Post[i], c.PostKnown[i] = v, true
+		}
+	}
+	for i, d := range c.Delta {
+		if d <= 0 {
+			continue
+		}
+		if r, ok := t.live(b.Counters[i].Key, ms); ok {
+			c.State[i] = State{Value: r.value, ExpiresAt: time.UnixMilli(r.expires), Known: true}
+		} else {
+			c.State[i] = State{Value: 0, Known: true}
+		}
+	}
+	return c
+}
+
+// resize returns s with length k, every element zero.
+func resize[T any](s []T, k int) []T {
+	if cap(s) < k {
+		return make([]T, k)
+	}
+	s = s[:k]
+	clear(s)
+	return s
+}
+
+// Refund sends guarded give-backs as Limiter.Refund does: each applies
+// only while the counter still reads exactly what its charge left.
+func (t *Table) Refund(refunds []Refund, now time.Time) RefundReport {
+	var rep RefundReport
+	ms := now.UnixMilli()
+	for _, r := range refunds {
+		guard := max(r.Post-r.Delta, 0)
+		if ok, _ := t.incr(r.Counter.Key, -r.Delta, guard, guard, r.Counter.TTLSeconds, ms); ok {
+			rep.Applied++
+		} else {
+			rep.Refused++
+		}
+	}
+	return rep
+}
+
+// Value is a counter as a getMany would read it at now: its value and
+// window end, ok false when the row is absent or expired.
+func (t *Table) Value(key string, now time.Time) (value int64, expiresAt time.Time, ok bool) {
+	r, live := t.live(key, now.UnixMilli())
+	if !live {
+		return 0, time.Time{}, false
+	}
+	return r.value, time.UnixMilli(r.expires), true
+}
+
+// Admission is what one window's admission came to.
+type Admission struct {
+	// N is the number of leading items admitted (and charged).
+	N int
+	// Refused is the budget id of the first counter that refused the whole
+	// window ("" when nothing refused): the relay's lastRefusal.
+	Refused string
+	// RefusedCounters are the indices of the counters that refused the
+	// whole window.
+	RefusedCounters []int
+	// Wait is how long until every refused counter opens a new window
+	// (Wait of the refusing charge); 0 when nothing refused.
+	Wait time.Duration
+	// Delta is, per counter of the batch, the cost the admitted prefix
+	// charged (nil when nothing was charged). It is valid until the next
+	// Admit on the table.
+	Delta []int64
+}
+
+// PrefixAttempts is how many times a handler charges a shrinking prefix
+// after a refusal before it parks (the initial attempt and two retries).
+const PrefixAttempts = 3
+
+// Admit runs one window of b through the relay's admission sequence at
+// now: charge the whole window; on a refusal refund what applied, compute
+// the prefix that fits and charge it (up to PrefixAttempts times, each
+// refusal refunded and the prefix recomputed). The result says how many
+// leading items hold a charge; a window that charges no counter is
+// admitted whole.
+func (t *Table) Admit(b *Batch, now time.Time) Admission {
+	items := len(b.Items)
+	if !b.Charges() {
+		return Admission{N: items}
+	}
+	ch := t.charge(&t.scratch[0], b, items, now)
+	if ch.OK() {
+		return Admission{N: items, Delta: ch.Delta}
+	}
+	refunds, _ := ch.Refunds(b, 0)
+	t.Refund(refunds, now)
+	refused := ch.Refused()
+	a := Admission{Refused: b.Counters[refused[0]].BudgetID, RefusedCounters: refused, Wait: Wait(ch, now)}
+	want := Prefix(b, ch)
+	for attempt := 1; attempt <= PrefixAttempts && want > 0; attempt++ {
+		pc := t.charge(&t.scratch[1], b, want, now)
+		if pc.OK() {
+			a.N, a.Delta = want, pc.Delta
+			return a
+		}
+		refunds, _ := pc.Refunds(b, 0)
+		t.Refund(refunds, now)
+		want = min(Prefix(b, pc), want)
+	}
+	return a
+}
+
+// AddN appends n items of one cost touching the same counters (as n calls
+// of Add would, sharing one copy of the deduplicated counter list).
+func (b *Batch) AddN(cost int64, counters []int, n int) {
+	if n <= 0 {
+		return
+	}
+	b.Add(cost, counters)
+	ref := b.Items[len(b.Items)-1].Counters
+	for range n - 1 {
+		b.Items = append(b.Items, Item{Cost: cost, Counters: ref})
+	}
+}
+
+// Reset empties b for reuse, keeping its storage.
+func (b *Batch) Reset() {
+	b.Counters = b.Counters[:0]
+	b.Items = b.Items[:0]
+	b.refs = b.refs[:0]
+	clear(b.index)
+}

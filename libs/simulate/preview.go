@@ -1,0 +1,160 @@
+package simulate
+
+import (
+	"sort"
+
+	"github.com/queen-mq/gate/libs/wire"
+)
+
+// Second is one recorded second: the items forwarded in it and their cost.
+type Second struct {
+	// T is the start of the second (Unix ms, a multiple of 1000).
+	T     int64
+	Items int64
+	Cost  int64
+}
+
+// Allowance is one global counter as the limiter enforces it: Count cost
+// units per window of Seconds, first-charge anchored.
+type Allowance struct {
+	// Count is the sub-window count (count_sub); Seconds its TTL.
+	Count   int64
+	Seconds int64
+	// CostPerItem is the node's fixed cost.
+	CostPerItem int64
+}
+
+// PreviewResult is the replay of one node's traffic.
+type PreviewResult struct {
+	Items, Delayed, Peak, Remaining, DrainSeconds int64
+	Series                                        []wire.BacklogPoint
+}
+
+// Preview replays samples (any order; seconds outside [start, end) are
+// ignored) against one allowance over [start, end), both whole seconds:
+// the queue is empty at start, arrivals of a second are simultaneous,
+// admission is FIFO, and a window opens at the first admission after the
+// previous one ended. The series has one point per minute (its last
+// second) plus the last second of the range.
+func Preview(samples []Second, start, end int64, a Allowance) PreviewResult {
+	var out PreviewResult
+	if end <= start || a.Count < 1 || a.CostPerItem < 1 {
+		out.Series = []wire.BacklogPoint{}
+		return out
+	}
+	s := append([]Second(nil), samples...)
+	sort.Slice(s, func(i, j int) bool { return s[i].T < s[j].T })
+	i := 0
+	for i < len(s) && s[i].T < start {
+		i++
+	}
+	var used, backlog, minutePeak int64
+	expires := start
+	out.Series = make([]wire.BacklogPoint, 0, (end-start)/60000+2)
+	for t := start; t < end; t += 1000 {
+		if t >= expires {
+			used = 0
+		}
+		var arrived int64
+		for i < len(s) && s[i].T <= t {
+			if s[i].T == t {
+				arrived += s[i].Items
+			}
+			i++
+		}
+		out.Items += arrived
+		available := (a.Count - used) / a.CostPerItem
+		out.Delayed += max(0, arrived-max(0, available-backlog))
+		backlog += arrived
+		admitted := min(backlog, available)
+		if admitted > 0 && used == 0 {
+			expires = t + a.Seconds*1000
+		}
+		used += admitted * a.CostPerItem
+		backlog -= admitted
+		out.Peak = max(out.Peak, backlog)
+		minutePeak = max(minutePeak, backlog)
+		if mod(t, 60000) == 59000 || t+1000 >= end {
+			out.Series = append(out.Series, wire.BacklogPoint{T: t, Backlog: backlog, Peak: minutePeak})
+			minutePeak = 0
+		}
+	}
+	out.Remaining = backlog
+	if backlog > 0 {
+		perWindow := a.Count / a.CostPerItem
+		out.DrainSeconds = ceilDiv(max(0, expires-end), 1000) + (backlog-1)/perWindow*a.Seconds
+	}
+	return out
+}
+
+// Recorder is one recording's span: Started (ms) to Through (ms, the end
+// of the seconds it has handed over), and the items it dropped.
+type Recorder struct {
+	Started, Through, Lost int64
+}
+
+// CoverageResult is the part of [since, until) the recorders cover.
+type CoverageResult struct {
+	// Start and End are the replayed range (whole seconds).
+	Start, End int64
+	// GapSeconds is the uncovered time in [Start, End); LostItems the
+	// items the recorders dropped.
+	GapSeconds, LostItems int64
+}
+
+// Coverage computes the replayed range of recorders over [since, until):
+// recorders with Through before Started are ignored; Start is the later of
+// since and the earliest start, rounded up to the second; End the earlier
+// of until and the latest Through (never before Start); gaps are the time
+// in [Start, End) no recorder span covers (span starts rounded up to the
+// second). With no recorder the whole range is a gap.
+func Coverage(recs []Recorder, since, until int64) CoverageResult {
+	var spans [][2]int64
+	var lost int64
+	minStarted, maxThrough := int64(0), int64(0)
+	for _, r := range recs {
+		if r.Through < r.Started {
+			continue
+		}
+		if len(spans) == 0 || r.Started < minStarted {
+			minStarted = r.Started
+		}
+		if len(spans) == 0 || r.Through > maxThrough {
+			maxThrough = r.Through
+		}
+		spans = append(spans, [2]int64{ceilTo(r.Started, 1000), r.Through})
+		lost += r.Lost
+	}
+	if len(spans) == 0 {
+		start := ceilTo(since, 1000)
+		end := max(floorTo(until, 1000), start)
+		return CoverageResult{Start: start, End: end, GapSeconds: (end - start) / 1000}
+	}
+	start := ceilTo(max(minStarted, since), 1000)
+	end := max(min(maxThrough, until), start)
+	sort.Slice(spans, func(i, j int) bool { return spans[i][0] < spans[j][0] })
+	var covered int64
+	cur := start
+	for _, sp := range spans {
+		lo, hi := max(sp[0], cur), min(sp[1], end)
+		if hi > lo {
+			covered += hi - lo
+			cur = hi
+		}
+	}
+	gapMs := (end - start) - covered
+	return CoverageResult{Start: start, End: end, GapSeconds: ceilDiv(gapMs, 1000), LostItems: lost}
+}
+
+func mod(a, m int64) int64 { return ((a % m) + m) % m }
+
+func ceilDiv(a, b int64) int64 {
+	if a <= 0 {
+		return 0
+	}
+	return (a + b - 1) / b
+}
+
+func ceilTo(v, step int64) int64 { return -floorTo(-v, step) }
+
+func floorTo(v, step int64) int64 { return v - mod(v, step) }

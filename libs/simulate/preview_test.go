@@ -1,0 +1,72 @@
+package simulate
+
+import (
+	"testing"
+
+	"github.com/queen-mq/gate/libs/plan"
+)
+
+// The two worked checks of gate-runtime §6.3.
+func TestPreviewWorkedChecks(t *testing.T) {
+	t.Parallel()
+	w := plan.Subdivide(10, 1000, nil)
+	got := Preview([]Second{{T: 0, Items: 25, Cost: 25}}, 0, 3000, Allowance{Count: w.CountSub, Seconds: w.TTLSeconds, CostPerItem: 1})
+	if got.Items != 25 || got.Delayed != 15 || got.Peak != 15 || got.Remaining != 0 || got.DrainSeconds != 0 {
+		t.Fatalf("25 items at t=0, 10 per 1 s, cost 1, over 3 s: %+v; want delayed 15, peak 15, remaining 0, drain 0", got)
+	}
+	if len(got.Series) != 1 || got.Series[0].T != 2000 || got.Series[0].Peak != 15 || got.Series[0].Backlog != 0 {
+		t.Fatalf("series %+v: one point at the last second with the minute's peak", got.Series)
+	}
+
+	one := uint32(1)
+	w = plan.Subdivide(10, 10000, &one)
+	if w.CountSub != 10 || w.TTLSeconds != 10 {
+		t.Fatalf("subdivision of 10 per 10 s in one window: %+v", w)
+	}
+	got = Preview([]Second{{T: 5000, Items: 5, Cost: 15}}, 0, 6000, Allowance{Count: w.CountSub, Seconds: w.TTLSeconds, CostPerItem: 3})
+	if got.Delayed != 2 || got.Remaining != 2 || got.DrainSeconds != 9 || got.Peak != 2 {
+		t.Fatalf("5 items of cost 3 at t=5 s, 10 per 10 s, range 0–6 s: %+v; want delayed 2, remaining 2, drain 9", got)
+	}
+}
+
+func TestPreviewWindowsAnchorOnTheFirstCharge(t *testing.T) {
+	t.Parallel()
+	// 10 per 10 s: a window opened at t=3 s refills at t=13 s, not t=10 s.
+	a := Allowance{Count: 10, Seconds: 10, CostPerItem: 1}
+	got := Preview([]Second{{T: 3000, Items: 10}, {T: 10000, Items: 5}, {T: 70000, Items: 1}}, 0, 14000, a)
+	if got.Delayed != 5 || got.Remaining != 0 || got.Items != 15 {
+		t.Fatalf("%+v: the 5 items at 10 s wait for 13 s, the item at 70 s is outside the range", got)
+	}
+	if len(got.Series) != 1 || got.Series[0].Peak != 5 {
+		t.Fatalf("series %+v", got.Series)
+	}
+	// Over two minutes the series has a point per minute.
+	got = Preview([]Second{{T: 0, Items: 30}}, 0, 120000, Allowance{Count: 1, Seconds: 1, CostPerItem: 1})
+	if len(got.Series) != 2 || got.Series[0].T != 59000 || got.Series[0].Peak != 29 || got.Series[1].T != 119000 || got.Series[1].Peak != 0 {
+		t.Fatalf("series per minute: %+v", got.Series)
+	}
+}
+
+func TestCoverageGapsAndLostItems(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name                  string
+		recs                  []Recorder
+		since, until          int64
+		start, end, gap, lost int64
+	}{
+		{"one recorder covers all", []Recorder{{Started: 0, Through: 60000}}, 0, 60000, 0, 60000, 0, 0},
+		{"a restart leaves a gap", []Recorder{{Started: 0, Through: 20000, Lost: 3}, {Started: 30500, Through: 60000, Lost: 4}}, 0, 60000, 0, 60000, 11, 7},
+		{"start rounds up to the second", []Recorder{{Started: 1200, Through: 10000}}, 0, 60000, 2000, 10000, 0, 0},
+		{"since after the start", []Recorder{{Started: 0, Through: 60000}}, 30000, 50000, 30000, 50000, 0, 0},
+		{"overlapping replicas", []Recorder{{Started: 0, Through: 40000}, {Started: 10000, Through: 60000}}, 0, 60000, 0, 60000, 0, 0},
+		{"a recorder with through before started is ignored", []Recorder{{Started: 0, Through: 60000}, {Started: 5000, Through: 1000, Lost: 9}}, 0, 60000, 0, 60000, 0, 0},
+		{"no recorder: all gap", nil, 0, 10000, 0, 10000, 10, 0},
+	}
+	for _, c := range cases {
+		got := Coverage(c.recs, c.since, c.until)
+		if got.Start != c.start || got.End != c.end || got.GapSeconds != c.gap || got.LostItems != c.lost {
+			t.Errorf("%s: %+v, want start %d end %d gap %d lost %d", c.name, got, c.start, c.end, c.gap, c.lost)
+		}
+	}
+}
