@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -343,24 +342,11 @@ func (s *Server) topology(q *req) *apiError {
 	return nil
 }
 
-// intParam reads an optional positive integer query parameter, clamped to
-// hi; anything else is a 400 naming it.
-func intParam(q *req, name string, def, hi int) (int, *apiError) {
-	v := strings.TrimSpace(q.r.URL.Query().Get(name))
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, fail(http.StatusBadRequest, "%s=%q is not a positive whole number: pass e.g. %s=%d (at most %d)", name, v, name, def, hi).field(name)
-	}
-	return min(n, hi), nil
-}
 
 // recentBreaches is GET /api/breaches/recent?limit=: the live breaker
 // records fleet-wide (kv prefix brk:), newest first.
 func (s *Server) recentBreaches(q *req) *apiError {
-	limit, bad := intParam(q, "limit", defaultBreachLimit, maxBreachLimit)
+	limit, bad := queryRange(q.r.URL.Query(), "limit", defaultBreachLimit, 1, maxBreachLimit)
 	if bad != nil {
 		return bad
 	}

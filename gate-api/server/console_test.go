@@ -85,7 +85,7 @@ func TestConsoleReadRoutes(t *testing.T) {
 	if len(br) != 1 || br[0].Target != "airbnb.photos" || br[0].By != "vendor 429" || br[0].Until != br[0].At+30000 {
 		t.Errorf("breaches = %+v", br)
 	}
-	bad := h.expect(h.do(http.MethodGet, "/api/breaches/recent?limit=zero", nil), http.StatusBadRequest)
+	bad := h.expect(h.do(http.MethodGet, "/api/breaches/recent?limit=zero", nil), http.StatusUnprocessableEntity)
 	if bad.str("field") != "limit" {
 		t.Errorf("bad limit: %s", bad.raw)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/store"
 	"github.com/queen-mq/gate/libs/wire"
@@ -154,7 +155,7 @@ func (s *Server) diagnose(ctx context.Context, e *entry) wire.Diagnostics {
 	explained := map[string]bool{}
 	for i := range p.Stages {
 		st := &p.Stages[i]
-		ss := stages[stageID(st)]
+		ss := stages[stageID(st.Path, st.Node, st.Hop)]
 		if ss.wedge == nil || !ss.wedge.Escalated {
 			continue
 		}
@@ -190,7 +191,7 @@ func (s *Server) diagnose(ctx context.Context, e *entry) wire.Diagnostics {
 			if st.Node != n.Name {
 				continue
 			}
-			if r := stages[stageID(st)].refusal; r != nil && now.UnixMilli()-r.At < recentRefusal.Milliseconds() && (recent == nil || r.At > recent.At) {
+			if r := stages[stageID(st.Path, st.Node, st.Hop)].refusal; r != nil && now.UnixMilli()-r.At < recentRefusal.Milliseconds() && (recent == nil || r.At > recent.At) {
 				recent = r
 			}
 		}
@@ -247,19 +248,18 @@ func (s *Server) finish(e *entry, now time.Time, found []draft) wire.Diagnostics
 	return out
 }
 
-func stageID(st *plan.Stage) string { return fmt.Sprintf("%s\x00%s\x00%d", st.Path, st.Node, st.Hop) }
 
 // stageStates collects, per stage, the newest refusal and an escalated
 // wedge from every replica that runs the graph's current version.
-func (s *Server) stageStates(e *entry) map[string]stageState {
-	out := map[string]stageState{}
+func (s *Server) stageStates(e *entry) map[[3]string]stageState {
+	out := map[[3]string]stageState{}
 	for _, r := range s.cat.statuses() {
 		g, ok := r.Graph(e.app, e.graph)
 		if !ok || g.Version != int64(e.plan.Version) {
 			continue
 		}
 		for _, st := range g.Stages {
-			k := fmt.Sprintf("%s\x00%s\x00%d", st.Path, st.Node, st.Hop)
+			k := stageID(st.Path, st.Node, st.Hop)
 			cur := out[k]
 			if st.LastRefusal != nil && (cur.refusal == nil || st.LastRefusal.At > cur.refusal.At) {
 				lr := *st.LastRefusal
@@ -283,8 +283,9 @@ func (s *Server) nodeStates(ctx context.Context, e *entry, now time.Time) (map[s
 	var problems []string
 	var keys []string
 	for i := range p.Nodes {
-		k, _ := unscopedKeys(&p.Nodes[i])
-		keys = append(keys, k...)
+		for _, c := range budget.Unscoped(&p.Nodes[i]) {
+			keys = append(keys, c.Key)
+		}
 	}
 	live := s.readCounters(ctx, keys)
 	if live == nil {
@@ -315,10 +316,9 @@ func (s *Server) nodeStates(ctx context.Context, e *entry, now time.Time) (map[s
 			}
 			ns.waitingWorkers = w
 		}
-		_, ceilings := unscopedKeys(n)
-		for key, c := range ceilings {
-			row := live[key]
-			if c > 0 && row.found && row.value >= c && row.expiresAt.After(now) {
+		for _, c := range budget.Unscoped(n) {
+			row := live[c.Key]
+			if c.Ceiling > 0 && row.found && budget.Utilisation(row.value, c.Ceiling) >= 1 && row.expiresAt.After(now) {
 				ns.budgetSpent = true
 			}
 		}

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/queen-mq/gate/libs/declare"
@@ -44,33 +42,7 @@ func watchSession(e *entry) (session, endsAt int64, bad *apiError) {
 	return session, session + e.doc.Watch.DurationSeconds*1000, nil
 }
 
-// intParam parses an optional integer query parameter.
-func intParam(v url.Values, name string) (n int64, given bool, bad *apiError) {
-	raw, ok := v[name]
-	if !ok || len(raw) == 0 || raw[0] == "" {
-		return 0, false, nil
-	}
-	if len(raw) > 1 {
-		return 0, true, fail(http.StatusUnprocessableEntity, "%s is given %d times: give it once", name, len(raw)).field(name)
-	}
-	n, err := strconv.ParseInt(raw[0], 10, 64)
-	if err != nil {
-		return 0, true, fail(http.StatusUnprocessableEntity, "%s=%.40q is not an integer: give a whole number", name, raw[0]).field(name)
-	}
-	return n, true, nil
-}
 
-// clampedMinutes parses minutes (default def) and clamps it to [lo, hi].
-func clampedMinutes(v url.Values, def, lo, hi int64) (int64, *apiError) {
-	m, given, bad := intParam(v, "minutes")
-	if bad != nil {
-		return 0, bad
-	}
-	if !given {
-		m = def
-	}
-	return min(max(m, lo), hi), nil
-}
 
 // simulate is GET …/simulate?node=&count=&timeMs=&subWindows=&minutes=:
 // "Try a limit" — the node's recorded Watch traffic replayed against one
@@ -102,21 +74,21 @@ func (s *Server) simulate(q *req) *apiError {
 	if len(stages) != 1 || stages[0].Share != 1.0 {
 		return fail(http.StatusUnprocessableEntity, "node '%s' is crossed by %d stages: the preview supports one full-share path; use POST …/simulate with a candidate document for shared and multi-path nodes", n.Name, len(stages)).field("node")
 	}
-	count, given, bad := intParam(v, "count")
+	count, given, bad := queryInt(v, "count")
 	if bad != nil {
 		return bad
 	}
 	if !given || count < 1 || count > simMaxCount {
 		return fail(http.StatusUnprocessableEntity, "count must be an integer in [1, %d]: the cost units the allowance admits per timeMs", simMaxCount).field("count")
 	}
-	timeMs, given, bad := intParam(v, "timeMs")
+	timeMs, given, bad := queryInt(v, "timeMs")
 	if bad != nil {
 		return bad
 	}
 	if !given || timeMs < simMinTimeMs || timeMs > simMaxTimeMs {
 		return fail(http.StatusUnprocessableEntity, "timeMs must be an integer in [%d, %d] (100 ms to 30 days)", simMinTimeMs, simMaxTimeMs).field("timeMs")
 	}
-	sub, subGiven, bad := intParam(v, "subWindows")
+	sub, subGiven, bad := queryInt(v, "subWindows")
 	if bad != nil {
 		return bad
 	}
@@ -133,7 +105,7 @@ func (s *Server) simulate(q *req) *apiError {
 	if costPerItem < 1 || costPerItem > w.CountSub {
 		return fail(http.StatusUnprocessableEntity, "an item of node '%s' costs %d but one sub-window admits %d (%d per %d ms in %d sub-windows): no item could ever pass; raise count or lower subWindows", n.Name, costPerItem, w.CountSub, count, timeMs, w.N).field("count")
 	}
-	minutes, bad := clampedMinutes(v, simDefaultMin, 1, simMaxMinutes)
+	minutes, bad := queryClamped[int64](v, "minutes", simDefaultMin, 1, simMaxMinutes)
 	if bad != nil {
 		return bad
 	}
@@ -203,7 +175,7 @@ func (s *Server) simulateCandidate(q *req) *apiError {
 	if bad != nil {
 		return bad
 	}
-	minutes, bad := clampedMinutes(q.r.URL.Query(), simDefaultMin, 1, simMaxMinutes)
+	minutes, bad := queryClamped[int64](q.r.URL.Query(), "minutes", simDefaultMin, 1, simMaxMinutes)
 	if bad != nil {
 		return bad
 	}

@@ -329,15 +329,15 @@ func FuzzSimulateQuery(f *testing.F) {
 			return
 		}
 		for _, name := range []string{"count", "timeMs", "subWindows"} {
-			if _, _, bad := intParam(v, name); bad != nil && (bad.status != 422 || bad.body["field"] != name) {
+			if _, _, bad := queryInt(v, name); bad != nil && (bad.status != 422 || bad.body.Field != name) {
 				t.Fatalf("%s: %+v", name, bad)
 			}
 		}
-		m, bad := clampedMinutes(v, simDefaultMin, 1, simMaxMinutes)
+		m, bad := queryClamped[int64](v, "minutes", simDefaultMin, 1, simMaxMinutes)
 		if bad == nil && (m < 1 || m > simMaxMinutes) {
 			t.Fatalf("minutes %d out of [1, %d]", m, simMaxMinutes)
 		}
-		if bad != nil && (bad.status != 422 || bad.body["field"] != "minutes") {
+		if bad != nil && (bad.status != 422 || bad.body.Field != "minutes") {
 			t.Fatalf("minutes: %+v", bad)
 		}
 	})

@@ -29,7 +29,7 @@ func (s *Server) timeline(q *req) *apiError {
 	if bad != nil {
 		return bad
 	}
-	minutes, bad := clampedMinutes(q.r.URL.Query(), timelineDefaultMinutes, timelineMinMinutes, timelineMaxMinutes)
+	minutes, bad := queryClamped[int64](q.r.URL.Query(), "minutes", timelineDefaultMinutes, timelineMinMinutes, timelineMaxMinutes)
 	if bad != nil {
 		return bad
 	}

@@ -63,24 +63,12 @@ func (s *Server) watchSummary(q *req) *apiError {
 	return nil
 }
 
-// minutesParam reads ?minutes= (default def, 1..maxFlowMinutes).
-func minutesParam(q *req, def int) (int, *apiError) {
-	v := strings.TrimSpace(q.r.URL.Query().Get("minutes"))
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > maxFlowMinutes {
-		return 0, fail(http.StatusUnprocessableEntity, "minutes=%q must be a whole number of minutes in 1..%d", v, maxFlowMinutes).field("minutes")
-	}
-	return n, nil
-}
 
 // rollups is GET /api/rollups?target=[app/]graph.node&application=&minutes=:
 // the minute roll-ups of one target, per minute with a total and a row
 // per lane (path); [] without history.
 func (s *Server) rollups(q *req) *apiError {
-	minutes, bad := minutesParam(q, defaultFlowMinutes)
+	minutes, bad := queryRange(q.r.URL.Query(), "minutes", defaultFlowMinutes, 1, maxFlowMinutes)
 	if bad != nil {
 		return bad
 	}
@@ -152,7 +140,7 @@ func rollupMinutes(rows []history.RollupRow) []wire.RollupMinute {
 // flow is GET /api/flow?minutes=: per application and minute, each
 // target's admitted items against its per-minute ceiling.
 func (s *Server) flow(q *req) *apiError {
-	minutes, bad := minutesParam(q, defaultFlowMinutes)
+	minutes, bad := queryRange(q.r.URL.Query(), "minutes", defaultFlowMinutes, 1, maxFlowMinutes)
 	if bad != nil {
 		return bad
 	}
@@ -255,13 +243,9 @@ func (s *Server) minuteCeiling(q *req, app, target string) *float64 {
 // when fewer than limit.
 func (s *Server) traces(q *req) *apiError {
 	qs := q.r.URL.Query()
-	limit := defaultTraces
-	if v := strings.TrimSpace(qs.Get("limit")); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxTraces {
-			return fail(http.StatusUnprocessableEntity, "limit=%q must be a whole number in 1..%d", v, maxTraces).field("limit")
-		}
-		limit = n
+	limit, bad := queryRange(qs, "limit", defaultTraces, 1, maxTraces)
+	if bad != nil {
+		return bad
 	}
 	outcome := strings.TrimSpace(qs.Get("outcome"))
 	if outcome != "" && outcome != "denied" {
