@@ -342,7 +342,6 @@ func (s *Server) topology(q *req) *apiError {
 	return nil
 }
 
-
 // recentBreaches is GET /api/breaches/recent?limit=: the live breaker
 // records fleet-wide (kv prefix brk:), newest first.
 func (s *Server) recentBreaches(q *req) *apiError {

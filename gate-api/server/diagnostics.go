@@ -248,7 +248,6 @@ func (s *Server) finish(e *entry, now time.Time, found []draft) wire.Diagnostics
 	return out
 }
 
-
 // stageStates collects, per stage, the newest refusal and an escalated
 // wedge from every replica that runs the graph's current version.
 func (s *Server) stageStates(e *entry) map[[3]string]stageState {

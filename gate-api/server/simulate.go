@@ -42,8 +42,6 @@ func watchSession(e *entry) (session, endsAt int64, bad *apiError) {
 	return session, session + e.doc.Watch.DurationSeconds*1000, nil
 }
 
-
-
 // simulate is GET …/simulate?node=&count=&timeMs=&subWindows=&minutes=:
 // "Try a limit" — the node's recorded Watch traffic replayed against one
 // global allowance (gate-runtime §6.3).

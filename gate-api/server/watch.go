@@ -63,7 +63,6 @@ func (s *Server) watchSummary(q *req) *apiError {
 	return nil
 }
 
-
 // rollups is GET /api/rollups?target=[app/]graph.node&application=&minutes=:
 // the minute roll-ups of one target, per minute with a total and a row
 // per lane (path); [] without history.
