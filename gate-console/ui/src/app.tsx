@@ -39,7 +39,7 @@ export function App() {
   return (
     <MeContext.Provider value={me.data}>
       <a className="skip" href="#main">Skip to content</a>
-      {me.data?.actor === "dev" ? (
+      {me.data?.dev_bypass || me.data?.actor === "dev" ? (
         <div className="banner" role="note" data-testid="dev-banner">Sign-in is bypassed: every request is {me.data.email} (GATE_DEV_EMAIL). Never expose this console.</div>
       ) : null}
       <header className="nav">
@@ -54,7 +54,7 @@ export function App() {
           <button type="button" onClick={() => setTheme(theme === "dark" ? "light" : "dark")} aria-label={`switch to ${theme === "dark" ? "light" : "dark"} theme`} data-testid="theme">
             {theme === "dark" ? "☀" : "☾"}
           </button>
-          {me.data?.actor === "google" ? <form method="post" action="/api/auth/logout"><button type="submit">Sign out</button></form> : null}
+          {me.data && (me.data.actor === "google" || me.data.actor === "oidc") ? <form method="post" action="/api/auth/logout"><button type="submit">Sign out</button></form> : null}
         </div>
       </header>
       <main id="main" tabIndex={-1}>{body}</main>

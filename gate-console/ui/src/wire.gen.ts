@@ -23,7 +23,7 @@ export interface GraphListNode {
   paths: string[]; shares: Record<string, number>; waiting_for_budget: number; admitted: number; denied: number;
 }
 export interface Edge { from: string; to: string }
-export interface PathView { name: string; priority: number; share: number; hops: string[] }
+export interface PathView { name: string; priority: number | null; share: number | null; hops: (string | string[])[] }
 export interface GraphRow { application: string; name: string; version: number; nodes: GraphListNode[]; edges: Edge[]; paths: PathView[]; forwarded: number }
 
 export interface BudgetView {
@@ -44,7 +44,7 @@ export interface StageCounters {
 }
 export interface StageView {
   path: string; node: string; hop: number; share: number; source: string; group: string; batch: number;
-  concurrency: number; lag: number; destinations: string[]; counters: StageCounters;
+  concurrency: number; lag: number | null; destinations: string[]; counters: StageCounters;
   lastRefusal: { budget: string; at: number } | null;
 }
 export interface GraphView {
@@ -56,7 +56,7 @@ export interface Trace { at: number; application: string; target: string; lane: 
 export interface BreachRow { at: number; application: string; target: string; graph: string; node: string; retryAfterSeconds: number; until: number; by: string | null }
 export interface FlowPoint { t: number; utilisation: number | null; target: string; admitted: number; ceiling: number | null; total_admitted: number }
 export interface Flow { minutes: number[]; applications: { application: string; points: FlowPoint[] }[]; durable: boolean }
-export interface Me { actor: "dev" | "google" | "internal"; email: string | null; role: "admin" | "viewer"; expires_at: number | null }
+export interface Me { actor: "dev" | "google" | "oidc" | "internal"; email: string | null; role: "admin" | "viewer"; expires_at: number | null; dev_bypass: boolean }
 export interface Version { gate: string; queen: QueenProbe }
 
 export interface ResolvedQueue { name: string; kind: string; ownedByGate: boolean; partitions: number }
@@ -91,5 +91,7 @@ export interface Simulation {
   coverage: { since: number; until: number; gapSeconds: number; lostItems: number; resolutionSeconds: number };
   effective: { count: number; seconds: number; subWindows: number; costPerItem: number }; node: string; hasKnownGaps: boolean;
 }
-/** One /api/live event: a relay replica's snapshot of one graph's stages. */
-export interface LiveSnapshot { replica: string; at: number; graph: { application: string; graph: string; version: number; running: boolean; stages: { path: string; node: string; hop: number; counters: StageCounters }[] } }
+/** /api/live "status" event. */
+export interface LiveStatus { mode: "stream" | "poll"; nats: boolean; reason: string; graphs: string[]; heartbeat_ms: number; poll_ms: number }
+/** /api/live "counters" event: one graph's stages summed over the replicas. */
+export interface LiveCounters { application: string; graph: string; at: number; replicas: string[]; version: number; running: boolean; stages: { path: string; node: string; hop: number; counters: StageCounters; lastRefusal: { budget: string; at: number } | null }[] }

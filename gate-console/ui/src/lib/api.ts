@@ -9,7 +9,7 @@ export class ApiError extends Error {
     super(message);
   }
   /** The route is not there on this server (another build adds it). */
-  get missing() { return this.status === 404 && !this.body; }
+  get missing() { return this.status === 404 && (!this.body || /^no route /.test(this.message)); }
 }
 
 async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
@@ -45,7 +45,8 @@ export const api = {
   apps: () => request<W.AppRow[]>("GET", "/api/apps"),
   targets: () => request<W.TargetRow[]>("GET", "/api/targets"),
   graphs: () => request<W.GraphRow[]>("GET", "/api/graphs"),
-  graph: (app: string, graph: string) => request<W.GraphView>("GET", g(app, graph)),
+  // The graph view (§3.3) is the same on /v1 and /api; /v1 is served by every build.
+  graph: (app: string, graph: string) => request<W.GraphView>("GET", v1(app, graph)),
   traces: (limit = 50) => request<W.Trace[]>("GET", `/api/traces?limit=${limit}`),
   breaches: (limit = 10) => request<W.BreachRow[]>("GET", `/api/breaches/recent?limit=${limit}`),
   flow: (minutes = 120) => request<W.Flow>("GET", `/api/flow?minutes=${minutes}`),

@@ -18,9 +18,11 @@ export function layout(view: Pick<GraphView, "nodes" | "paths">): Layout {
     let changed = false;
     for (const p of view.paths) {
       for (let i = 1; i < p.hops.length; i++) {
-        const a = p.hops[i - 1], b = p.hops[i];
-        edges.set(`${a}>${b}`, [a, b]);
-        if ((layer[b] ?? 0) < (layer[a] ?? 0) + 1) { layer[b] = (layer[a] ?? 0) + 1; changed = true; }
+        const from = ([] as string[]).concat(p.hops[i - 1]), to = ([] as string[]).concat(p.hops[i]);
+        for (const a of from) for (const b of to) {
+          edges.set(`${a}>${b}`, [a, b]);
+          if ((layer[b] ?? 0) < (layer[a] ?? 0) + 1) { layer[b] = (layer[a] ?? 0) + 1; changed = true; }
+        }
       }
     }
     if (!changed) break;

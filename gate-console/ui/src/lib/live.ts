@@ -1,53 +1,48 @@
-// Live stage counters: the /api/live server-sent events when the stream is
-// up, else polling the graph view. The Live/Paused control stops both.
-import { useEffect, useRef, useState } from "react";
-import type { LiveSnapshot, StageCounters } from "../wire.gen";
+// Live stage counters from /api/live (server-sent events: a "status" event
+// says whether the console streams or wants polling; "counters" events
+// carry one graph's stages summed over the relay replicas). The Live/Paused
+// control closes the stream; when the console says "poll" or the stream
+// breaks, the page polls the graph view instead.
+import { useEffect, useState } from "react";
+import type { LiveCounters, LiveStatus, StageCounters } from "../wire.gen";
 
-export type LiveState = "live" | "paused" | "polling";
+export type LiveState = "connecting" | "live" | "paused" | "polling";
 export const stageKey = (s: { path: string; node: string; hop: number }) => `${s.path}|${s.node}|${s.hop}`;
 
-/**
- * Subscribes to /api/live for one graph while enabled. Replicas report
- * separately; the counters shown are the sum of every replica's latest
- * snapshot. Returns the merged counters per stage and the stream's state.
- */
 export function useLiveCounters(app: string, graph: string, enabled: boolean) {
   const [stages, setStages] = useState<Record<string, StageCounters>>({});
-  const [state, setState] = useState<LiveState>(enabled ? "live" : "paused");
+  const [state, setState] = useState<LiveState>(enabled ? "connecting" : "paused");
+  const [reason, setReason] = useState("");
   const [at, setAt] = useState<number | null>(null);
-  const byReplica = useRef<Record<string, Record<string, StageCounters>>>({});
   useEffect(() => {
     if (!enabled) { setState("paused"); return; }
-    const url = `/api/live?application=${encodeURIComponent(app)}&graph=${encodeURIComponent(graph)}`;
-    const es = new EventSource(url);
+    setState("connecting");
+    const es = new EventSource(`/api/live?graphs=${encodeURIComponent(`${app}/${graph}`)}`);
+    let pending: LiveCounters | null = null;
     let frame = 0;
-    setState("live");
-    const onMsg = (ev: MessageEvent<string>) => {
-      let snap: LiveSnapshot;
-      try { snap = JSON.parse(ev.data) as LiveSnapshot; } catch { return; }
-      if (!snap.graph || snap.graph.application !== app || snap.graph.graph !== graph) return;
+    const flush = () => {
+      frame = 0;
+      if (!pending) return;
       const m: Record<string, StageCounters> = {};
-      for (const s of snap.graph.stages ?? []) m[stageKey(s)] = s.counters;
-      byReplica.current[snap.replica] = m;
-      if (!frame) frame = requestAnimationFrame(() => {
-        frame = 0;
-        const sum: Record<string, StageCounters> = {};
-        for (const rep of Object.values(byReplica.current)) for (const [k, c] of Object.entries(rep)) sum[k] = sum[k] ? add(sum[k], c) : { ...c };
-        setStages(sum);
-        setAt(Date.now());
-      });
+      for (const s of pending.stages) m[stageKey(s)] = s.counters;
+      setStages(m); setAt(pending.at); pending = null;
     };
-    es.addEventListener("message", onMsg);
-    es.addEventListener("counters", onMsg as EventListener);
-    es.onerror = () => { if (es.readyState === EventSource.CLOSED) setState("polling"); else setState("polling"); };
-    es.onopen = () => setState("live");
+    es.addEventListener("status", (ev) => {
+      try {
+        const st = JSON.parse((ev as MessageEvent<string>).data) as LiveStatus;
+        setState(st.mode === "stream" ? "live" : "polling"); setReason(st.reason);
+      } catch { /* a malformed status changes nothing */ }
+    });
+    es.addEventListener("counters", (ev) => {
+      try {
+        const c = JSON.parse((ev as MessageEvent<string>).data) as LiveCounters;
+        if (c.application !== app || c.graph !== graph) return;
+        pending = c; // coalesce to one render per frame
+        if (!frame) frame = requestAnimationFrame(flush);
+      } catch { /* ignore */ }
+    });
+    es.onerror = () => { setState("polling"); setReason("the live stream is reconnecting"); };
     return () => { es.close(); if (frame) cancelAnimationFrame(frame); };
   }, [app, graph, enabled]);
-  return { stages, state, at };
-}
-
-function add(a: StageCounters, b: StageCounters): StageCounters {
-  const out = { ...a };
-  for (const k of Object.keys(b) as (keyof StageCounters)[]) out[k] = (a[k] ?? 0) + (b[k] ?? 0);
-  return out;
+  return { stages, state, at, reason };
 }

@@ -46,7 +46,7 @@ function Detail({ initial }: { initial: GraphView }) {
   const live = liveP === "1";
   const stream = useLiveCounters(app, graph, live);
   // Polling: the view (budgets, lag, breaker) every 2 s while live or as the fallback; never while paused.
-  const view = useLoad(() => api.graph(app, graph), [app, graph], live ? 2000 : 0);
+  const view = useLoad(() => api.graph(app, graph), [app, graph], !live ? 0 : stream.state === "live" ? 5000 : 2000);
   const v = view.data ?? initial;
   const traces = useLoad(() => api.traces(100), [], live ? 5000 : 0);
   const counters = (s: StageView): StageCounters => (stream.state === "live" && stream.stages[stageKey(s)]) || s.counters;
@@ -68,7 +68,7 @@ function Detail({ initial }: { initial: GraphView }) {
           <span className={`live-dot${live ? "" : " off"}`} aria-hidden="true" /> {live ? "Live" : "Paused"}
         </button>
         <span className="small muted" data-testid="live-state">
-          {!live ? "paused: nothing refreshes" : stream.state === "live" ? `streaming stage counters${stream.at ? ` · ${new Date(stream.at).toLocaleTimeString("en-GB")}` : ""}` : "live stream unavailable: polling every 2 s"}
+          {!live ? "paused: nothing refreshes" : stream.state === "live" ? `streaming stage counters${stream.at ? ` · ${new Date(stream.at).toLocaleTimeString("en-GB")}` : ""}` : stream.state === "connecting" ? "connecting…" : `polling every 2 s${stream.reason ? ` (${stream.reason})` : ""}`}
         </span>
       </div>
       <section className="card" style={{ marginBottom: 14 }}>

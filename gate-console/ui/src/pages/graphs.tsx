@@ -33,7 +33,7 @@ export function Graphs() {
                 <tr key={g.application + "/" + g.name}>
                   <td><Link to={graphHref(g.application, g.name)}>{g.application}/{g.name}</Link> <span className="muted small">v{g.version}</span> {!running ? <span className="badge bad">no relay running</span> : null}</td>
                   <td>{g.nodes.map((n) => n.name).join(", ")}</td>
-                  <td>{g.paths.map((p) => `${p.name} (${fmt(p.share, 2)})`).join(", ")}</td>
+                  <td>{g.paths.map((p) => `${p.name} (${fmt(p.share ?? 1, 2)})`).join(", ")}</td>
                   <td className="num">{fmt(g.nodes.reduce((s, n) => s + n.waiting_for_budget, 0))}</td>
                   <td className="num">{fmt(g.forwarded)}</td>
                   <td className="num hide-sm">{fmt(g.nodes.reduce((s, n) => s + n.denied, 0))}</td>
