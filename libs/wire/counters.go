@@ -80,3 +80,7 @@ type Denial struct {
 	Outcome     string `json:"outcome"`
 	BudgetID    string `json:"budgetId"`
 }
+
+// Refusals is how many times the stage was refused: deferred (a prefix
+// cut) + parked (a wait for a window) + released (a claim given back).
+func (c Counters) Refusals() int64 { return c.Deferred + c.Parked + c.Released }
