@@ -5,7 +5,7 @@ import type { KeyboardEvent } from "react";
 import type { GraphView, NodeView, StageCounters } from "../wire.gen";
 import { fmt, windowText } from "./ui";
 
-const W = 250, GAPX = 70, GAPY = 22, PAD = 12;
+const W = 300, GAPX = 70, GAPY = 22, PAD = 12;
 
 export interface Layout { pos: Record<string, { x: number; y: number; h: number }>; width: number; height: number; edges: [string, string][] }
 
@@ -31,7 +31,8 @@ export function layout(view: Pick<GraphView, "nodes" | "paths">): Layout {
   for (const n of view.nodes) (byLayer[layer[n.node]] ??= []).push(n.node);
   const heightOf = (name: string) => {
     const n = view.nodes.find((x) => x.node === name);
-    return 64 + 16 * ((n?.budgets.length ?? 0) + Math.max(1, n?.paths.length ?? 0));
+    // title, incoming, one line per budget and per path, the counters line, outgoing
+    return 44 + 16 * ((n?.budgets.length ?? 0) + (n?.paths.length ?? 0) + 1) + 22;
   };
   const pos: Layout["pos"] = {};
   let height = 0;
@@ -91,7 +92,7 @@ export function Diagram({ view, selected, onSelect, counters }: {
               <rect width={W} height={p.h} rx={8} />
               <text x={10} y={20} style={{ fontWeight: 700 }}>{n.node}{held ? " — backoff" : ""}</text>
               <text x={10} y={38} className="queue">{n.ingressQueue ? `in: ${n.ingressQueue}` : "interior"}</text>
-              {lines.map((l, i) => <text key={i} x={10} y={58 + i * 16} style={{ fontSize: 11.5 }}>{l.length > 40 ? l.slice(0, 39) + "…" : l}<title>{l}</title></text>)}
+              {lines.map((l, i) => <text key={i} x={10} y={58 + i * 16} style={{ fontSize: 11.5 }}>{l.length > 48 ? l.slice(0, 47) + "…" : l}<title>{l}</title></text>)}
               <text x={10} y={p.h - 10} className="queue">{n.egressQueue ? `out: ${n.egressQueue}${n.egressGroup ? ` (${n.egressGroup})` : ""}` : ""}</text>
             </g>
           );

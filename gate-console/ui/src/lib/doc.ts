@@ -235,3 +235,7 @@ export function cloneDoc(src: GraphDoc, graph: string): { doc: GraphDoc; sharedK
 export function pointer(at: string): string[] {
   return at.split("/").slice(1).map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
 }
+
+/** A path's hops as the form's one-line text: "a → b → c + d". */
+export const hopsText = (hops: string[][]) => hops.map((h) => h.join(" + ")).join(" → ");
+export const parseHops = (t: string) => t.split(/→|->|>/).map((h) => h.split("+").map((s) => s.trim()).filter(Boolean)).filter((h) => h.length > 0);

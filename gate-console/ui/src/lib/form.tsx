@@ -3,7 +3,7 @@
 // schema problem is shown at the field it names.
 import { createContext, useContext, useEffect, useState, type ReactNode } from "react";
 import type { Problem } from "../wire.gen";
-import { emptyBudget, type FormBudget, type FormModel, type FormNode, type FormPath, type Num } from "./doc";
+import { emptyBudget, hopsText, parseHops, type FormBudget, type FormModel, type FormNode, type FormPath, type Num } from "./doc";
 import { windowText } from "./ui";
 
 export const ProblemsContext = createContext<Problem[]>([]);
@@ -155,8 +155,6 @@ function NodeEditor({ n, onChange, onRemove, onRename, names }: { n: FormNode; o
   );
 }
 
-export const hopsText = (hops: string[][]) => hops.map((h) => h.join(" + ")).join(" → ");
-export const parseHops = (t: string) => t.split(/→|->|>/).map((h) => h.split("+").map((s) => s.trim()).filter(Boolean)).filter((h) => h.length > 0);
 
 function PathEditor({ p, i, onChange, onRemove }: { p: FormPath; i: number; onChange: (p: FormPath) => void; onRemove: () => void }) {
   const at = `/paths/${i}`;

@@ -54,7 +54,7 @@ export function ErrorState({ error, what }: { error: ApiError; what: string }) {
   if (error.status === 0) { title = "The console server is not answering"; hint = "Check that gate-console is running; this page retries on its own."; }
   else if (error.status === 401) { title = "Sign in required"; hint = "Your session has ended."; }
   else if (error.status === 403) { title = "Not allowed"; }
-  else if (error.status === 404 && error.missing) { title = `This server has no ${what} route`; hint = "The route is served by a newer gate-console build."; }
+  else if (error.status === 404 && error.missing) { title = `This server does not serve ${what} yet`; hint = "The route is served by a newer gate-console build."; }
   else if (error.status === 503) { title = `${what[0].toUpperCase()}${what.slice(1)} is not available`; hint = "This needs PostgreSQL history (PG_HOST) or a running relay."; }
   else if (error.status === 502) { title = "The broker or history database failed"; }
   return (

@@ -45,7 +45,7 @@ export function Overview() {
             <Empty title="No history">Admitted-per-minute needs PostgreSQL history (PG_HOST) and graphs with <code>counters</code> on. Limits hold without it.</Empty>
           ) : flow.data ? (
             <TimeChart label="admitted per minute by application" series={series} from={now - 120 * 60000} to={now} stepMs={60000} />
-          ) : <Loading />}
+          ) : flow.error ? null : <Loading />}
         </section>
         <section className="card" aria-labelledby="br-h">
           <h2 id="br-h">Active backoffs</h2>
