@@ -54,7 +54,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	st, err := stack.Start(ctx, stack.Config{NoReuse: true, ConsoleBind: consoleBind, Logger: log})
+	st, err := stack.Start(ctx, stack.Config{NoReuse: true, ConsoleBind: consoleBind, Logger: log,
+		// Relays publish their counters every second, so the live view has a
+		// 1 Hz stream to show.
+		Env: []string{"GATE_STATUS_SECONDS=1"}})
 	if err != nil {
 		return err
 	}
@@ -75,7 +78,7 @@ func run() error {
 	}
 	defer lf.Close()
 	cmd := exec.Command(filepath.Join(root, ".gate-run", "bin", "gate-console"))
-	cmd.Env = append(os.Environ(), "QUEEN_URL="+st.QueenURL(), "GATE_NATS_URL="+st.NATSURL(),
+	cmd.Env = append(os.Environ(), "GATE_STATUS_SECONDS=1", "QUEEN_URL="+st.QueenURL(), "GATE_NATS_URL="+st.NATSURL(),
 		"GATE_PUBLIC_BIND="+viewerBind, "GATE_PUBLIC_URL="+viewerURL,
 		"GATE_DEV_EMAIL="+Viewer, "GATE_ADMIN_EMAILS="+stack.DefaultConsoleEmail)
 	cmd.Stdout, cmd.Stderr = lf, lf

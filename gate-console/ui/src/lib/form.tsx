@@ -16,7 +16,7 @@ export function useProblemsAt(at: string) {
 export function FieldErrors({ at }: { at: string }) {
   const ps = useProblemsAt(at);
   if (!ps.length) return null;
-  return <>{ps.map((p, i) => <div key={i} className="fielderr" role="alert" data-testid="field-error" data-at={at}>{p.rule ? <code>[{p.rule}]</code> : null} {p.message}</div>)}</>;
+  return <>{ps.map((p, i) => <div key={i} className="fielderr" role="alert" data-testid="field-error" data-error-at={at}>{p.rule ? <code>[{p.rule}]</code> : null} {p.message}</div>)}</>;
 }
 
 export function TextField({ label, at, value, onChange, placeholder, help, required, testid }: {
