@@ -2,7 +2,7 @@
 // document field it edits (data-at), so a rule refusal from the server or a
 // schema problem is shown at the field it names.
 import { createContext, useContext, useEffect, useState, type ReactNode } from "react";
-import type { Problem } from "../wire.gen";
+import type { Problem } from "../wire";
 import { emptyBudget, hopsText, parseHops, type FormBudget, type FormModel, type FormNode, type FormPath, type Num } from "./doc";
 import { windowText } from "./ui";
 

@@ -1,7 +1,7 @@
 // New target: four steps (application and name; queues; limits or Watch;
 // review), one PUT, then the integration guide.
 import { useState } from "react";
-import type { Problem } from "../wire.gen";
+import type { Problem } from "../wire";
 import { api, ApiError } from "../lib/api";
 import { docBudget, formBudget, templates, WATCH_MAX, WATCH_MIN, wizardDoc, type FormBudget, type Template } from "../lib/doc";
 import { BudgetEditor, FieldErrors, NumField, ProblemsContext, TextField } from "../lib/form";
