@@ -19,6 +19,7 @@ console.log(`first page: index.html + ${refs.join(" + ")} = ${(raw / 1024).toFix
 const stack = await startStack();
 const { browser, close } = await launch();
 const app = "perf";
+let pushing = true, pusher = Promise.resolve();
 try {
   const names = Array.from({ length: 20 }, (_, i) => `n${String(i + 1).padStart(2, "0")}`);
   const nodes = Object.fromEntries(names.map((n, i) => [n, {
@@ -33,8 +34,7 @@ try {
     await new Promise((r) => setTimeout(r, 500));
   }
   // Steady traffic so every stage's counters change every second.
-  let pushing = true;
-  const pusher = (async () => { while (pushing) { await Promise.all(Array.from({ length: 5 }, (_, k) => apiCall(stack.api, "POST", `/v1/apps/${app}/graphs/chain/nodes/n01/push`, { partition: `p${k}`, payload: { k } }))); await new Promise((r) => setTimeout(r, 100)); } })();
+  pusher = (async () => { while (pushing) { await Promise.all(Array.from({ length: 5 }, (_, k) => apiCall(stack.api, "POST", `/v1/apps/${app}/graphs/chain/nodes/n01/push`, { partition: `p${k}`, payload: { k } }))); await new Promise((r) => setTimeout(r, 100)); } })().catch((e) => { if (pushing) throw e; });
 
   const median = (a) => a.sort((x, y) => x - y)[Math.floor(a.length / 2)];
   const ttfr = async (path, ready) => {
@@ -55,7 +55,7 @@ try {
   // Live view: 30 s of the 20-stage detail with the stream on.
   const p = await cleanPage(browser);
   await p.page.goto(`${stack.console}/graphs/${app}/chain`);
-  await p.page.getByText(/streaming stage counters/).waitFor({ timeout: 30000 });
+  await p.page.getByText(/streaming stage counters/).waitFor({ timeout: 90000 });
   await p.page.evaluate(() => {
     window.__updates = 0;
     new MutationObserver(() => { window.__updates++; }).observe(document.querySelector('[data-testid="live-state"]'), { childList: true, subtree: true, characterData: true });
@@ -76,9 +76,9 @@ try {
   console.log(`live view, 20 stages, ${updates} stream updates in ${wall.toFixed(0)} s: renderer main thread ${(mainThread * 100).toFixed(1)}% of one core (CDP TaskDuration); all chromium processes ${(all * 100).toFixed(1)}% of one core (/proc utime+stime)`);
   p.assertClean();
   await p.close();
-  pushing = false;
-  await pusher;
 } finally {
+  pushing = false;
+  await pusher.catch((e) => console.error("pusher:", e.message));
   await close();
   await stack.stop();
 }
