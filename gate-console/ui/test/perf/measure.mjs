@@ -64,7 +64,7 @@ try {
   const cdp = await p.context.newCDPSession(p.page);
   await cdp.send("Performance.enable");
   const metric = async () => Object.fromEntries((await cdp.send("Performance.getMetrics")).metrics.map((m) => [m.name, m.value]));
-  const procs = () => chromiumCPU(browser.process().pid);
+  const procs = () => chromiumCPU(process.pid);
   const m0 = await metric(), c0 = procs(), t0 = Date.now();
   await p.page.evaluate(() => { window.__updates = 0; });
   await p.page.waitForTimeout(30000);
@@ -84,7 +84,7 @@ try {
 }
 console.log(`load average at the end: ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
 
-/** CPU seconds used so far by pid and all its descendants. */
+/** CPU seconds used so far by the chromium processes descended from pid. */
 function chromiumCPU(root) {
   const tick = 100; // USER_HZ on Linux
   const stats = [];
@@ -93,11 +93,12 @@ function chromiumCPU(root) {
     try {
       const s = readFileSync(`/proc/${d}/stat`, "utf8");
       const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
-      stats.push({ pid: Number(d), ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) / tick });
+      const comm = s.slice(s.indexOf("(") + 1, s.lastIndexOf(")"));
+      stats.push({ pid: Number(d), ppid: Number(f[1]), comm, cpu: (Number(f[11]) + Number(f[12])) / tick });
     } catch { /* exited */ }
   }
   const want = new Set([root]);
   let grew = true;
   while (grew) { grew = false; for (const s of stats) if (!want.has(s.pid) && want.has(s.ppid)) { want.add(s.pid); grew = true; } }
-  return stats.filter((s) => want.has(s.pid)).reduce((a, s) => a + s.cpu, 0);
+  return stats.filter((s) => want.has(s.pid) && /^chrom/.test(s.comm)).reduce((a, s) => a + s.cpu, 0);
 }
