@@ -18,9 +18,8 @@ export type BreachRow = G.Breach;
 export type DeclareResponse = G.Declared;
 export type BackoffResponse = G.Backoff;
 
-/** A declare refusal adds the rules and the problems (JSON pointers) to the error body. */
-export interface Problem { rule: string; message: string; at?: string }
-export type ErrorBody = G.Error & { rules?: string[]; problems?: Problem[] };
+/** Every refusal's body (a declare refusal carries rules and problems with JSON pointers). */
+export type ErrorBody = G.Error;
 
 // ---- Not yet in libs/wire ----
 export interface Trace { at: number; application: string; target: string; lane: string; op: string | null; outcome: string; budget_id: string | null }
