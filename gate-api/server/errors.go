@@ -70,6 +70,8 @@ func (e *apiError) with(key string, v any) *apiError {
 		b.Broker = v.(string)
 	case "timeoutMs":
 		b.TimeoutMs = ptr(toInt64(v))
+	case "second":
+		b.Second = ptr(toInt64(v))
 	case "inflightBytes":
 		b.InflightBytes = ptr(toInt64(v))
 	default:

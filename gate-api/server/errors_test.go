@@ -18,9 +18,11 @@ func TestErrorKeysAreWireFields(t *testing.T) {
 		"applications": []string{"a"}, "paths": []string{"p"}, "nodes": []string{"n"}, "node": "n",
 		"budget": "b", "queue": "q", "status": "unhealthy", "queen": wire.QueenState{},
 		"limit": int64(1), "maxAttempts": uint32(3), "retryAfterSeconds": int64(2),
+		"room": 3, "bytes": 300, "broker": "http://127.0.0.1:6632", "timeoutMs": int64(10000),
+		"inflightBytes": int64(1 << 20), "second": int64(1764590400000),
 	}
 	files, _ := filepath.Glob("*.go")
-	re := regexp.MustCompile(`\.with\("([A-Za-z]+)"`)
+	re := regexp.MustCompile(`(?m)(?:^\s*|\.)with\("([A-Za-z]+)"`)
 	seen := 0
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {

@@ -37,6 +37,9 @@ type Error struct {
 	// deadline it missed (504).
 	Broker    string `json:"broker,omitempty"`
 	TimeoutMs *int64 `json:"timeoutMs,omitempty"`
+	// Second is the recorded second (Unix ms) a simulation could not
+	// replay as it stands (the node's cost changed there).
+	Second *int64 `json:"second,omitempty"`
 	// InflightBytes is the push door's bound on bytes buffered across
 	// in-flight pushes (503 when a push does not fit).
 	InflightBytes *int64 `json:"inflightBytes,omitempty"`
