@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"github.com/queen-mq/gate/libs/wire"
 	"net/http"
 	"strings"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // Breaker bounds, in seconds.

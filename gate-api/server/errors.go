@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/queen-mq/gate/libs/wire"
 	"net/http"
 	"strconv"
+
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // apiError is a refusal with its HTTP status and JSON body (wire.Error).

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"github.com/queen-mq/gate/libs/wire"
 	"math"
 	"net/http"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // liveRow is one counter as kv shows it now.

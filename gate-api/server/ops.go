@@ -2,12 +2,12 @@ package server
 
 import (
 	"context"
-	"github.com/queen-mq/gate/libs/wire"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // healthProbe caches the broker's health for a short time, so a load

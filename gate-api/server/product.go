@@ -1,10 +1,10 @@
 package server
 
 import (
-	"github.com/queen-mq/gate/libs/wire"
 	"net/http"
 
 	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // productMetrics is GET /v1/apps/{app}/metrics: one entry per node of every

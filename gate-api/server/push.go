@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/queen-mq/gate/libs/wire"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // Field limits of the push and re-enter bodies: a partition or transaction

@@ -2,12 +2,12 @@ package server
 
 import (
 	"encoding/json"
-	"github.com/queen-mq/gate/libs/wire"
 	"net/http"
 
 	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/store"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // getGraph is GET /v1/apps/{app}/graphs/{name} (and twins): the live graph

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/queen-mq/gate/libs/wire"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	"github.com/queen-mq/gate/libs/stack"
 	"github.com/queen-mq/gate/libs/stack/gateapi"
 	"github.com/queen-mq/gate/libs/window"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // ErrSetup wraps failures before judging could start (no stack, declare

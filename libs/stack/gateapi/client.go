@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/queen-mq/gate/libs/wire"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // StatusError is a response whose status is not 200.
