@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queen-mq/gate/libs/agent"
 	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/plan"
 )
@@ -73,6 +74,10 @@ type Config struct {
 	// LogLevel is debug, info, warn or error, read case-insensitively and
 	// stored lower case (GATE_LOG_LEVEL).
 	LogLevel string
+	// AI is the configuration agent: GATE_AI_PROVIDER, GATE_AI_MODEL, the
+	// provider's key, its base URL knob, whether history is configured,
+	// and the agent's fixed limits (see libs/agent's README).
+	AI agent.Config
 }
 
 // Default returns the configuration with every knob at its default.
@@ -92,6 +97,9 @@ func Default() Config {
 		DeclareWait:      DefaultDeclareWaitMs * time.Millisecond,
 		ShutdownTimeout:  DefaultShutdownSeconds * time.Second,
 		LogLevel:         DefaultLogLevel,
+		AI: agent.Config{AI: knob.AI{
+			Provider: knob.AIProviderOpenAI, Model: knob.DefaultOpenAIModel, BaseURL: knob.DefaultOpenAIBaseURL,
+		}}.WithDefaults(),
 	}
 }
 
@@ -130,6 +138,9 @@ func Load(getenv func(string) string) (Config, error) {
 	shutdown := int(c.ShutdownTimeout / time.Second)
 	num("GATE_SHUTDOWN_SECONDS", &shutdown, 1, 300)
 	c.ShutdownTimeout = time.Duration(shutdown) * time.Second
+	ai, err := knob.ReadAI(getenv)
+	c.AI.AI = ai
+	errs = append(errs, err)
 	// The shared strings that failed kept their defaults, so this adds
 	// only what knob did not check: the bind address.
 	errs = append(errs, c.Validate())

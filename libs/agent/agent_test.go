@@ -72,7 +72,9 @@ func TestOutcomes(t *testing.T) {
 		{"404", func(string) []answer { return []answer{status(404)} }, 502, "ai-configuration", false, 1, "HTTP 404"},
 		{"500", func(string) []answer { return []answer{status(500)} }, 502, "ai-unavailable", false, 1, "temporarily unavailable"},
 		{"redirect not followed", func(string) []answer {
-			return []answer{func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "http://127.0.0.1:1/elsewhere", http.StatusTemporaryRedirect) }}
+			return []answer{func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, "http://127.0.0.1:1/elsewhere", http.StatusTemporaryRedirect)
+			}}
 		}, 502, "ai-unavailable", false, 1, "unavailable"},
 		{"invalid JSON", func(p string) []answer { return []answer{textFor(p, `{"message": "unterminated`)} }, 502, "ai-reply", false, 1, "not the agreed JSON"},
 		{"missing field", func(p string) []answer { return []answer{textFor(p, `{"message":"hi","assumptions":[]}`)} }, 502, "ai-reply", false, 1, "lacks"},

@@ -229,7 +229,9 @@ func ask(text string) wire.AIChatRequest {
 	return wire.AIChatRequest{Application: "demo", Messages: []wire.AIMessage{{Role: "user", Content: text}}}
 }
 
-func emptyEnv() Env { return Env{Stored: []declare.Stored{}, Taken: func(string, string) bool { return false }} }
+func emptyEnv() Env {
+	return Env{Stored: []declare.Stored{}, Taken: func(string, string) bool { return false }}
+}
 
 // noSecrets fails when the key or a provider body reached s.
 func noSecrets(t *testing.T, what, s string) {
