@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/queen-mq/gate/libs/agent"
@@ -44,6 +45,9 @@ func (s *Server) aiChat(q *req) *apiError {
 	if bad := decodeStrict(body, &in, "the chat body"); bad != nil {
 		return bad
 	}
+	// A chat may take the agent's whole request bound (150 s), longer
+	// than the listener's default write timeout.
+	_ = http.NewResponseController(q.w).SetWriteDeadline(time.Now().Add(s.cfg.AI.RequestTimeout + 10*time.Second))
 	ctx := q.r.Context()
 	listing, err := s.store.List(ctx)
 	if err != nil {
