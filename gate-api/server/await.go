@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/queen-mq/gate/libs/plan"
 )
 
 // declarePoll is how often a declare waiting for a relay re-reads the
@@ -16,14 +14,6 @@ const declarePoll = 100 * time.Millisecond
 
 // declared is the 200 body of a PUT: the compiled plan, and whether some
 // relay replica reported running the stored version before the answer.
-type declared struct {
-	*plan.Response
-	// Running is true when a relay replica reported running the stored
-	// version within GATE_DECLARE_WAIT_MS.
-	Running bool `json:"running"`
-	// RunningNote says, when Running is false, why and what follows.
-	RunningNote string `json:"runningNote,omitempty"`
-}
 
 // awaitRunning waits up to GATE_DECLARE_WAIT_MS until some relay replica
 // reports running each graph of app at the version just stored (want:

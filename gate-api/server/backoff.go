@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"github.com/queen-mq/gate/libs/wire"
 	"net/http"
 	"strconv"
 	"strings"
@@ -132,9 +133,9 @@ func (s *Server) backoff(q *req) *apiError {
 		return fail(http.StatusBadGateway, "the window of node '%s' is spent, but writing its breaker record failed: %v; retry so the fleet can see it", n.Name, err)
 	}
 	s.log.Warn("backoff: node held", "application", e.app, "graph", e.graph, "node", n.Name, "retryAfterSeconds", seconds, "by", by, "keys", keys)
-	writeJSON(q.w, http.StatusOK, map[string]any{
-		"ok": true, "node": n.Name, "retryAfterSeconds": seconds, "until": rec.Until(),
-		"keys": keys, "refunded": refund,
+	writeJSON(q.w, http.StatusOK, wire.Backoff{
+		OK: true, Node: n.Name, RetryAfterSeconds: seconds, Until: rec.Until(),
+		Keys: nonNil(keys), Refunded: refund,
 	})
 	return nil
 }
@@ -160,6 +161,6 @@ func (s *Server) liftBackoff(q *req) *apiError {
 		return fail(http.StatusBadGateway, "lifting the backoff of node '%s' failed: %v; the node stays held until its window expires, retry", n.Name, err)
 	}
 	s.log.Info("backoff lifted", "application", e.app, "graph", e.graph, "node", n.Name)
-	writeJSON(q.w, http.StatusOK, map[string]any{"ok": true, "node": n.Name, "cleared": cleared})
+	writeJSON(q.w, http.StatusOK, wire.BackoffLifted{OK: true, Node: n.Name, Cleared: cleared})
 	return nil
 }

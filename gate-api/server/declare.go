@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/queen-mq/gate/libs/wire"
 	"net/http"
 	"strings"
 	"sync"
@@ -48,7 +49,7 @@ func (s *Server) putGraph(q *req, target bool) *apiError {
 	if !running[name] {
 		s.log.Info("declared, but no relay runs it yet", "application", app, "graph", name, "version", resp.Version, "note", notes[name])
 	}
-	writeJSON(q.w, http.StatusOK, declared{Response: resp, Running: running[name], RunningNote: notes[name]})
+	writeJSON(q.w, http.StatusOK, wire.Declared{PlanResponse: *resp, Running: running[name], RunningNote: notes[name]})
 	return nil
 }
 
@@ -196,12 +197,12 @@ func (s *Server) deleteGraph(q *req, target bool) *apiError {
 	if !existed && known == nil && len(runners) == 0 {
 		return fail(http.StatusNotFound, "no graph '%s/%s': nothing is stored or running under that name", app, name).field("graph")
 	}
-	out := map[string]any{
-		"ok": true, "application": app, "graph": name,
-		"deleted":    existed || known != nil,
-		"registered": len(runners) > 0,
-		"stopping":   nonNil(runners),
-		"message": fmt.Sprintf("the document is deleted; relays stop the graph's stages on their next reconcile (within GATE_RECONCILE_SECONDS, %d s); queues and their messages, consumer groups, counters (until their TTL) and breaker records are kept",
+	out := wire.Deleted{
+		OK: true, Application: app, Graph: name,
+		Deleted:    existed || known != nil,
+		Registered: len(runners) > 0,
+		Stopping:   nonNil(runners),
+		Message: fmt.Sprintf("the document is deleted; relays stop the graph's stages on their next reconcile (within GATE_RECONCILE_SECONDS, %d s); queues and their messages, consumer groups, counters (until their TTL) and breaker records are kept",
 			s.cfg.ReconcileSeconds),
 	}
 	var stages, kept []string
@@ -213,8 +214,8 @@ func (s *Server) deleteGraph(q *req, target bool) *apiError {
 			kept = append(kept, qu.Name)
 		}
 	}
-	out["stages"] = nonNil(stages)
-	out["keptQueues"] = nonNil(kept)
+	out.Stages = nonNil(stages)
+	out.KeptQueues = nonNil(kept)
 	s.log.Info("deleted", "application", app, "graph", name, "runningOn", runners)
 	writeJSON(q.w, http.StatusOK, out)
 	return nil
@@ -252,10 +253,7 @@ func (s *Server) syncTargets(q *req) *apiError {
 	defer unlock()
 	applied, removed := []string{}, []string{}
 	versions := map[string]uint32{}
-	type refused struct {
-		Target string `json:"target"`
-		Error  string `json:"error"`
-	}
+	type refused = wire.SyncRefusal
 	refusedList := []refused{}
 	named := map[string]bool{}
 	for i, d := range docs {
@@ -316,13 +314,13 @@ func (s *Server) syncTargets(q *req) *apiError {
 	// One wait for every applied document, after the reaping and without
 	// the lock: the sync answers once all run or GATE_DECLARE_WAIT_MS passed.
 	running, notes := s.awaitRunning(ctx, app, versions)
-	out := map[string]any{
-		"ok": len(refusedList) == 0, "application": app,
-		"applied": applied, "removed": removed, "refused": refusedList,
-		"running": running,
+	out := wire.Synced{
+		OK: len(refusedList) == 0, Application: app,
+		Applied: applied, Removed: removed, Refused: refusedList,
+		Running: running,
 	}
 	if len(notes) > 0 {
-		out["runningNotes"] = notes
+		out.RunningNotes = notes
 		s.log.Info("synced, but no relay runs some targets yet", "application", app, "targets", notRunning(running))
 	}
 	writeJSON(q.w, http.StatusOK, out)

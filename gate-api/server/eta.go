@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"github.com/queen-mq/gate/libs/wire"
 	"math"
 	"net/http"
 	"strings"
@@ -98,7 +99,7 @@ func (s *Server) eta(q *req) *apiError {
 }
 
 // estimate computes the ETA answer of one stage.
-func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.Stage) map[string]any {
+func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.Stage) wire.ETA {
 	now := s.now()
 	waitingBudget, _ := s.pending(ctx, st.Source, st.Group)
 	var waitingWorkers int64
@@ -116,8 +117,8 @@ func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.
 	var (
 		worst     *float64
 		unknown   bool
-		boundBy   any
-		resetsAt  any
+		boundBy   *string
+		resetsAt  *int64
 		anyBudget bool
 		shared    []string
 		scoped    []string
@@ -139,7 +140,7 @@ func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.
 		}
 		if capacity <= 0 {
 			if !unknown {
-				unknown, boundBy, resetsAt = true, b.ID, now.Add(max(resetsIn, 0)).UnixMilli()
+				unknown, boundBy, resetsAt = true, ptr(b.ID), ptr(now.Add(max(resetsIn, 0)).UnixMilli())
 			}
 			continue
 		}
@@ -151,21 +152,21 @@ func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.
 		}
 		if !unknown && (worst == nil || secs > *worst) {
 			v := secs
-			worst, boundBy, resetsAt = &v, b.ID, now.Add(max(resetsIn, 0)).UnixMilli()
+			worst, boundBy, resetsAt = &v, ptr(b.ID), ptr(now.Add(max(resetsIn, 0)).UnixMilli())
 		}
 	}
-	var etaSeconds any
+	var etaSeconds *int64
 	switch {
 	case waitingBudget == 0:
-		etaSeconds = 0
+		etaSeconds = ptr(int64(0))
 	case unknown:
 		etaSeconds = nil
 	case worst != nil:
-		etaSeconds = int64(math.Ceil(*worst))
+		etaSeconds = ptr(int64(math.Ceil(*worst)))
 	case !anyBudget && len(scoped) > 0:
 		etaSeconds = nil
 	default:
-		etaSeconds = 0
+		etaSeconds = ptr(int64(0))
 	}
 	assumes := []string{"no earlier than: the backlog that is there right now, at the refill schedule the spec declares"}
 	assumes = append(assumes, fmt.Sprintf("item cost is the declared cost.default (%d), not a measurement", costPerItem))
@@ -204,13 +205,18 @@ func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.
 	if waitingBudget > 0 {
 		state = "waiting-budget"
 	}
-	return map[string]any{
-		"at": now.UnixMilli(), "application": e.app, "graph": e.graph, "node": n.Name, "path": st.Path,
-		"target": e.graph + "." + n.Name, "state": state,
-		"aheadCost": want, "etaSeconds": etaSeconds, "boundBy": boundBy, "windowResetsAt": resetsAt,
-		"waitingForBudget": waitingBudget, "waitingForWorkers": waitingWorkers,
-		"assumes": strings.Join(assumes, "; "),
+	return wire.ETA{
+		At: now.UnixMilli(), Application: e.app, Graph: e.graph, Node: n.Name, Path: st.Path,
+		Target: e.graph + "." + n.Name, State: state,
+		AheadCost: want, EtaSeconds: etaSeconds, BoundBy: boundBy, WindowResetsAt: resetsAt,
+		WaitingForBudget: waitingBudget, WaitingForWorkers: waitingWorkers,
+		Assumes: strings.Join(assumes, "; "),
 	}
+}
+
+// ptr is a pointer to a copy of v (an optional wire field).
+func ptr[T any](v T) *T {
+	return &v
 }
 
 func sortedCopy(in []string) []string {

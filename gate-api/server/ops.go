@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/queen-mq/gate/libs/wire"
 	"net/http"
 	"sync"
 	"time"
@@ -48,21 +49,21 @@ func (s *Server) brokerHealth(ctx context.Context) (ok bool, version, problem st
 // otherwise, saying which.
 func (s *Server) healthz(q *req) *apiError {
 	ok, ver, problem := s.brokerHealth(q.r.Context())
-	queenState := map[string]any{"url": s.cfg.QueenURL, "reachable": ok, "version": ver}
+	queenState := wire.QueenState{URL: s.cfg.QueenURL, Reachable: ok, Version: ver}
 	if !ok {
 		return fail(http.StatusServiceUnavailable, "the broker at %s is not usable: %s; gate-api cannot declare or push until it is", s.cfg.QueenURL, problem).
 			with("status", "unhealthy").with("queen", queenState)
 	}
-	writeJSON(q.w, http.StatusOK, map[string]any{"status": "healthy", "queen": queenState})
+	writeJSON(q.w, http.StatusOK, wire.Health{Status: "healthy", Queen: queenState})
 	return nil
 }
 
 // version is GET /version: gate-api's build and the broker's.
 func (s *Server) version(q *req) *apiError {
 	ok, ver, _ := s.brokerHealth(q.r.Context())
-	writeJSON(q.w, http.StatusOK, map[string]any{
-		"gate":  buildVersion(),
-		"queen": map[string]any{"url": s.cfg.QueenURL, "reachable": ok, "version": ver},
+	writeJSON(q.w, http.StatusOK, wire.Version{
+		Gate:  buildVersion(),
+		Queen: wire.QueenState{URL: s.cfg.QueenURL, Reachable: ok, Version: ver},
 	})
 	return nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/queen-mq/gate/libs/wire"
 	"net/http"
 
 	"github.com/queen-mq/gate/libs/plan"
@@ -23,7 +24,7 @@ func (s *Server) productMetrics(q *req) *apiError {
 	if len(graphs) == 0 {
 		return fail(http.StatusNotFound, "application '%s' declares no graph: declare one with PUT /v1/apps/%s/graphs/{name}", app, app).field("app")
 	}
-	targets := []map[string]any{}
+	targets := []wire.MetricsTarget{}
 	for _, e := range graphs {
 		if e.plan == nil {
 			continue
@@ -40,23 +41,22 @@ func (s *Server) productMetrics(q *req) *apiError {
 		breakers := s.breakerRecords(q, e.plan)
 		for _, n := range e.plan.Nodes {
 			var waitingBudget int64
-			paths := []map[string]any{}
+			paths := []wire.MetricsPath{}
 			for _, st := range e.plan.Stages {
 				if st.Node != n.Name {
 					continue
 				}
 				w, _ := s.pending(ctx, st.Source, st.Group)
 				waitingBudget += w
-				paths = append(paths, map[string]any{
-					"name": st.Path, "share": st.Share, "waiting_for_budget": w,
-					"admitted_per_sec": nil, "drain_eta_seconds": drainETA(w),
+				paths = append(paths, wire.MetricsPath{
+					Name: st.Path, Share: st.Share, WaitingForBudget: w, DrainETASeconds: drainETA(w),
 				})
 			}
 			var waitingWorkers int64
 			if n.EgressQueue != "" {
 				waitingWorkers, _ = s.pending(ctx, n.EgressQueue, n.EgressGroup)
 			}
-			var binding map[string]any
+			var binding *wire.BindingBudget
 			best := -1.0
 			for _, b := range n.Budgets {
 				if b.ScopeBy != "" {
@@ -67,43 +67,39 @@ func (s *Server) productMetrics(q *req) *apiError {
 				u := float64(v) / float64(max(1, ceiling))
 				if u > best {
 					best = u
-					binding = map[string]any{
-						"id": b.ID, "count": b.Count, "time_ms": b.TimeMs, "count_sub": b.CountSub,
-						"window_sub_seconds": b.WindowSubSeconds, "value": v, "ceiling": ceiling,
-						"utilisation": u, "confidence": b.Confidence, "cap": b.Count,
-						"period_seconds": float64(b.TimeMs) / 1000,
+					binding = &wire.BindingBudget{
+						ID: b.ID, Count: b.Count, TimeMs: b.TimeMs, CountSub: b.CountSub,
+						WindowSubSeconds: b.WindowSubSeconds, Value: v, Ceiling: ceiling,
+						Utilisation: u, Confidence: b.Confidence, Cap: b.Count,
+						PeriodSeconds: float64(b.TimeMs) / 1000,
 					}
 				}
 			}
 			state := "flowing"
-			var lastBreach any
+			var lastBreach *int64
 			if rec, ok := breakers[n.BreakerKey]; ok {
-				state, lastBreach = "breached", rec.At
+				state, lastBreach = "breached", ptr(rec.At)
 			} else if waitingBudget > 0 {
 				state = "pacing"
 			}
-			var bindingOut any
-			if binding != nil {
-				bindingOut = binding
-			}
-			targets = append(targets, map[string]any{
-				"name": e.graph + "." + n.Name, "graph": e.graph, "node": n.Name, "state": state,
-				"binding_budget": bindingOut, "admitted_per_sec": nil,
-				"waiting_for_budget": waitingBudget, "waiting_for_workers": waitingWorkers,
-				"drain_eta_seconds": drainETA(waitingBudget), "last_breach_at": lastBreach,
-				"paths": paths, "lanes": paths,
+			targets = append(targets, wire.MetricsTarget{
+				Name: e.graph + "." + n.Name, Graph: e.graph, Node: n.Name, State: state,
+				BindingBudget:    binding,
+				WaitingForBudget: waitingBudget, WaitingForWorkers: waitingWorkers,
+				DrainETASeconds: drainETA(waitingBudget), LastBreachAt: lastBreach,
+				Paths: paths, Lanes: paths,
 			})
 		}
 	}
-	writeJSON(q.w, http.StatusOK, map[string]any{"application": app, "at": s.now().UnixMilli(), "targets": targets})
+	writeJSON(q.w, http.StatusOK, wire.ProductMetrics{Application: app, At: s.now().UnixMilli(), Targets: targets})
 	return nil
 }
 
 // drainETA is 0 when nothing waits; otherwise unknown without a measured
 // admission rate (gate-api keeps no history).
-func drainETA(waiting int64) any {
+func drainETA(waiting int64) *int64 {
 	if waiting == 0 {
-		return 0
+		return ptr(int64(0))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/queen-mq/gate/libs/wire"
 	"net/http"
 	"strconv"
 	"strings"
@@ -131,22 +132,12 @@ func (s *Server) push(q *req) *apiError {
 			return fail(http.StatusBadGateway, "the broker did not store the item on %s: %s; retry (with the same txn to stay idempotent)", node.IngressQueue, r.Error)
 		}
 	}
-	out := pushAnswer{OK: true, Pushed: pushed, Duplicate: dup, Queue: node.IngressQueue, Cost: itemCost}
+	out := wire.Pushed{OK: true, Pushed: pushed, Duplicate: dup, Queue: node.IngressQueue, Cost: itemCost}
 	if partition != "" {
 		out.Partition = &partition
 	}
 	writeJSON(q.w, http.StatusOK, out)
 	return nil
-}
-
-type pushAnswer struct {
-	OK bool `json:"ok"`
-	// Pushed is 1 when the broker stored the item, 0 when it was a duplicate.
-	Pushed    int     `json:"pushed"`
-	Duplicate bool    `json:"duplicate"`
-	Queue     string  `json:"queue"`
-	Partition *string `json:"partition"`
-	Cost      int64   `json:"cost"`
 }
 
 // pushNode is the node a push names: {node}, or on the target route the

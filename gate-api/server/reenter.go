@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"github.com/queen-mq/gate/libs/wire"
 	"net/http"
 	"strings"
 
@@ -107,9 +108,9 @@ func (s *Server) reenter(q *req) *apiError {
 		}
 	}
 	s.log.Info("re-entered", "application", e.app, "graph", e.graph, "path", path, "node", entry.Node, "attempt", attempt, "transactionId", txn, "pushed", pushed)
-	writeJSON(q.w, http.StatusOK, map[string]any{
-		"ok": true, "queue": node.IngressQueue, "path": path, "node": entry.Node,
-		"attempt": attempt, "maxAttempts": maxAttempts, "transactionId": txn, "pushed": pushed,
+	writeJSON(q.w, http.StatusOK, wire.Reentered{
+		OK: true, Queue: node.IngressQueue, Path: path, Node: entry.Node,
+		Attempt: int(attempt), MaxAttempts: int(maxAttempts), TransactionID: txn, Pushed: pushed,
 	})
 	return nil
 }

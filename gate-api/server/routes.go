@@ -74,6 +74,7 @@ func (s *Server) routes() http.Handler {
 	r.Handle("/health", s.wrap("health", true, small, s.healthz)).Methods(http.MethodGet)
 	r.Handle("/version", s.wrap("version", true, small, s.version)).Methods(http.MethodGet)
 	r.Handle("/api/version", s.wrap("version", true, small, s.version)).Methods(http.MethodGet)
+	s.consoleRoutes(r, small)
 	s.aiRoutes(r, small)
 	r.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})).Methods(http.MethodGet)
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"github.com/queen-mq/gate/libs/wire"
 	"net/http"
 
 	"github.com/queen-mq/gate/libs/plan"
@@ -17,11 +18,17 @@ func (s *Server) getGraph(q *req) *apiError {
 	if bad != nil {
 		return bad
 	}
+	writeJSON(q.w, http.StatusOK, s.graphView(q, e))
+	return nil
+}
+
+// graphView builds the live view of one declared graph.
+func (s *Server) graphView(q *req, e *entry) wire.GraphView {
 	ctx := q.r.Context()
 	p := e.plan
 	statuses := s.cat.statuses()
 	running := false
-	replicas := []map[string]any{}
+	replicas := []wire.ViewReplica{}
 	type stageKey struct {
 		path, node string
 		hop        int
@@ -33,11 +40,7 @@ func (s *Server) getGraph(q *req) *apiError {
 		if !ok {
 			continue
 		}
-		rep := map[string]any{"replica": r.Replica, "version": g.Version, "running": g.Running, "at": r.At}
-		if g.Error != "" {
-			rep["error"] = g.Error
-		}
-		replicas = append(replicas, rep)
+		replicas = append(replicas, wire.ViewReplica{Replica: r.Replica, Version: g.Version, Running: g.Running, At: r.At, Error: g.Error})
 		if g.Running && g.Version == int64(p.Version) {
 			running = true
 		}
@@ -67,12 +70,12 @@ func (s *Server) getGraph(q *req) *apiError {
 	rawRows := s.breakerRecords(q, p)
 
 	waiting := map[string]int64{}
-	stages := make([]map[string]any, 0, len(p.Stages))
+	stages := make([]wire.ViewStage, 0, len(p.Stages))
 	for _, st := range p.Stages {
 		k := stageKey{st.Path, st.Node, st.Hop}
-		var stageLag any
+		var stageLag *int64
 		if n, ok := s.pending(ctx, st.Source, st.Group); ok {
-			stageLag = n
+			stageLag = &n
 			waiting[st.Node] += n
 		}
 		dests := make([]string, 0, len(st.Destinations))
@@ -83,17 +86,13 @@ func (s *Server) getGraph(q *req) *apiError {
 		if c == nil {
 			c = &store.Counters{}
 		}
-		var lr any
-		if r := refusals[k]; r != nil {
-			lr = r
-		}
-		stages = append(stages, map[string]any{
-			"path": st.Path, "node": st.Node, "hop": st.Hop, "share": st.Share, "source": st.Source,
-			"group": st.Group, "batch": st.Batch, "concurrency": st.Concurrency, "lag": stageLag,
-			"destinations": dests, "counters": c, "itemsPerCommit": c.ItemsPerCommit(), "lastRefusal": lr,
+		stages = append(stages, wire.ViewStage{
+			Path: st.Path, Node: st.Node, Hop: st.Hop, Share: st.Share, Source: st.Source,
+			Group: st.Group, Batch: st.Batch, Concurrency: st.Concurrency, Lag: stageLag,
+			Destinations: dests, Counters: *c, ItemsPerCommit: c.ItemsPerCommit(), LastRefusal: refusals[k],
 		})
 	}
-	nodes := make([]map[string]any, 0, len(p.Nodes))
+	nodes := make([]wire.ViewNode, 0, len(p.Nodes))
 	for _, n := range p.Nodes {
 		var paths []string
 		for _, st := range p.Stages {
@@ -101,68 +100,63 @@ func (s *Server) getGraph(q *req) *apiError {
 				paths = append(paths, st.Path)
 			}
 		}
-		budgets := make([]map[string]any, 0, len(n.Budgets))
+		budgets := make([]wire.ViewBudget, 0, len(n.Budgets))
 		for _, b := range n.Budgets {
-			var value, expiresAt, util any
+			vb := wire.ViewBudget{
+				ID: b.ID, Key: b.Key, ScopeBy: optional(b.ScopeBy), SharedKey: sharedKey(b),
+				Count: b.Count, TimeMs: b.TimeMs, SubWindows: b.SubWindows, CountSub: b.CountSub,
+				WindowSubSeconds: b.WindowSubSeconds, Confidence: b.Confidence, Ceilings: b.Ceilings,
+			}
 			if b.ScopeBy == "" && liveOK {
 				row := live[b.Key]
-				value = row.value
+				vb.Value = ptr(row.value)
 				if row.found && !row.expiresAt.IsZero() {
-					expiresAt = row.expiresAt.UnixMilli()
+					vb.ExpiresAt = ptr(row.expiresAt.UnixMilli())
 				}
 				if c := plan.Ceiling(b.CountSub, n.WidestShare); c > 0 {
-					util = float64(row.value) / float64(c)
+					vb.Utilisation = ptr(float64(row.value) / float64(c))
 				}
 			}
-			budgets = append(budgets, map[string]any{
-				"id": b.ID, "key": b.Key, "scopeBy": optional(b.ScopeBy), "sharedKey": sharedKey(b),
-				"count": b.Count, "timeMs": b.TimeMs, "subWindows": b.SubWindows, "countSub": b.CountSub,
-				"windowSubSeconds": b.WindowSubSeconds, "confidence": b.Confidence,
-				"value": value, "expiresAt": expiresAt, "utilisation": util, "ceilings": b.Ceilings,
-			})
+			budgets = append(budgets, vb)
 		}
-		var breaker any
+		var breaker *wire.Breaker
 		if rec, ok := rawRows[n.BreakerKey]; ok {
-			breaker = map[string]any{"at": rec.At, "retryAfterSeconds": rec.RetryAfterSeconds, "until": rec.Until(), "by": rec.By}
+			breaker = &wire.Breaker{At: rec.At, RetryAfterSeconds: rec.RetryAfterSeconds, Until: rec.Until(), By: rec.By}
 		}
 		var workers int64
 		if n.EgressQueue != "" {
 			workers, _ = s.pending(ctx, n.EgressQueue, n.EgressGroup)
 		}
-		nodes = append(nodes, map[string]any{
-			"node": n.Name, "ingressQueue": optional(n.IngressQueue), "ingressOwnedByGate": n.IngressOwnedByGate,
-			"httpPush": n.HTTPPush, "egressQueue": optional(n.EgressQueue), "egressGroup": optional(n.EgressGroup),
-			"paths": nonNil(paths), "shares": n.Shares, "budgets": budgets, "breaker": breaker,
-			"waiting_for_budget": waiting[n.Name], "waiting_for_workers": workers,
+		nodes = append(nodes, wire.ViewNode{
+			Node: n.Name, IngressQueue: optional(n.IngressQueue), IngressOwnedByGate: n.IngressOwnedByGate,
+			HTTPPush: n.HTTPPush, EgressQueue: optional(n.EgressQueue), EgressGroup: optional(n.EgressGroup),
+			Paths: nonNil(paths), Shares: n.Shares, Budgets: budgets, Breaker: breaker,
+			WaitingForBudget: waiting[n.Name], WaitingForWorkers: workers,
 		})
 	}
-	paths := make([]map[string]any, 0, len(e.doc.Paths))
-	for _, pa := range e.doc.Paths {
-		hops := make([]any, 0, len(pa.Nodes))
-		for _, h := range pa.Nodes {
-			if h.Fanout {
-				hops = append(hops, h.Names)
-			} else {
-				hops = append(hops, h.Names[0])
-			}
-		}
-		var share any
-		if pa.Share != nil {
-			share = *pa.Share
-		}
-		paths = append(paths, map[string]any{"name": pa.Name, "priority": pa.Priority, "share": share, "hops": hops})
-	}
-	var countersWindow any
+	var countersWindow *uint32
 	if p.CountersWindowSeconds > 0 {
-		countersWindow = p.CountersWindowSeconds
+		countersWindow = ptr(p.CountersWindowSeconds)
 	}
-	writeJSON(q.w, http.StatusOK, map[string]any{
-		"application": e.app, "graph": e.graph, "name": e.graph, "version": p.Version,
-		"running": running, "persisted": true, "namespace": p.Namespace, "counters": countersWindow,
-		"watching": p.Watching, "replicas": replicas,
-		"nodes": nodes, "stages": stages, "paths": paths, "spec": json.RawMessage(e.body),
-	})
-	return nil
+	return wire.GraphView{
+		Application: e.app, Graph: e.graph, Name: e.graph, Version: p.Version,
+		Running: running, Persisted: true, Namespace: p.Namespace, Counters: countersWindow,
+		Watching: p.Watching, Replicas: replicas,
+		Nodes: nodes, Stages: stages, Paths: viewPaths(e), Spec: json.RawMessage(e.body),
+	}
+}
+
+// viewPaths renders the document's declared paths.
+func viewPaths(e *entry) []wire.ViewPath {
+	paths := make([]wire.ViewPath, 0, len(e.doc.Paths))
+	for _, pa := range e.doc.Paths {
+		hops := make([]wire.Hop, 0, len(pa.Nodes))
+		for _, h := range pa.Nodes {
+			hops = append(hops, wire.Hop{Names: h.Names, Fanout: h.Fanout})
+		}
+		paths = append(paths, wire.ViewPath{Name: pa.Name, Priority: pa.Priority, Share: pa.Share, Hops: hops})
+	}
+	return paths
 }
 
 // breakerRecords reads the breaker records of every node of p.
@@ -185,18 +179,18 @@ func (s *Server) breakerRecords(q *req, p *plan.Plan) map[string]store.Breaker {
 	return out
 }
 
-func optional(s string) any {
+func optional(s string) *string {
 	if s == "" {
 		return nil
 	}
-	return s
+	return &s
 }
 
-func sharedKey(b plan.Budget) any {
+func sharedKey(b plan.Budget) *string {
 	if !b.Shared {
 		return nil
 	}
-	return b.SharedKey
+	return &b.SharedKey
 }
 
 func contains(list []string, s string) bool {

@@ -123,7 +123,7 @@ func (b *Bench) overheadGate(ctx context.Context, n, round int) (gateRun, error)
 	}
 	g.workers = 1
 	if len(decl.Resolved.Stages) > 0 {
-		g.workers = max(1, decl.Resolved.Stages[0].Concurrency)
+		g.workers = max(1, int(decl.Resolved.Stages[0].Concurrency))
 	}
 	ok := waitFor(ctx, 12*b.cfg.Seconds, func() bool { return d.count() >= n })
 	ats, _ := d.close()

@@ -65,7 +65,7 @@ func (b *Bench) prefillAndRelay(ctx context.Context, graph string, doc map[strin
 		return rr, err
 	}
 	for _, s := range d.Resolved.Stages {
-		rr.Concurrency += s.Concurrency
+		rr.Concurrency += int(s.Concurrency)
 	}
 	deadline := t0.Add(12 * b.cfg.Seconds)
 	last, stale := -1, 0
@@ -220,7 +220,7 @@ func (b *Bench) idle(ctx context.Context) ([]stats.Table, error) {
 	defer b.forget(graph)
 	workers := 0
 	for _, s := range d.Resolved.Stages {
-		workers += s.Concurrency
+		workers += int(s.Concurrency)
 	}
 	time.Sleep(5 * time.Second)
 	before := b.proxy.tally.Snap()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/queen-mq/gate/libs/wire"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -124,7 +125,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 		return Report{}, fmt.Errorf("%w: the declare answer has no budget %q with a key on node %q", ErrSetup, BindingBudget, NodeIP)
 	}
 	r.key = b.Key
-	r.egress = ip.EgressQueue
+	r.egress = wire.Str(ip.EgressQueue)
 	if r.egress == "" {
 		r.egress = EgressQueue(cfg.App, r.graph)
 	}
@@ -146,7 +147,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	ingress := map[string]string{}
 	for _, name := range []string{NodeFast, NodeBulk} {
 		n, _ := decl.Resolved.Node(name)
-		ingress[name] = n.IngressQueue
+		ingress[name] = wire.Str(n.IngressQueue)
 	}
 	if err := r.waitRunning(ctx); err != nil {
 		return Report{}, fmt.Errorf("%w: %w", ErrSetup, err)

@@ -49,9 +49,12 @@ func SharedBudgetKey(app, sharedKey string) string {
 // scoped budgets included).
 func ScopedKey(key, scopeValue string) string { return key + ":" + scopeValue }
 
+// BreakerPrefix starts every breaker record's kv key.
+const BreakerPrefix = "brk:"
+
 // BreakerKey is the kv key of a node's backoff record.
 func BreakerKey(app, graph, node string) string {
-	return "brk:" + app + ":" + graph + ":" + node
+	return BreakerPrefix + app + ":" + graph + ":" + node
 }
 
 // DocumentKey is the kv key a v2 document is stored under.

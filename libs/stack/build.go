@@ -17,9 +17,10 @@ var ErrNoRoot = errors.New("no go.work found in this directory or any parent; ru
 // Binary names the commands the stack builds, by package directory relative
 // to the repository root.
 var Binary = map[string]string{
-	"miniqueen":  "./libs/miniqueen/cmd/miniqueen",
-	"gate-api":   "./gate-api",
-	"gate-relay": "./gate-relay",
+	"miniqueen":    "./libs/miniqueen/cmd/miniqueen",
+	"gate-api":     "./gate-api",
+	"gate-relay":   "./gate-relay",
+	"gate-console": "./gate-console",
 }
 
 // FindRoot walks up from dir to the directory that holds go.work.

@@ -30,6 +30,8 @@ const (
 	DefaultReconcileSeconds = 2
 	// DefaultHealthTimeout bounds the wait for one child's /health.
 	DefaultHealthTimeout = 60 * time.Second
+	// DefaultConsoleEmail is the dev identity of a launched gate-console.
+	DefaultConsoleEmail = "dev@localhost"
 )
 
 // Config says what to start. The zero value starts everything on free
@@ -67,6 +69,12 @@ type Config struct {
 	// the built gate-relay (GATE_E2E_RELAY_CMD); it receives the same
 	// environment.
 	RelayCmd string
+	// ConsoleBind, when set, also starts gate-console there with the dev
+	// sign-in bypass (GATE_DEV_EMAIL=ConsoleEmail, also its only admin) on
+	// an http loopback URL: a local run only.
+	ConsoleBind string
+	// ConsoleEmail is the dev identity ("" = DefaultConsoleEmail).
+	ConsoleEmail string
 	// Env is added to every child's environment (after the stack's own).
 	Env []string
 	// BinDir holds the built binaries; "" means Root/.gate-run/bin.
@@ -88,11 +96,14 @@ type Stack struct {
 	queenURL string
 	gateURL  string
 	natsURL  string
-	started  []string
+	// consoleURL is gate-console's URL ("" when not started).
+	consoleURL string
+	started    []string
 
 	mu       sync.Mutex
 	queen    *Process
 	api      *Process
+	console  *Process
 	relays   []*Process
 	nats     *server.Server
 	natsDir  string
@@ -182,6 +193,9 @@ func (s *Stack) configuredQueen() string {
 
 func (s *Stack) start(ctx context.Context) error {
 	names := []string{"gate-api"}
+	if s.cfg.ConsoleBind != "" {
+		names = append(names, "gate-console")
+	}
 	if s.cfg.RelayCmd == "" {
 		names = append(names, "gate-relay")
 	}
@@ -232,6 +246,11 @@ func (s *Stack) start(ctx context.Context) error {
 	s.started = append(s.started, "gate-api at "+s.gateURL)
 	s.mu.Unlock()
 	s.log.Info("gate-api healthy", "url", s.gateURL)
+	if s.cfg.ConsoleBind != "" {
+		if err := s.startConsole(ctx); err != nil {
+			return err
+		}
+	}
 	for i := 0; i < s.cfg.Relays; i++ {
 		bind := ""
 		if i == 0 {
@@ -312,6 +331,37 @@ func (s *Stack) startNATS(ctx context.Context) error {
 	s.log.Info("embedded nats-server running", "url", s.natsURL)
 	return nil
 }
+
+// startConsole starts gate-console on ConsoleBind with the dev bypass on a
+// loopback http URL (gate-console itself refuses the bypass on https).
+func (s *Stack) startConsole(ctx context.Context) error {
+	email := s.cfg.ConsoleEmail
+	if email == "" {
+		email = DefaultConsoleEmail
+	}
+	s.consoleURL = "http://" + dialable(s.cfg.ConsoleBind)
+	p := s.newProcess("gate-console", []string{s.bins["gate-console"]}, s.consoleURL, []string{
+		"GATE_PUBLIC_BIND=" + s.cfg.ConsoleBind, "GATE_PUBLIC_URL=" + s.consoleURL,
+		"GATE_DEV_EMAIL=" + email, "GATE_ADMIN_EMAILS=" + email,
+	})
+	s.mu.Lock()
+	s.console = p
+	s.mu.Unlock()
+	if err := p.start(); err != nil {
+		return err
+	}
+	if err := p.waitHealthy(ctx, s.cfg.HealthTimeout); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.started = append(s.started, "gate-console at "+s.consoleURL+" (sign-in bypassed as "+email+")")
+	s.mu.Unlock()
+	s.log.Warn("gate-console healthy with the dev sign-in bypass", "url", s.consoleURL, "email", email)
+	return nil
+}
+
+// ConsoleURL is gate-console's URL ("" when the stack did not start one).
+func (s *Stack) ConsoleURL() string { return s.consoleURL }
 
 // childEnv is the environment every Gate child gets.
 func (s *Stack) childEnv(extra []string) []string {
@@ -457,8 +507,11 @@ func (s *Stack) Stop() {
 	}
 	s.stopped = true
 	relays := append([]*Process(nil), s.relays...)
-	api, queen, ns, dir := s.api, s.queen, s.nats, s.natsDir
+	api, console, queen, ns, dir := s.api, s.console, s.queen, s.nats, s.natsDir
 	s.mu.Unlock()
+	if console != nil {
+		console.Stop(5 * time.Second)
+	}
 	var wg sync.WaitGroup
 	for _, p := range relays {
 		wg.Add(1)

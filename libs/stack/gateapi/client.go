@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/queen-mq/gate/libs/wire"
 	"io"
 	"net/http"
 	"net/url"
@@ -130,7 +131,6 @@ func (c *Client) Declare(ctx context.Context, app, graph string, doc any) (Decla
 	if !d.OK {
 		return d, fmt.Errorf("declaring %s/%s: the answer does not say ok:true: %.300s", app, graph, b)
 	}
-	d.Raw = b
 	return d, nil
 }
 
@@ -150,26 +150,7 @@ func (c *Client) View(ctx context.Context, app, graph string) (View, error) {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return View{}, fmt.Errorf("decoding the graph view: %w", err)
 	}
-	v.Raw = b
 	return v, nil
-}
-
-// PushBody is the push front door's body; zero fields are not sent.
-type PushBody struct {
-	Op        string          `json:"op,omitempty"`
-	Partition string          `json:"partition,omitempty"`
-	Txn       string          `json:"txn,omitempty"`
-	Cost      int64           `json:"cost,omitempty"`
-	Payload   json.RawMessage `json:"payload,omitempty"`
-}
-
-// Pushed is the push front door's 200 answer.
-type Pushed struct {
-	OK        bool   `json:"ok"`
-	Pushed    int    `json:"pushed"`
-	Queue     string `json:"queue"`
-	Partition string `json:"partition"`
-	Cost      int64  `json:"cost"`
 }
 
 // Push sends one item through the front door of node.
@@ -187,10 +168,7 @@ func (c *Client) Push(ctx context.Context, app, graph, node string, body PushBod
 
 // Backoff reports a vendor 429 on node: every path stops for seconds.
 func (c *Client) Backoff(ctx context.Context, app, graph, node string, seconds int, by string) error {
-	body := map[string]any{"retryAfterSeconds": seconds}
-	if by != "" {
-		body["by"] = by
-	}
+	body := wire.BackoffBody{RetryAfterSeconds: int64(seconds), By: by}
 	_, err := c.do(ctx, http.MethodPost, graphPath(app, graph)+"/nodes/"+url.PathEscape(node)+"/backoff", body)
 	return err
 }

@@ -12,7 +12,7 @@ func TestViewStageCountersDecodeFromTheRelayShape(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatalf("decode: %v", err)
 	}
-	if st.Counters.Forwarded != 8 || st.Counters.Popped != 10 || st.Lag != 7 {
+	if st.Counters.Forwarded != 8 || st.Counters.Popped != 10 || st.Lag == nil || *st.Lag != 7 {
 		t.Fatalf("decoded %+v", st)
 	}
 	if got := st.Counters.Refusals(); got != 6 {

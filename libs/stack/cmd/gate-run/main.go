@@ -38,7 +38,9 @@ func run(ctx context.Context) error {
 		GateBind:  envOr("GATE_BIND", "127.0.0.1:8788"),
 		RelayBind: envOr("GATE_RELAY_BIND", "127.0.0.1:8791"),
 		QueenAddr: "127.0.0.1:6632",
-		Logger:    log,
+		// The console with the dev sign-in bypass, on loopback only.
+		ConsoleBind: envOr("GATE_PUBLIC_BIND", "127.0.0.1:8790"),
+		Logger:      log,
 	}
 	if v, err := strconv.Atoi(os.Getenv("GATE_RECONCILE_SECONDS")); err == nil && v > 0 {
 		cfg.ReconcileSeconds = v
@@ -84,6 +86,7 @@ func run(ctx context.Context) error {
 Gate is running.
   broker     %s
   gate-api   %s
+  console    %s   (sign-in BYPASSED: every request is %s, an admin; loopback only)
   NATS       %s
   relays     %s
   logs       .gate-run/logs/
@@ -96,7 +99,7 @@ Watch the ceiling hold:
 Push your own:
   curl -s -XPOST %s/v1/apps/demo/graphs/demo/nodes/api/push -H 'content-type: application/json' -d '{"payload":{"hello":"gate"}}'
 Consume demo.out (group demo-workers) with your Queen SDK; Ctrl-C stops everything started here.
-`, st.QueenURL(), g, st.NATSURL(), relayURLs(st), demoRate*10, demoRate, 2*demoRate, demoRate/4, g, g, g)
+`, st.QueenURL(), g, st.ConsoleURL(), stack.DefaultConsoleEmail, st.NATSURL(), relayURLs(st), demoRate*10, demoRate, 2*demoRate, demoRate/4, g, g, g)
 
 	// Bursts above the ceiling, then a lull below it, so the backlog stays
 	// bounded however long the demo runs (average 5/6 of the ceiling).

@@ -1,0 +1,445 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/queen-mq/gate/libs/graph"
+	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/store"
+	"github.com/queen-mq/gate/libs/wire"
+)
+
+// staleAsOf is how old a budget's asOf may be before the overview calls it
+// stale (gate-runtime.md §8.2).
+const staleAsOf = 90 * 24 * time.Hour
+
+// Defaults and bounds of the console read routes' query parameters.
+const (
+	defaultBreachLimit = 10
+	maxBreachLimit     = 1000
+)
+
+// consoleRoutes registers the console's session-free read routes of
+// gate-runtime.md §4.3: they are served here (the internal plane, no
+// authentication) and, through this same handler package, by gate-console
+// behind a session.
+func (s *Server) consoleRoutes(r *mux.Router, limit int64) {
+	get := func(name, path string, flat bool, h handler) {
+		r.Handle(path, s.wrap(name, flat, limit, h)).Methods(http.MethodGet)
+	}
+	get("console-overview", "/api/overview", true, s.overview)
+	get("console-apps", "/api/apps", true, s.appsList)
+	get("console-targets", "/api/targets", true, s.targetsList)
+	get("console-graphs", "/api/graphs", true, s.graphsList)
+	get("console-graph", "/api/apps/{app}/graphs/{name}", false, s.getGraph)
+	get("console-graph", "/api/graphs/{name}", true, s.getGraph)
+	get("console-target", "/api/apps/{app}/targets/{name}", false, s.getGraph)
+	get("console-target", "/api/targets/{name}", true, s.getGraph)
+	get("console-topology", "/api/apps/{app}/graphs/{name}/topology", false, s.topology)
+	get("console-topology", "/api/graphs/{name}/topology", true, s.topology)
+	get("console-breaches", "/api/breaches/recent", true, s.recentBreaches)
+	get("console-budgets", "/api/budgets", true, s.sharedBudgets)
+	get("console-me", "/api/me", true, s.internalMe)
+}
+
+// internalMe is GET /api/me on the internal plane: no session, full rights.
+func (s *Server) internalMe(q *req) *apiError {
+	writeJSON(q.w, http.StatusOK, wire.Me{Actor: "internal", Role: "admin"})
+	return nil
+}
+
+// graphTotals is one graph's counters summed over the relay replicas.
+type graphTotals struct {
+	running bool
+	// stages by path/node/hop.
+	stages map[[3]string]store.Counters
+}
+
+func stageID(path, node string, hop int) [3]string { return [3]string{path, node, strconv.Itoa(hop)} }
+
+// totals sums the relays' published counters of every graph.
+func (s *Server) totals() map[graphKey]*graphTotals {
+	out := map[graphKey]*graphTotals{}
+	for _, r := range s.cat.statuses() {
+		for _, g := range r.Graphs {
+			k := graphKey{g.App, g.Graph}
+			t := out[k]
+			if t == nil {
+				t = &graphTotals{stages: map[[3]string]store.Counters{}}
+				out[k] = t
+			}
+			t.running = t.running || g.Running
+			for _, st := range g.Stages {
+				id := stageID(st.Path, st.Node, st.Hop)
+				c := t.stages[id]
+				c.Add(st.Counters)
+				t.stages[id] = c
+			}
+		}
+	}
+	return out
+}
+
+// sums of a graph's counters: admitted at the first hop, deferred and
+// released everywhere, forwarded at the last hop of each path.
+func (t *graphTotals) sums(p *plan.Plan) (admitted, deferred, released, forwarded int64) {
+	if t == nil {
+		return
+	}
+	last := map[string]int{}
+	for _, st := range p.Stages {
+		last[st.Path] = max(last[st.Path], st.Hop)
+	}
+	for _, st := range p.Stages {
+		c := t.stages[stageID(st.Path, st.Node, st.Hop)]
+		if st.Hop == 0 {
+			admitted += c.Admitted
+		}
+		if st.Hop == last[st.Path] {
+			forwarded += c.Forwarded
+		}
+		deferred += c.Deferred
+		released += c.Released
+	}
+	return
+}
+
+// compiled is every declared graph that compiles, in (application, graph)
+// order, refreshing the catalogue first when it is stale.
+func (s *Server) compiled(q *req) []*entry {
+	if s.cat.stale() {
+		_ = s.cat.syncDocuments(q.r.Context(), false)
+	}
+	var out []*entry
+	for _, e := range s.cat.all("") {
+		if e.plan != nil && e.doc != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// overview is GET /api/overview.
+func (s *Server) overview(q *req) *apiError {
+	ok, ver, _ := s.brokerHealth(q.r.Context())
+	out := wire.Overview{Queen: wire.QueenState{URL: s.cfg.QueenURL, Reachable: ok, Version: ver}}
+	totals := s.totals()
+	now := s.now()
+	for _, e := range s.compiled(q) {
+		out.Graphs++
+		a, d, r, _ := totals[graphKey{e.app, e.graph}].sums(e.plan)
+		out.AdmittedTotal += a
+		out.DeniedTotal += d + r
+		for _, n := range e.doc.Nodes {
+			for _, b := range n.Budgets {
+				if b.Confidence == graph.ConfidenceAssumed {
+					out.BudgetsAssumed++
+				}
+				if asOfStale(b.AsOf, now) {
+					out.BudgetsStale++
+				}
+			}
+		}
+	}
+	out.Targets = out.Graphs
+	writeJSON(q.w, http.StatusOK, out)
+	return nil
+}
+
+// asOfStale reports whether an asOf date (YYYY-MM-DD or RFC 3339) is older
+// than 90 days; an absent or unreadable asOf is not stale.
+func asOfStale(asOf string, now time.Time) bool {
+	if asOf == "" {
+		return false
+	}
+	t, err := time.Parse(time.DateOnly, asOf)
+	if err != nil {
+		if t, err = time.Parse(time.RFC3339, asOf); err != nil {
+			return false
+		}
+	}
+	return now.Sub(t) > staleAsOf
+}
+
+// appsList is GET /api/apps.
+func (s *Server) appsList(q *req) *apiError {
+	totals := s.totals()
+	rows := []wire.AppRow{}
+	for _, e := range s.compiled(q) {
+		if len(rows) == 0 || rows[len(rows)-1].Application != e.app {
+			rows = append(rows, wire.AppRow{Application: e.app})
+		}
+		row := &rows[len(rows)-1]
+		a, d, _, _ := totals[graphKey{e.app, e.graph}].sums(e.plan)
+		row.Targets++
+		row.Admitted += a
+		row.Denied += d
+	}
+	writeJSON(q.w, http.StatusOK, rows)
+	return nil
+}
+
+// targetsList is GET /api/targets: one row per graph.
+func (s *Server) targetsList(q *req) *apiError {
+	ctx := q.r.Context()
+	totals := s.totals()
+	rows := []wire.TargetRow{}
+	for _, e := range s.compiled(q) {
+		t := totals[graphKey{e.app, e.graph}]
+		a, d, _, _ := t.sums(e.plan)
+		row := wire.TargetRow{
+			Application: e.app, Name: e.graph, Graph: e.graph, Version: e.plan.Version,
+			Running: s.cat.runsVersionNow(e), Lanes: []wire.NameOnly{}, Paths: []wire.NameOnly{},
+			Admitted: a, Denied: d, State: "flowing", At: s.now().UnixMilli(),
+		}
+		if d > 0 {
+			row.State = "pacing"
+		}
+		for _, pa := range e.doc.Paths {
+			row.Paths = append(row.Paths, wire.NameOnly{Name: pa.Name})
+		}
+		row.Lanes = row.Paths
+		var keys []string
+		for _, n := range e.plan.Nodes {
+			k, _ := unscopedKeys(&n)
+			keys = append(keys, k...)
+		}
+		live := s.readCounters(ctx, keys)
+		best := -1.0
+		for _, n := range e.plan.Nodes {
+			for _, b := range n.Budgets {
+				row.BudgetsTotal++
+				if b.Confidence == graph.ConfidenceAssumed {
+					row.AssumedBudgets++
+				}
+				if b.ScopeBy != "" || live == nil {
+					continue
+				}
+				ceiling := plan.Ceiling(b.CountSub, n.WidestShare)
+				used := live[b.Key].value
+				if u := float64(used) / float64(max(1, ceiling)); u > best {
+					best = u
+					row.WorstBudgetID, row.WorstUsed, row.WorstCap = ptr(b.ID), ptr(used), ptr(ceiling)
+					row.WorstPeriodSeconds = ptr(b.WindowSubSeconds)
+					row.WorstAssumed = b.Confidence == graph.ConfidenceAssumed
+				}
+			}
+		}
+		for _, st := range e.plan.Stages {
+			if st.Hop == 0 {
+				if n, ok := s.pending(ctx, st.Source, st.Group); ok {
+					row.Backlog += n
+				}
+			}
+		}
+		rows = append(rows, row)
+	}
+	writeJSON(q.w, http.StatusOK, rows)
+	return nil
+}
+
+// runsVersionNow reports whether some relay runs e's declared version.
+func (c *catalog) runsVersionNow(e *entry) bool {
+	ok, _ := c.runsVersion(e.app, e.graph, int64(e.plan.Version))
+	return ok
+}
+
+// edges are the node-to-node hops of a plan, each once, in plan order.
+func edges(p *plan.Plan) []wire.Edge {
+	out := []wire.Edge{}
+	seen := map[wire.Edge]bool{}
+	for _, st := range p.Stages {
+		for _, d := range st.Destinations {
+			if d.Terminal || d.Node == "" {
+				continue
+			}
+			e := wire.Edge{From: st.Node, To: d.Node}
+			if !seen[e] {
+				seen[e] = true
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// nodePaths is the paths that cross node, in plan order.
+func nodePaths(p *plan.Plan, node string) []string {
+	out := []string{}
+	for _, st := range p.Stages {
+		if st.Node == node && !contains(out, st.Path) {
+			out = append(out, st.Path)
+		}
+	}
+	return out
+}
+
+// graphsList is GET /api/graphs.
+func (s *Server) graphsList(q *req) *apiError {
+	ctx := q.r.Context()
+	totals := s.totals()
+	rows := []wire.GraphRow{}
+	for _, e := range s.compiled(q) {
+		t := totals[graphKey{e.app, e.graph}]
+		_, _, _, fwd := t.sums(e.plan)
+		running := s.cat.runsVersionNow(e)
+		row := wire.GraphRow{
+			Application: e.app, Name: e.graph, Version: e.plan.Version, Running: running,
+			Nodes: []wire.GraphRowNode{}, Edges: edges(e.plan), Paths: viewPaths(e), Forwarded: fwd,
+		}
+		for _, n := range e.plan.Nodes {
+			gn := wire.GraphRowNode{
+				Name: n.Name, Target: e.graph + "." + n.Name, Entry: n.IngressQueue != "" || n.HTTPPush,
+				Consume: optional(n.EgressQueue), Running: running, Budgets: len(n.Budgets),
+				Paths: nodePaths(e.plan, n.Name), Shares: n.Shares,
+			}
+			for _, st := range e.plan.Stages {
+				if st.Node != n.Name {
+					continue
+				}
+				if w, ok := s.pending(ctx, st.Source, st.Group); ok {
+					gn.WaitingForBudget += w
+				}
+				if t != nil {
+					c := t.stages[stageID(st.Path, st.Node, st.Hop)]
+					gn.Admitted += c.Admitted
+					gn.Denied += c.Deferred
+				}
+			}
+			row.Nodes = append(row.Nodes, gn)
+		}
+		rows = append(rows, row)
+	}
+	writeJSON(q.w, http.StatusOK, rows)
+	return nil
+}
+
+// topology is GET /api/apps/{app}/graphs/{name}/topology (and flat):
+// the graph's shape, without touching the broker.
+func (s *Server) topology(q *req) *apiError {
+	e, bad := s.resolve(q, "name")
+	if bad != nil {
+		return bad
+	}
+	out := wire.Topology{Application: e.app, Graph: e.graph, Version: e.plan.Version,
+		Nodes: []wire.TopologyNode{}, Paths: viewPaths(e), Edges: edges(e.plan)}
+	for _, n := range e.plan.Nodes {
+		out.Nodes = append(out.Nodes, wire.TopologyNode{
+			Node: n.Name, Ingress: n.IngressQueue != "" || n.HTTPPush, Egress: n.EgressQueue != "",
+			Paths: nodePaths(e.plan, n.Name), Shares: n.Shares,
+		})
+	}
+	writeJSON(q.w, http.StatusOK, out)
+	return nil
+}
+
+// intParam reads an optional positive integer query parameter, clamped to
+// hi; anything else is a 400 naming it.
+func intParam(q *req, name string, def, hi int) (int, *apiError) {
+	v := strings.TrimSpace(q.r.URL.Query().Get(name))
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, fail(http.StatusBadRequest, "%s=%q is not a positive whole number: pass e.g. %s=%d (at most %d)", name, v, name, def, hi).field(name)
+	}
+	return min(n, hi), nil
+}
+
+// recentBreaches is GET /api/breaches/recent?limit=: the live breaker
+// records fleet-wide (kv prefix brk:), newest first.
+func (s *Server) recentBreaches(q *req) *apiError {
+	limit, bad := intParam(q, "limit", defaultBreachLimit, maxBreachLimit)
+	if bad != nil {
+		return bad
+	}
+	res, err := s.client.KV(q.r.Context(), queen.KVGetPrefix(s.cfg.KVNamespace, plan.BreakerPrefix, queen.PrefixOpts{Limit: maxBreachLimit}))
+	if err != nil || res.Refused() || len(res.Results) != 1 {
+		if err == nil {
+			err = res.Err()
+		}
+		return fail(http.StatusBadGateway, "reading the breaker records from the broker failed: %v; retry", err)
+	}
+	rows := []wire.Breach{}
+	for _, r := range res.Results[0].Rows {
+		var b store.Breaker
+		if json.Unmarshal(r.Value, &b) != nil || b.Node == "" {
+			continue
+		}
+		rows = append(rows, wire.Breach{At: b.At, Application: b.Application, Target: b.Graph + "." + b.Node,
+			Graph: b.Graph, Node: b.Node, RetryAfterSeconds: b.RetryAfterSeconds, Until: b.Until(), By: b.By})
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].At > rows[j].At })
+	if len(rows) > limit {
+		rows = rows[:limit]
+	}
+	writeJSON(q.w, http.StatusOK, rows)
+	return nil
+}
+
+// sharedBudgets is GET /api/budgets: one row per (application, sharedKey)
+// with its live counter, its members and the members that declare it with
+// other numbers.
+func (s *Server) sharedBudgets(q *req) *apiError {
+	type key struct{ app, shared string }
+	rows := map[key]*wire.SharedBudget{}
+	var order []key
+	for _, e := range s.compiled(q) {
+		for _, n := range e.plan.Nodes {
+			for _, b := range n.Budgets {
+				if !b.Shared {
+					continue
+				}
+				k := key{e.app, b.SharedKey}
+				target := e.graph + "." + n.Name
+				row := rows[k]
+				if row == nil {
+					row = &wire.SharedBudget{ID: b.ID, Key: b.Key, Application: e.app, Count: b.Count, TimeMs: b.TimeMs,
+						SubWindows: b.SubWindows, CountSub: b.CountSub, WindowSubSeconds: b.WindowSubSeconds,
+						Confidence: b.Confidence, Members: []string{}, Conflicts: []wire.BudgetConflict{}}
+					rows[k] = row
+					order = append(order, k)
+				} else if b.Count != row.Count || b.TimeMs != row.TimeMs || b.SubWindows != row.SubWindows {
+					row.Conflicts = append(row.Conflicts, wire.BudgetConflict{Target: target, Count: b.Count, TimeMs: b.TimeMs, SubWindows: b.SubWindows})
+				}
+				if !contains(row.Members, target) {
+					row.Members = append(row.Members, target)
+				}
+			}
+		}
+	}
+	keys := make([]string, 0, len(rows))
+	for _, r := range rows {
+		keys = append(keys, r.Key)
+	}
+	live := s.readCounters(q.r.Context(), keys)
+	out := make([]wire.SharedBudget, 0, len(rows))
+	for _, k := range order {
+		r := rows[k]
+		if live != nil {
+			row := live[r.Key]
+			r.Used = ptr(row.value)
+			if row.found && !row.expiresAt.IsZero() {
+				r.ExpiresAt = ptr(row.expiresAt.UnixMilli())
+			}
+		}
+		out = append(out, *r)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Application != out[j].Application {
+			return out[i].Application < out[j].Application
+		}
+		return out[i].ID < out[j].ID
+	})
+	writeJSON(q.w, http.StatusOK, out)
+	return nil
+}

@@ -1,0 +1,138 @@
+package console
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/queen-mq/gate/gate-console/config"
+)
+
+const testSecret = "0123456789abcdef0123456789abcdef-test"
+
+// fakeClock is a settable clock.
+type fakeClock struct{ ns atomic.Int64 }
+
+func newFakeClock() *fakeClock {
+	c := &fakeClock{}
+	c.ns.Store(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// testEnv is a console under test with a counting application plane.
+type testEnv struct {
+	s       *Server
+	h       http.Handler
+	reached atomic.Int64
+	admins  atomic.Value
+	clock   *fakeClock
+}
+
+// newTestEnv builds a console for cfg (defaults: sign-in configured against
+// an issuer nobody answers, a test secret) over webapp files fsys.
+func newTestEnv(t *testing.T, mutate func(*config.Config), fsys fstest.MapFS) *testEnv {
+	t.Helper()
+	cfg := config.Default()
+	cfg.API.QueenURL = "http://127.0.0.1:1" // never dialled by the auth layer
+	cfg.PublicURL = "http://console.test"
+	cfg.Issuer = "http://127.0.0.1:1"
+	cfg.ClientID, cfg.ClientSecret = "client", "secret"
+	cfg.AllowedDomains = []string{"example.com"}
+	cfg.SessionSecret = testSecret
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	if fsys == nil {
+		fsys = fstest.MapFS{}
+	}
+	e := &testEnv{clock: newFakeClock()}
+	e.admins.Store("admin@example.com")
+	s, err := New(cfg, slog.New(slog.DiscardHandler), Options{
+		Getenv: func(k string) string {
+			if k == "GATE_ADMIN_EMAILS" {
+				return e.admins.Load().(string)
+			}
+			return ""
+		},
+		Now:    e.clock.Now,
+		WebApp: fsys,
+	})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	app := s.app
+	s.app = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.reached.Add(1)
+		app.ServeHTTP(w, r)
+	})
+	e.s, e.h = s, s.Handler()
+	return e
+}
+
+// do runs one request through the console.
+func (e *testEnv) do(r *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, r)
+	return w
+}
+
+func (e *testEnv) get(path string, hdr ...string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodGet, "http://console.test"+path, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		r.Header.Set(hdr[i], hdr[i+1])
+	}
+	return e.do(r)
+}
+
+// sessionCookie mints a valid session for email at the env's clock.
+func (e *testEnv) sessionCookie(t *testing.T, email string) *http.Cookie {
+	t.Helper()
+	w := httptest.NewRecorder()
+	if err := e.s.issueSession(w, Identity{Actor: "google", Email: email, Subject: "sub-" + email}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range w.Result().Cookies() {
+		if c.Name == SessionCookie {
+			return c
+		}
+	}
+	t.Fatal("issueSession set no cookie")
+	return nil
+}
+
+func body(t *testing.T, w *httptest.ResponseRecorder) string {
+	t.Helper()
+	b, _ := io.ReadAll(w.Result().Body)
+	return string(b)
+}
+
+func mustContain(t *testing.T, what, got string, want ...string) {
+	t.Helper()
+	for _, s := range want {
+		if !strings.Contains(got, s) {
+			t.Errorf("%s: %q does not contain %q", what, got, s)
+		}
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func newReq(method, path, payload string) *http.Request {
+	var rd io.Reader
+	if payload != "" {
+		rd = strings.NewReader(payload)
+	}
+	r := httptest.NewRequest(method, "http://console.test"+path, rd)
+	if payload != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	return r
+}

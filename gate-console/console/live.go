@@ -1,0 +1,562 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/queen-mq/gate/libs/store"
+	"github.com/queen-mq/gate/libs/wire"
+)
+
+// The relays' NATS subjects (gate-relay/README.md): counters and denials
+// per {app}.{graph}.
+const (
+	countersSubject = "gate.relay.counters"
+	denialsSubject  = "gate.relay.denials"
+)
+
+// LiveOptions tune GET /api/live. The zero value is the defaults.
+type LiveOptions struct {
+	// Heartbeat is the period of the ": heartbeat" comment that keeps
+	// proxies and the browser from calling an idle stream dead (15 s).
+	Heartbeat time.Duration
+	// WriteTimeout bounds one event's write; a client that cannot take it
+	// in that time is cut (10 s). Between writes there is no deadline, so
+	// an idle healthy stream stays open.
+	WriteTimeout time.Duration
+	// MaxDenials bounds the denials buffered for one client; beyond it the
+	// oldest are dropped and counted (500, the relay's ring size).
+	MaxDenials int
+	// MaxClients bounds concurrent streams (1000); beyond it 503.
+	MaxClients int
+	// MaxGraphs bounds the graphs one stream asks for (100).
+	MaxGraphs int
+	// StaleAfter drops a replica's snapshot from the sums when it is older
+	// (30 s: six relay status periods).
+	StaleAfter time.Duration
+	// PollInterval is what the "poll" status tells the web app (2 s).
+	PollInterval time.Duration
+}
+
+func (o LiveOptions) withDefaults() LiveOptions {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	defInt := func(d *int, v int) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.Heartbeat, 15*time.Second)
+	def(&o.WriteTimeout, 10*time.Second)
+	def(&o.StaleAfter, 30*time.Second)
+	def(&o.PollInterval, 2*time.Second)
+	defInt(&o.MaxDenials, 500)
+	defInt(&o.MaxClients, 1000)
+	defInt(&o.MaxGraphs, 100)
+	return o
+}
+
+// liveHub fans the relays' NATS messages out to the browser streams: one
+// NATS subscription per subject however many tabs watch it, a bounded
+// coalescing buffer per client, and a status event whenever NATS comes or
+// goes.
+type liveHub struct {
+	url string
+	log *slog.Logger
+	opt LiveOptions
+	now func() time.Time
+
+	mu       sync.Mutex
+	nc       *nats.Conn
+	up       bool
+	reason   string
+	subs     map[string]*subjectSub
+	clients  map[*liveClient]struct{}
+	replicas map[string]map[string]liveSnapshot // app/graph → replica → latest
+	closed   bool
+	done     chan struct{}
+}
+
+type subjectSub struct {
+	sub     *nats.Subscription
+	clients map[*liveClient]struct{}
+}
+
+type liveSnapshot struct {
+	At    int64             `json:"at"`
+	Graph store.GraphStatus `json:"graph"`
+	seen  time.Time
+}
+
+func newLiveHub(url string, log *slog.Logger, opt LiveOptions) *liveHub {
+	h := &liveHub{
+		url: url, log: log, opt: opt.withDefaults(), now: time.Now,
+		subs: map[string]*subjectSub{}, clients: map[*liveClient]struct{}{},
+		replicas: map[string]map[string]liveSnapshot{}, done: make(chan struct{}),
+	}
+	if url == "" {
+		h.reason = "GATE_NATS_URL is not set on gate-console: live counters are not streamed; poll the graph view"
+	} else {
+		h.reason = "connecting to NATS at " + url
+	}
+	return h
+}
+
+// start connects to NATS (retrying in the background until it answers).
+func (h *liveHub) start(ctx context.Context) {
+	if h.url == "" {
+		h.log.Info("GATE_NATS_URL is not set: /api/live tells the web app to poll")
+		return
+	}
+	nc, err := nats.Connect(h.url,
+		nats.Name("gate-console"),
+		nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second),
+		nats.ConnectHandler(func(*nats.Conn) { h.setUp(true, "") }),
+		nats.ReconnectHandler(func(*nats.Conn) { h.setUp(true, "") }),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			h.setUp(false, fmt.Sprintf("NATS at %s is not reachable (%v): poll the graph view until it is back", h.url, err))
+		}),
+	)
+	if err != nil {
+		h.log.Warn("NATS connection failed; /api/live tells the web app to poll", "url", h.url, "error", err)
+		h.setUp(false, fmt.Sprintf("NATS at %s is not usable (%v): poll the graph view", h.url, err))
+		return
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		nc.Close()
+		return
+	}
+	h.nc = nc
+	up := nc.IsConnected()
+	h.mu.Unlock()
+	if up {
+		h.setUp(true, "")
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			h.close()
+		case <-h.done:
+		}
+	}()
+}
+
+// close ends every stream and the NATS connection.
+func (h *liveHub) close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	close(h.done)
+	nc := h.nc
+	h.mu.Unlock()
+	if nc != nil {
+		nc.Close()
+	}
+}
+
+func (h *liveHub) setUp(up bool, reason string) {
+	h.mu.Lock()
+	changed := h.up != up
+	h.up, h.reason = up, reason
+	var cs []*liveClient
+	if changed {
+		for c := range h.clients {
+			cs = append(cs, c)
+		}
+	}
+	h.mu.Unlock()
+	if changed {
+		h.log.Info("live stream NATS state", "up", up, "reason", reason)
+	}
+	for _, c := range cs {
+		c.offerStatus(h.status(c.graphs))
+	}
+}
+
+func (h *liveHub) status(graphs []string) wire.LiveStatus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := wire.LiveStatus{Mode: "poll", NATS: h.up, Reason: h.reason, Graphs: graphs,
+		HeartbeatMs: h.opt.Heartbeat.Milliseconds(), PollMs: h.opt.PollInterval.Milliseconds()}
+	if h.up {
+		st.Mode, st.Reason = "stream", ""
+	}
+	return st
+}
+
+// subjects are the NATS subjects a stream for graphs needs (all graphs:
+// the two wildcards).
+func subjects(graphs []string) []string {
+	if len(graphs) == 0 {
+		return []string{countersSubject + ".*.*", denialsSubject + ".*.*"}
+	}
+	out := make([]string, 0, 2*len(graphs))
+	for _, g := range graphs {
+		app, name, _ := strings.Cut(g, "/")
+		out = append(out, countersSubject+"."+app+"."+name, denialsSubject+"."+app+"."+name)
+	}
+	return out
+}
+
+func (h *liveHub) register(c *liveClient) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return fmt.Errorf("gate-console is shutting down")
+	}
+	if len(h.clients) >= h.opt.MaxClients {
+		return fmt.Errorf("%d live streams are open, the most one gate-console serves: close a tab or poll the graph view", h.opt.MaxClients)
+	}
+	h.clients[c] = struct{}{}
+	if h.nc == nil {
+		return nil
+	}
+	for _, subj := range c.subjects {
+		ss := h.subs[subj]
+		if ss == nil {
+			sub, err := h.nc.Subscribe(subj, h.onMsg)
+			if err != nil {
+				h.log.Warn("NATS subscribe failed", "subject", subj, "error", err)
+				continue
+			}
+			ss = &subjectSub{sub: sub, clients: map[*liveClient]struct{}{}}
+			h.subs[subj] = ss
+		}
+		ss.clients[c] = struct{}{}
+	}
+	return nil
+}
+
+func (h *liveHub) unregister(c *liveClient) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.clients, c)
+	for _, subj := range c.subjects {
+		ss := h.subs[subj]
+		if ss == nil {
+			continue
+		}
+		delete(ss.clients, c)
+		if len(ss.clients) == 0 {
+			_ = ss.sub.Unsubscribe()
+			delete(h.subs, subj)
+		}
+	}
+}
+
+// subscriptions is the number of NATS subscriptions the hub holds.
+func (h *liveHub) subscriptions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
+func (h *liveHub) listeners(subject string) []*liveClient {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ss := h.subs[subject]
+	if ss == nil {
+		return nil
+	}
+	out := make([]*liveClient, 0, len(ss.clients))
+	for c := range ss.clients {
+		out = append(out, c)
+	}
+	return out
+}
+
+// onMsg handles one relay message; it never blocks on a client.
+func (h *liveHub) onMsg(m *nats.Msg) {
+	switch {
+	case strings.HasPrefix(m.Subject, countersSubject+"."):
+		var snap struct {
+			Replica string `json:"replica"`
+			liveSnapshot
+		}
+		if err := json.Unmarshal(m.Data, &snap); err != nil || snap.Replica == "" {
+			h.log.Debug("ignoring a counters message that does not parse", "subject", m.Subject, "error", err)
+			return
+		}
+		ev := h.sum(snap.Replica, snap.liveSnapshot)
+		for _, c := range h.listeners(m.Sub.Subject) {
+			c.offerCounters(ev)
+		}
+	case strings.HasPrefix(m.Subject, denialsSubject+"."):
+		var ds []wire.Denial
+		if err := json.Unmarshal(m.Data, &ds); err != nil {
+			h.log.Debug("ignoring a denials message that does not parse", "subject", m.Subject, "error", err)
+			return
+		}
+		for _, c := range h.listeners(m.Sub.Subject) {
+			c.offerDenials(ds)
+		}
+	}
+}
+
+// sum records one replica's snapshot and returns the graph's counters
+// summed over the replicas that published within StaleAfter.
+func (h *liveHub) sum(replica string, snap liveSnapshot) *wire.LiveCounters {
+	now := h.now()
+	snap.seen = now
+	key := snap.Graph.App + "/" + snap.Graph.Graph
+	h.mu.Lock()
+	reps := h.replicas[key]
+	if reps == nil {
+		reps = map[string]liveSnapshot{}
+		h.replicas[key] = reps
+	}
+	reps[replica] = snap
+	names := make([]string, 0, len(reps))
+	for r, s := range reps {
+		if now.Sub(s.seen) > h.opt.StaleAfter {
+			delete(reps, r)
+			continue
+		}
+		names = append(names, r)
+	}
+	sort.Strings(names)
+	ev := &wire.LiveCounters{Application: snap.Graph.App, Graph: snap.Graph.Graph, Replicas: names, Stages: []wire.LiveStage{}}
+	type stageKey struct {
+		path, node string
+		hop        int
+	}
+	idx := map[stageKey]int{}
+	for _, r := range names {
+		s := reps[r]
+		ev.At = max(ev.At, s.At)
+		ev.Version = max(ev.Version, s.Graph.Version)
+		ev.Running = ev.Running || s.Graph.Running
+		for _, st := range s.Graph.Stages {
+			k := stageKey{st.Path, st.Node, st.Hop}
+			i, ok := idx[k]
+			if !ok {
+				i = len(ev.Stages)
+				idx[k] = i
+				ev.Stages = append(ev.Stages, wire.LiveStage{Path: st.Path, Node: st.Node, Hop: st.Hop})
+			}
+			ev.Stages[i].Counters.Add(st.Counters)
+			if lr := st.LastRefusal; lr != nil && (ev.Stages[i].LastRefusal == nil || lr.At > ev.Stages[i].LastRefusal.At) {
+				cp := *lr
+				ev.Stages[i].LastRefusal = &cp
+			}
+		}
+	}
+	h.mu.Unlock()
+	return ev
+}
+
+// liveClient is one browser stream's buffer: the newest counters per graph
+// (coalesced), a bounded list of denials, and a pending status.
+type liveClient struct {
+	graphs   []string
+	subjects []string
+	max      int
+
+	mu       sync.Mutex
+	counters map[string]*wire.LiveCounters
+	order    []string
+	denials  []wire.Denial
+	dropped  int64
+	status   *wire.LiveStatus
+	wake     chan struct{}
+}
+
+func newLiveClient(graphs []string, maxDenials int) *liveClient {
+	return &liveClient{graphs: graphs, subjects: subjects(graphs), max: maxDenials,
+		counters: map[string]*wire.LiveCounters{}, wake: make(chan struct{}, 1)}
+}
+
+func (c *liveClient) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *liveClient) offerCounters(ev *wire.LiveCounters) {
+	k := ev.Application + "/" + ev.Graph
+	c.mu.Lock()
+	if _, ok := c.counters[k]; !ok {
+		c.order = append(c.order, k)
+	}
+	c.counters[k] = ev
+	c.mu.Unlock()
+	c.signal()
+}
+
+func (c *liveClient) offerDenials(ds []wire.Denial) {
+	c.mu.Lock()
+	c.denials = append(c.denials, ds...)
+	if over := len(c.denials) - c.max; over > 0 {
+		c.dropped += int64(over)
+		c.denials = slices.Delete(c.denials, 0, over)
+	}
+	c.mu.Unlock()
+	c.signal()
+}
+
+func (c *liveClient) offerStatus(st wire.LiveStatus) {
+	c.mu.Lock()
+	c.status = &st
+	c.mu.Unlock()
+	c.signal()
+}
+
+// take empties the buffer into SSE frames.
+func (c *liveClient) take(buf *bytes.Buffer) {
+	c.mu.Lock()
+	st, counters, order, denials, dropped := c.status, c.counters, c.order, c.denials, c.dropped
+	c.status, c.order, c.denials, c.dropped = nil, nil, nil, 0
+	if len(counters) > 0 {
+		c.counters = map[string]*wire.LiveCounters{}
+	}
+	c.mu.Unlock()
+	if st != nil {
+		frame(buf, "status", st)
+	}
+	for _, k := range order {
+		frame(buf, "counters", counters[k])
+	}
+	if len(denials) > 0 || dropped > 0 {
+		frame(buf, "denials", wire.LiveDenials{Denials: nonNilDenials(denials), Dropped: dropped})
+	}
+}
+
+// buffered is the number of items waiting (for the bounded-memory test).
+func (c *liveClient) buffered() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.counters) + len(c.denials)
+}
+
+func nonNilDenials(d []wire.Denial) []wire.Denial {
+	if d == nil {
+		return []wire.Denial{}
+	}
+	return d
+}
+
+func frame(buf *bytes.Buffer, event string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	buf.WriteString("event: ")
+	buf.WriteString(event)
+	buf.WriteString("\ndata: ")
+	buf.Write(b)
+	buf.WriteString("\n\n")
+}
+
+// parseGraphs reads ?graphs=app/graph,… (absent or empty: every graph).
+func parseGraphs(raw string, maxGraphs int) ([]string, string) {
+	out := []string{}
+	for _, g := range strings.Split(raw, ",") {
+		if g = strings.TrimSpace(g); g == "" {
+			continue
+		}
+		app, name, ok := strings.Cut(g, "/")
+		if !ok || !liveName(app) || !liveName(name) {
+			return nil, fmt.Sprintf("graphs entry %q is not {app}/{graph} (names of a-z, 0-9 and inner dashes, at most 63 bytes): pass e.g. graphs=demo/demo,billing/invoices", g)
+		}
+		if !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	if len(out) > maxGraphs {
+		return nil, fmt.Sprintf("graphs names %d graphs, more than %d: open one stream for all graphs (omit graphs) instead", len(out), maxGraphs)
+	}
+	return out, ""
+}
+
+func liveName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i > 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// serve is GET /api/live?graphs=app/graph,…: server-sent events. The
+// first event is "status" (stream or poll, and why); then "counters" and
+// "denials" as the relays publish, and a heartbeat comment every
+// Heartbeat.
+func (h *liveHub) serve(w http.ResponseWriter, r *http.Request) {
+	graphs, bad := parseGraphs(r.URL.Query().Get("graphs"), h.opt.MaxGraphs)
+	if bad != "" {
+		writeError(w, http.StatusBadRequest, bad, "graphs")
+		return
+	}
+	c := newLiveClient(graphs, h.opt.MaxDenials)
+	if err := h.register(c); err != nil {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, err.Error(), "")
+		return
+	}
+	defer h.unregister(c)
+	rc := http.NewResponseController(w)
+	// The server's read deadline would end a long stream; the request has
+	// no body, so clear it (a closed connection still ends the context).
+	_ = rc.SetReadDeadline(time.Time{})
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	c.offerStatus(h.status(graphs))
+
+	var buf bytes.Buffer
+	write := func() bool {
+		if err := rc.SetWriteDeadline(time.Now().Add(h.opt.WriteTimeout)); err != nil && err != http.ErrNotSupported {
+			return false
+		}
+		_, err := w.Write(buf.Bytes())
+		if err == nil {
+			err = rc.Flush()
+		}
+		buf.Reset()
+		_ = rc.SetWriteDeadline(time.Time{})
+		return err == nil
+	}
+	beat := time.NewTicker(h.opt.Heartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-h.done:
+			return
+		case <-beat.C:
+			buf.WriteString(": heartbeat\n\n")
+		case <-c.wake:
+			c.take(&buf)
+		}
+		if buf.Len() > 0 && !write() {
+			return
+		}
+	}
+}

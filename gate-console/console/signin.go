@@ -1,0 +1,247 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/mail"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/queen-mq/gate/gate-console/config"
+	"github.com/queen-mq/gate/gate-console/internal/token"
+	"github.com/queen-mq/gate/libs/knob"
+)
+
+// Sign-in facts of gate-runtime.md §4.2.
+const (
+	// StateTTL is how long a sign-in may take from login to callback.
+	StateTTL = 300 * time.Second
+	// LoginCookie binds a sign-in to the browser that started it and keeps
+	// the PKCE verifier off the URL.
+	LoginCookie = "gate_login"
+	useState    = "state"
+	useLogin    = "login"
+	maxNextLen  = 2048
+)
+
+type stateClaims struct {
+	token.Claims
+	// SID ties the state to the login cookie.
+	SID   string `json:"sid"`
+	Nonce string `json:"nonce"`
+	Next  string `json:"next"`
+}
+
+type loginClaims struct {
+	token.Claims
+	SID      string `json:"sid"`
+	Verifier string `json:"verifier"`
+}
+
+// signin is the OIDC authorization-code flow with PKCE against
+// GATE_OIDC_ISSUER (Google by default). The provider's discovery document
+// is fetched at the first sign-in, not at boot, and retried on failure.
+type signin struct {
+	s      *Server
+	client *http.Client
+
+	mu       sync.Mutex
+	provider *oidc.Provider
+}
+
+func newSignin(s *Server, client *http.Client) *signin { return &signin{s: s, client: client} }
+
+func (si *signin) actor() string {
+	if si.s.cfg.Issuer == knob.DefaultOIDCIssuer {
+		return "google"
+	}
+	return "oidc"
+}
+
+func (si *signin) ctx(ctx context.Context) context.Context {
+	return oidc.ClientContext(ctx, si.client)
+}
+
+// discover returns the provider, fetching its discovery document once.
+func (si *signin) discover(ctx context.Context) (*oidc.Provider, error) {
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	if si.provider != nil {
+		return si.provider, nil
+	}
+	p, err := oidc.NewProvider(si.ctx(ctx), si.s.cfg.Issuer)
+	if err != nil {
+		return nil, err
+	}
+	si.provider = p
+	return p, nil
+}
+
+func (si *signin) oauth(p *oidc.Provider) *oauth2.Config {
+	c := si.s.cfg
+	return &oauth2.Config{
+		ClientID: c.ClientID, ClientSecret: c.ClientSecret, Endpoint: p.Endpoint(),
+		RedirectURL: c.RedirectURL(), Scopes: []string{oidc.ScopeOpenID, "email", "profile"},
+	}
+}
+
+// safeNext keeps a post-sign-in destination on this origin: a path, never
+// a scheme, a host or a protocol-relative "//".
+func safeNext(next string) string {
+	if next == "" || len(next) > maxNextLen || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n\t") {
+		return "/"
+	}
+	return next
+}
+
+// login is GET /api/auth/google/login?next=…: a 303 to the provider with a
+// signed state (nonce, next; 300 s), the nonce and a PKCE challenge.
+func (si *signin) login(w http.ResponseWriter, r *http.Request) {
+	c := si.s.cfg
+	if !c.SignIn() {
+		writeError(w, http.StatusServiceUnavailable, "sign-in is not configured: set GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET, GOOGLE_ALLOWED_DOMAINS and GATE_SESSION_SECRET and restart gate-console", "")
+		return
+	}
+	p, err := si.discover(r.Context())
+	if err != nil {
+		si.s.log.Warn("sign-in provider discovery failed", "issuer", c.Issuer, "error", err)
+		writeError(w, http.StatusBadGateway, fmt.Sprintf("the sign-in provider %s did not answer its discovery document (%v): check GATE_OIDC_ISSUER and the network, then retry", c.Issuer, err), "")
+		return
+	}
+	sid, err1 := randomString(16)
+	nonce, err2 := randomString(16)
+	if err := errors.Join(err1, err2); err != nil {
+		writeError(w, http.StatusInternalServerError, "no randomness for the sign-in state: "+err.Error(), "")
+		return
+	}
+	verifier := oauth2.GenerateVerifier()
+	state, err1 := si.s.signer.Sign(useState, StateTTL, &stateClaims{SID: sid, Nonce: nonce, Next: safeNext(r.URL.Query().Get("next"))})
+	cookie, err2 := si.s.signer.Sign(useLogin, StateTTL, &loginClaims{SID: sid, Verifier: verifier})
+	if err := errors.Join(err1, err2); err != nil {
+		writeError(w, http.StatusInternalServerError, "signing the sign-in state failed: "+err.Error(), "")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: LoginCookie, Value: cookie, Path: "/api/auth/", MaxAge: int(StateTTL / time.Second),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: c.HTTPS(),
+	})
+	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier), oidc.Nonce(nonce), oauth2.SetAuthURLParam("prompt", "select_account")}
+	if len(c.AllowedDomains) > 0 {
+		opts = append(opts, oauth2.SetAuthURLParam("hd", c.AllowedDomains[0]))
+	}
+	http.Redirect(w, r, si.oauth(p).AuthCodeURL(state, opts...), http.StatusSeeOther)
+}
+
+// callback is GET /api/auth/google/callback?code&state: 400 for a missing,
+// bad or expired state; 502 when the code exchange fails; 401 for an id
+// token that does not verify (audience, issuer, expiry, signature, nonce);
+// 403 for an unverified e-mail or a domain outside GOOGLE_ALLOWED_DOMAINS;
+// else a fresh session cookie and a 303 to next.
+func (si *signin) callback(w http.ResponseWriter, r *http.Request) {
+	c := si.s.cfg
+	if !c.SignIn() {
+		writeError(w, http.StatusServiceUnavailable, "sign-in is not configured: set GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET, GOOGLE_ALLOWED_DOMAINS and GATE_SESSION_SECRET and restart gate-console", "")
+		return
+	}
+	q := r.URL.Query()
+	if e := q.Get("error"); e != "" {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("the sign-in provider refused: %.200s %.200s; try again from %s", e, q.Get("error_description"), config.LoginPath), "error")
+		return
+	}
+	code, rawState := q.Get("code"), q.Get("state")
+	if code == "" || rawState == "" {
+		writeError(w, http.StatusBadRequest, "the sign-in callback needs code and state: start sign-in at "+config.LoginPath, "state")
+		return
+	}
+	var st stateClaims
+	if err := si.s.signer.Verify(useState, rawState, &st); err != nil {
+		msg := "the sign-in state is not valid (" + err.Error() + "): start sign-in again at " + config.LoginPath
+		if errors.Is(err, token.ErrExpired) {
+			msg = fmt.Sprintf("the sign-in state expired (sign-in must finish within %d s): start sign-in again at %s", int(StateTTL/time.Second), config.LoginPath)
+		}
+		writeError(w, http.StatusBadRequest, msg, "state")
+		return
+	}
+	var lc loginClaims
+	lcookie, err := r.Cookie(LoginCookie)
+	if err == nil {
+		err = si.s.signer.Verify(useLogin, lcookie.Value, &lc)
+	}
+	if err != nil || lc.SID != st.SID {
+		writeError(w, http.StatusBadRequest, "this sign-in was not started in this browser (no matching gate_login cookie): start sign-in again at "+config.LoginPath, "state")
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: LoginCookie, Value: "", Path: "/api/auth/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: c.HTTPS()})
+	p, err := si.discover(r.Context())
+	if err != nil {
+		writeError(w, http.StatusBadGateway, fmt.Sprintf("the sign-in provider %s did not answer its discovery document (%v): retry", c.Issuer, err), "")
+		return
+	}
+	ctx := si.ctx(r.Context())
+	tok, err := si.oauth(p).Exchange(ctx, code, oauth2.VerifierOption(lc.Verifier))
+	if err != nil {
+		si.s.log.Warn("sign-in code exchange failed", "issuer", c.Issuer, "error", err)
+		writeError(w, http.StatusBadGateway, "the sign-in provider refused the code exchange ("+err.Error()+"): start sign-in again at "+config.LoginPath, "code")
+		return
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	if raw == "" {
+		writeError(w, http.StatusUnauthorized, "the sign-in provider answered without an id_token: check that GATE_OIDC_ISSUER is an OpenID Connect provider", "")
+		return
+	}
+	idt, err := p.VerifierContext(ctx, &oidc.Config{ClientID: c.ClientID, Now: si.s.now}).Verify(ctx, raw)
+	if err != nil {
+		writeError(w, http.StatusUnauthorized, "the id token did not verify ("+err.Error()+"): start sign-in again at "+config.LoginPath, "")
+		return
+	}
+	if idt.Nonce != st.Nonce {
+		writeError(w, http.StatusUnauthorized, "the id token's nonce does not match this sign-in (a replayed or foreign token): start sign-in again at "+config.LoginPath, "nonce")
+		return
+	}
+	var claims struct {
+		Sub           string `json:"sub"`
+		Email         string `json:"email"`
+		EmailVerified any    `json:"email_verified"`
+		HD            string `json:"hd"`
+	}
+	if err := idt.Claims(&claims); err != nil || claims.Sub == "" || claims.Email == "" {
+		writeError(w, http.StatusUnauthorized, "the id token carries no sub or email: grant the email scope to the OAuth client", "")
+		return
+	}
+	email := strings.ToLower(strings.TrimSpace(claims.Email))
+	if v := claims.EmailVerified; v != true && v != "true" {
+		writeError(w, http.StatusForbidden, "the e-mail "+email+" is not verified by the sign-in provider: verify it there, then sign in again", "email_verified")
+		return
+	}
+	if !allowedDomain(c.AllowedDomains, claims.HD, email) {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("the account %s is not in an allowed domain (GOOGLE_ALLOWED_DOMAINS=%s): sign in with an account of one of them, or ask an administrator to add the domain", email, strings.Join(c.AllowedDomains, ",")), "email")
+		return
+	}
+	if err := si.s.issueSession(w, Identity{Actor: si.actor(), Email: email, Subject: claims.Sub}); err != nil {
+		writeError(w, http.StatusInternalServerError, "minting the session failed: "+err.Error(), "")
+		return
+	}
+	si.s.log.Info("signed in", "email", email, "role", si.s.role(email))
+	http.Redirect(w, r, safeNext(st.Next), http.StatusSeeOther)
+}
+
+// allowedDomain checks hd (Google's hosted domain) or, without it, the
+// e-mail's domain against the allowed list.
+func allowedDomain(allowed []string, hd, email string) bool {
+	if hd != "" && slices.Contains(allowed, strings.ToLower(hd)) {
+		return true
+	}
+	a, err := mail.ParseAddress(email)
+	if err != nil {
+		return false
+	}
+	_, domain, ok := strings.Cut(a.Address, "@")
+	return ok && slices.Contains(allowed, strings.ToLower(domain))
+}

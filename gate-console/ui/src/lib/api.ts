@@ -1,0 +1,96 @@
+// The console's fetch layer: every request goes to the same origin, every
+// shape comes from wire.gen.ts, every failure becomes an ApiError carrying
+// the status and the server's own message.
+import { useCallback, useEffect, useRef, useState } from "react";
+import type * as W from "../wire.gen";
+
+export class ApiError extends Error {
+  constructor(public status: number, message: string, public body: W.ErrorBody | null) {
+    super(message);
+  }
+  /** The route is not there on this server (another build adds it). */
+  get missing() { return this.status === 404 && (!this.body || /^no route /.test(this.message)); }
+}
+
+async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method,
+      headers: body === undefined ? { Accept: "application/json" } : { Accept: "application/json", "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "same-origin",
+    });
+  } catch (e) {
+    throw new ApiError(0, `the console server did not answer (${(e as Error).message})`, null);
+  }
+  const text = await res.text();
+  let parsed: unknown = null;
+  try { parsed = text ? JSON.parse(text) : null; } catch { parsed = null; }
+  if (!res.ok) {
+    const eb = parsed && typeof parsed === "object" && "error" in (parsed as object) ? (parsed as W.ErrorBody) : null;
+    throw new ApiError(res.status, eb?.error ?? (text.trim() || res.statusText), eb);
+  }
+  return parsed as T;
+}
+
+const seg = encodeURIComponent;
+const g = (app: string, graph: string) => `/api/apps/${seg(app)}/graphs/${seg(graph)}`;
+const v1 = (app: string, graph: string) => `/v1/apps/${seg(app)}/graphs/${seg(graph)}`;
+
+export const api = {
+  me: () => request<W.Me>("GET", "/api/me"),
+  version: () => request<W.Version>("GET", "/api/version"),
+  overview: () => request<W.Overview>("GET", "/api/overview"),
+  apps: () => request<W.AppRow[]>("GET", "/api/apps"),
+  targets: () => request<W.TargetRow[]>("GET", "/api/targets"),
+  graphs: () => request<W.GraphRow[]>("GET", "/api/graphs"),
+  // The graph view (§3.3) is the same on /v1 and /api; /v1 is served by every build.
+  graph: (app: string, graph: string) => request<W.GraphView>("GET", v1(app, graph)),
+  traces: (limit = 50) => request<W.Trace[]>("GET", `/api/traces?limit=${limit}`),
+  breaches: (limit = 10) => request<W.BreachRow[]>("GET", `/api/breaches/recent?limit=${limit}`),
+  flow: (minutes = 120) => request<W.Flow>("GET", `/api/flow?minutes=${minutes}`),
+  watch: (app: string, graph: string) => request<W.WatchSummary>("GET", `${g(app, graph)}/watch`),
+  diagnostics: (app: string, graph: string) => request<W.Diagnostics>("GET", `${g(app, graph)}/diagnostics`),
+  timeline: (app: string, graph: string, minutes: number) => request<W.Timeline>("GET", `${g(app, graph)}/timeline?minutes=${minutes}`),
+  simulate: (app: string, graph: string, q: { node: string; count: number; timeMs: number; subWindows?: number; minutes: number }) => {
+    const p = new URLSearchParams({ node: q.node, count: String(q.count), timeMs: String(q.timeMs), minutes: String(q.minutes) });
+    if (q.subWindows) p.set("subWindows", String(q.subWindows));
+    return request<W.Simulation>("GET", `${g(app, graph)}/simulate?${p}`);
+  },
+  declare: (app: string, graph: string, doc: unknown) => request<W.DeclareResponse>("PUT", v1(app, graph), doc),
+  remove: (app: string, graph: string) => request<{ ok: boolean }>("DELETE", v1(app, graph)),
+  backoff: (app: string, graph: string, node: string, retryAfterSeconds: number, by: string) =>
+    request<W.BackoffResponse>("POST", `${v1(app, graph)}/nodes/${seg(node)}/backoff`, { retryAfterSeconds, by }),
+  lift: (app: string, graph: string, node: string) => request<{ ok: boolean; cleared: string[] }>("DELETE", `${v1(app, graph)}/nodes/${seg(node)}/backoff`),
+  push: (app: string, graph: string, node: string, payload: object) => request<{ ok: boolean; pushed: number }>("POST", `${v1(app, graph)}/nodes/${seg(node)}/push`, { payload }),
+};
+
+export interface Loaded<T> { data: T | null; error: ApiError | null; loading: boolean; reload: () => void }
+
+/** Load once (and again every pollMs when given); keeps the last good data while a reload runs. */
+export function useLoad<T>(fn: () => Promise<T>, deps: unknown[], pollMs?: number): Loaded<T> {
+  const [state, setState] = useState<{ data: T | null; error: ApiError | null; loading: boolean }>({ data: null, error: null, loading: true });
+  const [tick, setTick] = useState(0);
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  const fnRef = useRef(fn);
+  fnRef.current = fn;
+  useEffect(() => {
+    let live = true;
+    let timer: number | undefined;
+    const run = () => {
+      fnRef.current().then(
+        (data) => { if (live) setState({ data, error: null, loading: false }); },
+        (e: unknown) => {
+          if (!live) return;
+          const err = e instanceof ApiError ? e : new ApiError(0, String(e), null);
+          setState((s) => ({ data: s.data, error: err, loading: false }));
+        },
+      ).finally(() => { if (live && pollMs) timer = window.setTimeout(run, pollMs); });
+    };
+    run();
+    return () => { live = false; if (timer) window.clearTimeout(timer); };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [...deps, tick, pollMs]);
+  return { ...state, reload };
+}

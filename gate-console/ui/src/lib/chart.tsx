@@ -1,0 +1,84 @@
+// A small SVG time-series chart: a missing value or a missing sample is a
+// gap in the line, never a zero; annotations are vertical markers.
+import { useEffect, useRef, useState } from "react";
+import { clock, fmt } from "./ui";
+
+export interface Series { name: string; color: string; points: { t: number; v: number | null }[] }
+export interface Marker { t: number; label: string }
+
+function useWidth<T extends HTMLElement>(): [React.RefObject<T | null>, number] {
+  const ref = useRef<T>(null);
+  const [w, setW] = useState(600);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    const ro = new ResizeObserver((es) => { const cw = Math.floor(es[0].contentRect.width); if (cw > 0) setW(cw); });
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, []);
+  return [ref, w];
+}
+
+export function TimeChart({ series, markers = [], from, to, stepMs, height = 180, unit = "", label }: {
+  series: Series[]; markers?: Marker[]; from: number; to: number; stepMs: number; height?: number; unit?: string; label: string;
+}) {
+  const [ref, width] = useWidth<HTMLDivElement>();
+  const pad = { l: 48, r: 10, t: 10, b: 22 };
+  const iw = Math.max(10, width - pad.l - pad.r), ih = height - pad.t - pad.b;
+  let max = 0;
+  for (const s of series) for (const p of s.points) if (p.v !== null && p.v > max) max = p.v;
+  if (max <= 0) max = 1;
+  const nice = niceMax(max);
+  const x = (t: number) => pad.l + ((t - from) / Math.max(1, to - from)) * iw;
+  const y = (v: number) => pad.t + ih - (v / nice) * ih;
+  const ticks = [0, nice / 2, nice];
+  const xt = 4;
+  const hasData = series.some((s) => s.points.some((p) => p.v !== null));
+  return (
+    <div ref={ref} className="chart" role="img" aria-label={label}>
+      <svg width={width} height={height}>
+        {ticks.map((v) => (
+          <g key={v} className="axis">
+            <line className="gridline" x1={pad.l} x2={pad.l + iw} y1={y(v)} y2={y(v)} />
+            <text x={pad.l - 6} y={y(v) + 4} textAnchor="end">{fmt(v, 1)}{unit}</text>
+          </g>
+        ))}
+        {Array.from({ length: xt + 1 }, (_, i) => from + ((to - from) * i) / xt).map((t, i) => (
+          <g key={i} className="axis"><text x={x(t)} y={height - 6} textAnchor={i === 0 ? "start" : i === xt ? "end" : "middle"}>{clock(t)}</text></g>
+        ))}
+        {markers.filter((m) => m.t >= from && m.t <= to).map((m, i) => (
+          <g key={i} data-testid="chart-marker">
+            <line x1={x(m.t)} x2={x(m.t)} y1={pad.t} y2={pad.t + ih} stroke="var(--warn)" strokeDasharray="4 3" />
+            <text x={x(m.t) + 3} y={pad.t + 10} style={{ fill: "var(--warn)", fontSize: 11 }}>{m.label}</text>
+          </g>
+        ))}
+        {series.map((s) => segments(s.points, stepMs).map((seg, i) => (
+          seg.length === 1
+            ? <circle key={s.name + i} cx={x(seg[0].t)} cy={y(seg[0].v)} r={2} fill={s.color} />
+            : <polyline key={s.name + i} points={seg.map((p) => `${x(p.t).toFixed(1)},${y(p.v).toFixed(1)}`).join(" ")} fill="none" stroke={s.color} strokeWidth={1.8} />
+        )))}
+        {!hasData ? <text x={pad.l + iw / 2} y={pad.t + ih / 2} textAnchor="middle" className="muted">no data in this range</text> : null}
+      </svg>
+      <div className="legend">{series.map((s) => <span key={s.name}><i style={{ background: s.color }} />{s.name}</span>)}</div>
+    </div>
+  );
+}
+
+function niceMax(v: number) {
+  const e = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * e >= v) return m * e;
+  return 10 * e;
+}
+
+/** Split into runs of present values with no missing step between them. */
+export function segments(points: { t: number; v: number | null }[], stepMs: number) {
+  const out: { t: number; v: number }[][] = [];
+  let cur: { t: number; v: number }[] = [];
+  let last = -Infinity;
+  for (const p of [...points].sort((a, b) => a.t - b.t)) {
+    if (p.v === null || p.t - last > stepMs * 1.5) { if (cur.length) out.push(cur); cur = []; }
+    if (p.v !== null) { cur.push({ t: p.t, v: p.v }); last = p.t; } else last = -Infinity;
+  }
+  if (cur.length) out.push(cur);
+  return out;
+}

@@ -1,0 +1,78 @@
+import { createContext, useContext, type ReactNode } from "react";
+import type { Me } from "../wire.gen";
+import { ApiError } from "./api";
+import { navigate } from "./router";
+
+export const MeContext = createContext<Me | null>(null);
+export const useMe = () => useContext(MeContext);
+/** Write controls are rendered for admins only; the server refuses viewers anyway. */
+export const useCanWrite = () => useContext(MeContext)?.role === "admin";
+
+export const fmt = (n: number | null | undefined, digits = 0) =>
+  n === null || n === undefined || Number.isNaN(n) ? "—" : n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: 0 });
+export const pct = (n: number | null | undefined) => (n === null || n === undefined ? "—" : `${(n * 100).toFixed(n < 0.1 ? 1 : 0)}%`);
+export const when = (ms: number | null | undefined) => (ms ? new Date(ms).toLocaleString("en-GB", { hour12: false }) : "—");
+export const clock = (ms: number) => new Date(ms).toLocaleTimeString("en-GB", { hour12: false, hour: "2-digit", minute: "2-digit" });
+export function duration(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined) return "—";
+  if (seconds < 120) return `${Math.round(seconds)} s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 172800) return `${(seconds / 3600).toFixed(seconds % 3600 ? 1 : 0)} h`;
+  return `${(seconds / 86400).toFixed(seconds % 86400 ? 1 : 0)} days`;
+}
+export const windowText = (count: number, timeMs: number) => `${fmt(count)} per ${duration(timeMs / 1000)}`;
+
+export function Link({ to, children, className, ...rest }: { to: string; children: ReactNode; className?: string; "aria-current"?: "page" | undefined }) {
+  return (
+    <a href={to} className={className} {...rest}
+      onClick={(e) => { if (e.button === 0 && !e.metaKey && !e.ctrlKey && !e.shiftKey) { e.preventDefault(); navigate(to); } }}>
+      {children}
+    </a>
+  );
+}
+
+export function Stat({ label, value, hint, testid }: { label: string; value: ReactNode; hint?: ReactNode; testid?: string }) {
+  return (
+    <div className="card stat" data-testid={testid}>
+      <div className="label">{label}</div>
+      <div className="value">{value}</div>
+      {hint ? <div className="hint">{hint}</div> : null}
+    </div>
+  );
+}
+
+export function Empty({ title, children }: { title: string; children?: ReactNode }) {
+  return <div className="empty" role="status"><strong>{title}</strong>{children}</div>;
+}
+
+export function Loading() { return <div className="empty" role="status" aria-busy="true">Loading…</div>; }
+
+/** The server's own words for a failure, with what it means for this page. */
+export function ErrorState({ error, what }: { error: ApiError; what: string }) {
+  let title = `Could not load ${what}`;
+  let hint = "";
+  if (error.status === 0) { title = "The console server is not answering"; hint = "Check that gate-console is running; this page retries on its own."; }
+  else if (error.status === 401) { title = "Sign in required"; hint = "Your session has ended."; }
+  else if (error.status === 403) { title = "Not allowed"; }
+  else if (error.status === 404 && error.missing) { title = `This server does not serve ${what} yet`; hint = "The route is served by a newer gate-console build."; }
+  else if (error.status === 503) { title = `${what[0].toUpperCase()}${what.slice(1)} is not available`; hint = "This needs PostgreSQL history (PG_HOST) or a running relay."; }
+  else if (error.status === 502) { title = "The broker or history database failed"; }
+  return (
+    <div className="notice bad" role="alert" data-testid="error-state">
+      <strong>{title}</strong> <span className="muted small">(HTTP {error.status || "—"})</span>
+      <div>{error.message}</div>
+      {hint ? <div className="muted small">{hint}</div> : null}
+      {error.status === 401 ? <a href={`/api/auth/google/login?next=${encodeURIComponent(location.pathname + location.search)}`}>Sign in</a> : null}
+    </div>
+  );
+}
+
+export function BudgetBar({ value }: { value: number | null }) {
+  if (value === null) return <span className="muted">—</span>;
+  const w = Math.max(0, Math.min(1, value));
+  return (
+    <div className="budgetbar" role="meter" aria-valuemin={0} aria-valuemax={100} aria-valuenow={Math.round(value * 100)} aria-label="utilisation">
+      <div className={value >= 1 ? "full" : ""} style={{ width: `${w * 100}%` }} />
+    </div>
+  );
+}

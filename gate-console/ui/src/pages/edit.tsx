@@ -1,0 +1,162 @@
+// New graph, Edit and Clone: one draft, two views. The guided form and the
+// JSON editor both read and write the same FormModel; switching views goes
+// through formToDoc/docToForm, which are exact inverses.
+import { useEffect, useMemo, useState } from "react";
+import type { GraphView, Problem } from "../wire.gen";
+import { api, ApiError, useLoad } from "../lib/api";
+import { cloneDoc, docToForm, formToDoc, isV1, type FormModel, type GraphDoc } from "../lib/doc";
+import { GraphForm, ProblemsContext } from "../lib/form";
+import { graphHref, navigate, useQueryParam } from "../lib/router";
+import { graphValidator } from "../lib/schema";
+import { ErrorState, Loading, useCanWrite } from "../lib/ui";
+
+const starter: GraphDoc = {
+  application: "", graph: "", version: 1, counters: { windowSeconds: 60 },
+  nodes: {
+    entry: { ingress: true, budgets: [{ id: "global", count: 100, timeMs: 1000, confidence: "assumed" }] },
+    out: { budgets: [{ id: "provider", count: 50, timeMs: 1000, confidence: "assumed" }], egress: { queue: "", group: "workers" } },
+  },
+  paths: [{ name: "main", nodes: ["entry", "out"] }],
+};
+
+export function EditPage({ app, graph, clone }: { app: string | null; graph: string | null; clone?: boolean }) {
+  const existing = app !== null && graph !== null;
+  const view = useLoad<GraphView | null>(() => (existing ? api.graph(app!, graph!) : Promise.resolve(null)), [app, graph]);
+  if (existing && view.loading && !view.data) return <Loading />;
+  if (existing && !view.data) return <ErrorState error={view.error!} what="the graph" />;
+  return <Editor key={`${app}/${graph}/${clone}`} view={view.data} clone={!!clone} />;
+}
+
+function Editor({ view, clone }: { view: GraphView | null; clone: boolean }) {
+  const canWrite = useCanWrite();
+  const [mode] = useQueryParam("mode", "");
+  const [viewKind, setViewKind] = useQueryParam("view", "form");
+  const isNew = !view || clone;
+  const [cloneNote, setCloneNote] = useState<{ shared: string[]; egress: string[] } | null>(null);
+  const [notes, setNotes] = useState<string[]>([]);
+  const [model, setModel] = useState<FormModel>(() => {
+    if (!view) return docToForm(starter);
+    const spec = view.spec as GraphDoc;
+    if (clone) return docToForm(cloneDoc(spec, `${view.graph}-copy`).doc);
+    const m = docToForm(spec);
+    if (mode === "enforce" && m.mode === "watch") {
+      // Configure limits: enforcement selected, and the version bumped because a mode change needs it.
+      return { ...m, mode: "enforce", watchSeconds: null, watchStartedAt: null, version: Math.max(m.version ?? 0, view.version) + 1 };
+    }
+    return m;
+  });
+  useEffect(() => {
+    if (clone && view) { const c = cloneDoc(view.spec as GraphDoc, ""); setCloneNote({ shared: c.sharedKeys, egress: c.egressNodes }); }
+    if (mode === "enforce" && view && (view.spec as GraphDoc).watch) setNotes([`Enforcement selected; version bumped to ${Math.max((view.spec as GraphDoc).version, view.version) + 1} because leaving Watch needs a higher version. Enter limits and save to activate them.`]);
+  }, []); // eslint-disable-line react-hooks/exhaustive-deps
+  const [text, setText] = useState(() => JSON.stringify(formToDoc(model), null, 2));
+  const [parseErr, setParseErr] = useState<string | null>(null);
+  const [serverProblems, setServerProblems] = useState<Problem[]>([]);
+  const [saveErr, setSaveErr] = useState<ApiError | null>(null);
+  const [saving, setSaving] = useState(false);
+
+  const doc = useMemo(() => formToDoc(model), [model]);
+  const schemaProblems: Problem[] = useMemo(() => (isV1(doc) ? [] : graphValidator.validate(doc).map((p) => ({ rule: "schema", message: p.message, at: p.at }))), [doc]);
+  const problems = [...serverProblems, ...schemaProblems];
+
+  const toJSON = () => { setText(JSON.stringify(formToDoc(model), null, 2)); setParseErr(null); setViewKind("json"); };
+  const fromJSON = (t: string): boolean => {
+    try { setModel(docToForm(JSON.parse(t))); setParseErr(null); return true; }
+    catch (e) { setParseErr((e as Error).message); return false; }
+  };
+  const toForm = () => { if (fromJSON(text)) setViewKind("form"); };
+  useEffect(() => { if (viewKind === "json") setText(JSON.stringify(formToDoc(model), null, 2)); }, []); // eslint-disable-line react-hooks/exhaustive-deps
+
+  const target = () => {
+    if (!isNew && view) return { app: view.application, graph: view.graph };
+    return { app: (model.application ?? "").trim() || "default", graph: (model.graph ?? "").trim() };
+  };
+
+  const save = async () => {
+    let current = model;
+    if (viewKind === "json") {
+      try { current = docToForm(JSON.parse(text)); setModel(current); } catch (e) { setParseErr((e as Error).message); return; }
+    }
+    const t = target();
+    if (!t.graph) { setServerProblems([{ rule: "name", message: "name the graph", at: "/graph" }]); return; }
+    setSaving(true); setSaveErr(null); setServerProblems([]);
+    let body = formToDoc(current);
+    try {
+      try {
+        await api.declare(t.app, t.graph, body);
+      } catch (e) {
+        const ae = e as ApiError;
+        const rules = ae.body?.rules ?? (ae.body?.rule ? [ae.body.rule] : []);
+        if (ae.status === 409 && rules.includes("version-bump") && current.legacy === null) {
+          // The server needs a higher version for this change: bump it and say so.
+          const old = view?.version ?? current.version ?? 0;
+          const bumped = { ...current, version: Math.max(old, current.version ?? 0) + 1 };
+          setModel(bumped); body = formToDoc(bumped);
+          if (viewKind === "json") setText(JSON.stringify(body, null, 2));
+          setNotes((n) => [...n, `Version bumped to ${bumped.version}: ${ae.message}`]);
+          await api.declare(t.app, t.graph, body);
+        } else throw e;
+      }
+      navigate(isNew ? graphHref(t.app, t.graph, "guide", "created=1") : graphHref(t.app, t.graph, "", "saved=1"));
+    } catch (e) {
+      const ae = e as ApiError;
+      setSaveErr(ae);
+      setServerProblems(ae.body?.problems?.length ? ae.body.problems : ae.body?.field ? [{ rule: ae.body.rule ?? "", message: ae.message, at: `/${ae.body.field}` }] : []);
+    } finally { setSaving(false); }
+  };
+
+  const title = clone ? `Clone ${view!.application}/${view!.graph}` : view ? `Edit ${view.application}/${view.graph}` : "New graph";
+  return (
+    <ProblemsContext.Provider value={problems}>
+      <div className="spread">
+        <div><h1>{title}</h1><p className="sub">One draft, two views: the guided form and the JSON document. Switching keeps every field.</p></div>
+        <div className="row" role="tablist" aria-label="editor view">
+          <button type="button" role="tab" aria-selected={viewKind === "form"} aria-pressed={viewKind === "form"} onClick={toForm} data-testid="view-form">Form</button>
+          <button type="button" role="tab" aria-selected={viewKind === "json"} aria-pressed={viewKind === "json"} onClick={toJSON} data-testid="view-json">JSON</button>
+        </div>
+      </div>
+      {clone && cloneNote ? (
+        <div className="notice warn" data-testid="clone-note">
+          The clone gets a new name, version 1, a fresh Watch timer and Gate-owned incoming queues.
+          {cloneNote.egress.length ? <> Name new outgoing queues for {cloneNote.egress.join(", ")}: two graphs must not deliver to one queue.</> : null}
+          {cloneNote.shared.length ? <> Shared keys kept: {cloneNote.shared.map((k) => <code key={k}>{k} </code>)} — the clone spends the same application-wide allowance as the original. Review them.</> : null}
+        </div>
+      ) : null}
+      {notes.map((n, i) => <div key={i} className="notice" data-testid="version-note">{n}</div>)}
+      {view && !clone && view.running === false ? <div className="notice warn">No relay is running this graph right now; saving stores it and a relay starts it when one runs.</div> : null}
+      {saveErr ? (
+        <div className="notice bad" role="alert" data-testid="save-error">
+          <strong>The server refused the document (HTTP {saveErr.status})</strong>
+          {serverProblems.length ? <ul>{serverProblems.map((p, i) => <li key={i}><code>[{p.rule}]</code> at <a href="#" onClick={(e) => { e.preventDefault(); focusAt(p.at ?? ""); }}>{p.at || "the document"}</a>: {p.message}</li>)}</ul> : <div>{saveErr.message}</div>}
+        </div>
+      ) : null}
+      {viewKind === "form" ? <GraphForm model={model} onChange={(m) => { setModel(m); }} isNew={isNew} /> : (
+        <div className="card">
+          <label htmlFor="json-editor" className="small muted">Graph document (v2, JSON Schema draft 2020-12 from libs/schema)</label>
+          <textarea id="json-editor" className="json" data-testid="json-editor" spellCheck={false} value={text} aria-invalid={!!parseErr || undefined}
+            onChange={(e) => { setText(e.target.value); fromJSON(e.target.value); }} />
+          {parseErr ? <div className="fielderr" role="alert">Not valid JSON: {parseErr}. The form keeps the last valid draft.</div> : null}
+          {problems.length ? (
+            <ul className="small" data-testid="json-problems">{problems.map((p, i) => <li key={i}><code>{p.at || "/"}</code> {p.rule ? <code>[{p.rule}]</code> : null} {p.message}</li>)}</ul>
+          ) : <div className="small muted">Matches the schema. The server's rules (shares, sub-windows, ownership) are checked on save.</div>}
+        </div>
+      )}
+      <div className="row" style={{ marginTop: 14 }}>
+        {canWrite ? <button type="button" className="primary" disabled={saving} onClick={save} data-testid="save">{saving ? "Saving…" : isNew ? "Create graph" : "Save"}</button>
+          : <span className="muted">Read-only: your account is not an administrator (GATE_ADMIN_EMAILS).</span>}
+        {view ? <a href={graphHref(view.application, view.graph)} className="button" onClick={(e) => { e.preventDefault(); navigate(graphHref(view.application, view.graph)); }}>Cancel</a> : null}
+        {schemaProblems.length ? <span className="small muted">{schemaProblems.length} schema problem{schemaProblems.length > 1 ? "s" : ""} shown at their fields</span> : null}
+      </div>
+    </ProblemsContext.Provider>
+  );
+}
+
+function focusAt(at: string) {
+  let p = at;
+  for (;;) {
+    const el = document.querySelector<HTMLElement>(`[data-at="${CSS.escape(p)}"]`);
+    if (el) { el.scrollIntoView({ block: "center" }); (el.matches("input,select,textarea") ? el : el.querySelector<HTMLElement>("input,select,textarea"))?.focus(); return; }
+    if (!p) return;
+    p = p.slice(0, p.lastIndexOf("/"));
+  }
+}

@@ -1,0 +1,180 @@
+import { useState } from "react";
+import type { GraphView, NodeView, StageCounters, StageView } from "../wire.gen";
+import { api, ApiError, useLoad } from "../lib/api";
+import { Diagram } from "../lib/diagram";
+import { stageKey, useLiveCounters } from "../lib/live";
+import { graphHref, useQueryParam } from "../lib/router";
+import { BudgetBar, Empty, ErrorState, fmt, Link, Loading, pct, useCanWrite, useMe, when, windowText } from "../lib/ui";
+import { EditPage } from "./edit";
+import { Guide } from "./guide";
+import { Traffic, WatchPage, Why } from "./insight";
+
+type Sub = "" | "edit" | "clone" | "guide" | "watch" | "why" | "traffic";
+
+export function GraphPages({ app, graph, sub }: { app: string; graph: string; sub: Sub }) {
+  const view = useLoad(() => api.graph(app, graph), [app, graph], sub === "" ? 0 : 10000);
+  const isWatch = !!(view.data?.spec as { watch?: unknown } | undefined)?.watch;
+  const tabs: [Sub, string][] = [["", "Detail"], ["guide", "Integration guide"], ...(isWatch ? [["watch", "Watch"] as [Sub, string]] : []), ["why", "Why is traffic waiting?"], ["traffic", "Traffic over time"], ["edit", "Edit"], ["clone", "Clone"]];
+  return (
+    <>
+      <div className="spread" style={{ marginBottom: 4 }}>
+        <div>
+          <h1>{app}/{graph} {view.data ? <span className="muted small">v{view.data.version}</span> : null}{" "}
+            {view.data ? (!view.data.running ? <span className="badge bad" data-testid="not-running">no relay running</span> : isWatch ? <span className="badge info">Watch</span> : <span className="badge good">enforcing</span>) : null}</h1>
+        </div>
+      </div>
+      <nav className="tabs" aria-label="graph pages">
+        {tabs.map(([s, label]) => <Link key={s} to={graphHref(app, graph, s)} aria-current={sub === s ? "page" : undefined}>{label}</Link>)}
+      </nav>
+      {view.error && !view.data ? <ErrorState error={view.error} what="the graph" /> : null}
+      {sub === "" ? (view.data ? <Detail initial={view.data} /> : view.loading ? <Loading /> : null) : null}
+      {sub === "edit" ? <EditPage app={app} graph={graph} /> : null}
+      {sub === "clone" ? <EditPage app={app} graph={graph} clone /> : null}
+      {sub === "guide" && view.data ? <Guide view={view.data} /> : null}
+      {sub === "watch" ? <WatchPage app={app} graph={graph} view={view.data} /> : null}
+      {sub === "why" ? <Why app={app} graph={graph} /> : null}
+      {sub === "traffic" ? <Traffic app={app} graph={graph} view={view.data} /> : null}
+    </>
+  );
+}
+
+function Detail({ initial }: { initial: GraphView }) {
+  const app = initial.application, graph = initial.graph;
+  const [liveP, setLiveP] = useQueryParam("live", "1");
+  const [node, setNode] = useQueryParam("node", initial.nodes[0]?.node ?? "");
+  const [saved] = useQueryParam("saved", "");
+  const live = liveP === "1";
+  const stream = useLiveCounters(app, graph, live);
+  // Polling: the view (budgets, lag, breaker) every 2 s while live or as the fallback; never while paused.
+  const view = useLoad(() => api.graph(app, graph), [app, graph], !live ? 0 : stream.state === "live" ? 5000 : 2000);
+  const v = view.data ?? initial;
+  const traces = useLoad(() => api.traces(100), [], live ? 5000 : 0);
+  const counters = (s: StageView): StageCounters => (stream.state === "live" && stream.stages[stageKey(s)]) || s.counters;
+  const perNode: Record<string, StageCounters> = {};
+  for (const s of v.stages) {
+    const c = counters(s);
+    const cur = perNode[s.node];
+    perNode[s.node] = cur ? { ...cur, forwarded: cur.forwarded + c.forwarded, commits: cur.commits + c.commits } : { ...c };
+  }
+  const sel = v.nodes.find((n) => n.node === node) ?? v.nodes[0];
+  const denials = (traces.data ?? []).filter((t) => t.application === app && (t.target === graph || t.target.startsWith(graph + "."))).slice(0, 20);
+  return (
+    <>
+      {saved ? <div className="notice good" role="status">Saved. The relay runs the new version within a second or two.</div> : null}
+      {!v.running ? <div className="notice bad" role="alert">No relay is running this graph: nothing moves from its incoming queues until a gate-relay runs it (check that gate-relay is up and reaches the broker).</div> : null}
+      {view.error ? <ErrorState error={view.error} what="the graph (showing the last answer)" /> : null}
+      <div className="row" style={{ marginBottom: 12 }}>
+        <button type="button" aria-pressed={live} onClick={() => setLiveP(live ? "0" : "1")} data-testid="live-toggle">
+          <span className={`live-dot${live ? "" : " off"}`} aria-hidden="true" /> {live ? "Live" : "Paused"}
+        </button>
+        <span className="small muted" data-testid="live-state">
+          {!live ? "paused: nothing refreshes" : stream.state === "live" ? `streaming stage counters${stream.at ? ` · ${new Date(stream.at).toLocaleTimeString("en-GB")}` : ""}` : stream.state === "connecting" ? "connecting…" : `polling every 2 s${stream.reason ? ` (${stream.reason})` : ""}`}
+        </span>
+      </div>
+      <section className="card" style={{ marginBottom: 14 }}>
+        <h2>Diagram</h2>
+        <Diagram view={v} selected={sel?.node ?? ""} onSelect={setNode} counters={perNode} />
+      </section>
+      <div className="grid2">
+        {sel ? <NodePanel view={v} n={sel} onChanged={view.reload} /> : null}
+        <section className="card">
+          <h2>Recent denials</h2>
+          {traces.error ? <ErrorState error={traces.error} what="denials" /> : null}
+          {traces.data && denials.length === 0 ? <Empty title="No recent denials">A denial is a window cut short because a budget was full; nothing is lost, it waits.</Empty> : null}
+          {denials.length ? <div className="tablewrap"><table><thead><tr><th>at</th><th>node</th><th>path</th><th>budget</th><th>outcome</th></tr></thead>
+            <tbody>{denials.map((t, i) => <tr key={i}><td>{when(t.at)}</td><td>{t.target.split(".").slice(1).join(".")}</td><td>{t.lane}</td><td>{t.budget_id ?? "—"}</td><td>{t.outcome}</td></tr>)}</tbody></table></div> : null}
+        </section>
+      </div>
+      <section className="card" style={{ marginTop: 14 }}>
+        <h2>Stages</h2>
+        <p className="small muted">One stage per hop of each path. forwarded / commits is what explains a stage's throughput (items per settle transaction); wedged is the one to alert on.</p>
+        <div className="tablewrap"><table data-testid="stages-table">
+          <thead><tr><th>path · hop</th><th>node</th><th className="num">lag</th><th className="num">popped</th><th className="num">admitted</th><th className="num">forwarded</th><th className="num">commits</th><th className="num">fwd/commit</th><th className="num">deferred</th><th className="num">parked</th><th className="num">released</th><th className="num">wedged</th><th>last refusal</th></tr></thead>
+          <tbody>{v.stages.map((s) => {
+            const c = counters(s);
+            return (
+              <tr key={stageKey(s)} data-stage={stageKey(s)}>
+                <td>{s.path} · {s.hop}</td><td>{s.node}</td><td className="num">{fmt(s.lag)}</td><td className="num">{fmt(c.popped)}</td><td className="num">{fmt(c.admitted)}</td>
+                <td className="num" data-testid="forwarded">{fmt(c.forwarded)}</td><td className="num">{fmt(c.commits)}</td><td className="num">{c.commits ? fmt(c.forwarded / c.commits, 1) : "—"}</td>
+                <td className="num">{fmt(c.deferred)}</td><td className="num">{fmt(c.parked)}</td><td className="num">{fmt(c.released)}</td>
+                <td className="num">{c.wedged ? <span className="badge bad">{c.wedged}</span> : 0}</td>
+                <td>{s.lastRefusal ? `${s.lastRefusal.budget} · ${when(s.lastRefusal.at)}` : "—"}</td>
+              </tr>
+            );
+          })}</tbody>
+        </table></div>
+      </section>
+      <Plan v={v} />
+    </>
+  );
+}
+
+function NodePanel({ view, n, onChanged }: { view: GraphView; n: NodeView; onChanged: () => void }) {
+  const canWrite = useCanWrite();
+  const me = useMe();
+  const [secs, setSecs] = useState("60");
+  const [err, setErr] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const held = n.breaker && n.breaker.until > Date.now() ? n.breaker : null;
+  const act = async (f: () => Promise<unknown>) => { setBusy(true); setErr(null); try { await f(); onChanged(); } catch (e) { setErr(e as ApiError); } finally { setBusy(false); } };
+  const unscoped = n.budgets.filter((b) => !b.scopeBy);
+  return (
+    <section className="card" data-testid="node-panel" aria-labelledby="np-h">
+      <h2 id="np-h">Node {n.node}</h2>
+      <dl className="kv small">
+        <dt>incoming</dt><dd>{n.ingressQueue ?? "interior"}{n.ingressQueue ? (n.ingressOwnedByGate ? " (Gate-owned)" : " (yours)") : ""}{n.httpPush ? " · HTTP push" : ""}</dd>
+        <dt>outgoing</dt><dd>{n.egressQueue ?? "—"}{n.egressGroup ? ` · group ${n.egressGroup}` : ""}</dd>
+        <dt>waiting</dt><dd>{fmt(n.waiting_for_budget)} for budget · {fmt(n.waiting_for_workers)} for your workers</dd>
+      </dl>
+      <h3>Backoff</h3>
+      {held ? (
+        <div className="notice warn" data-testid="backoff-active">Backoff holding until {when(held.until)} ({held.retryAfterSeconds} s{held.by ? `, by ${held.by}` : ""}): every path through {n.node} waits.
+          {canWrite ? <div style={{ marginTop: 6 }}><button type="button" className="danger" disabled={busy} onClick={() => act(() => api.lift(view.application, view.graph, n.node))} data-testid="lift">Lift backoff now</button></div> : null}
+        </div>
+      ) : <p className="small muted" data-testid="backoff-none">No backoff. {unscoped.length ? "A vendor's Retry-After reported to the backoff route spends this node's window." : "This node has only per-key budgets, so it has no breaker."}</p>}
+      {canWrite && !held && unscoped.length ? (
+        <div className="row">
+          <label className="field"><span className="name">Retry-After (s)</span><input value={secs} onChange={(e) => setSecs(e.target.value)} inputMode="numeric" data-testid="backoff-seconds" style={{ width: 90 }} /></label>
+          <button type="button" disabled={busy} onClick={() => act(() => api.backoff(view.application, view.graph, n.node, Number(secs) || 1, me?.email ?? "console"))} data-testid="backoff">Apply backoff</button>
+        </div>
+      ) : null}
+      {err ? <ErrorState error={err} what="the backoff" /> : null}
+      <h3>Budgets</h3>
+      {n.budgets.length === 0 ? <p className="small muted">No budgets (Watch).</p> : (
+        <div className="tablewrap"><table>
+          <thead><tr><th>budget</th><th>limit</th><th>used now</th><th>utilisation</th><th>ceilings per path</th></tr></thead>
+          <tbody>{n.budgets.map((b) => (
+            <tr key={b.id}>
+              <td>{b.id} {b.confidence === "assumed" ? <span className="badge warn">assumed</span> : null} {b.sharedKey ? <span className="badge info" title="shared across the application">shared {b.sharedKey}</span> : null}
+                {b.scopeBy ? <div className="small muted">per {b.scopeBy}</div> : null}</td>
+              <td>{windowText(b.count, b.timeMs)}<div className="small muted">{fmt(b.countSub)} per {fmt(b.windowSubSeconds, 3)} s × {b.subWindows}</div></td>
+              <td>{b.value === null ? <span className="muted">{b.scopeBy ? "per key" : "—"}</span> : fmt(b.value)}</td>
+              <td><BudgetBar value={b.utilisation} /> <span className="small">{pct(b.utilisation)}</span></td>
+              <td className="small">{Object.entries(b.ceilings).map(([p, c]) => `${p}: ${fmt(c)}`).join(", ")}</td>
+            </tr>
+          ))}</tbody>
+        </table></div>
+      )}
+    </section>
+  );
+}
+
+function Plan({ v }: { v: GraphView }) {
+  const queues = new Map<string, string>();
+  for (const n of v.nodes) {
+    if (n.ingressQueue) queues.set(n.ingressQueue, n.ingressOwnedByGate ? "ingress (Gate-owned)" : "ingress (yours)");
+    if (n.egressQueue) queues.set(n.egressQueue, "egress");
+  }
+  for (const s of v.stages) { if (!queues.has(s.source)) queues.set(s.source, "interior"); for (const d of s.destinations) if (!queues.has(d)) queues.set(d, "interior"); }
+  return (
+    <section className="card" style={{ marginTop: 14 }} data-testid="plan">
+      <h2>Compiled plan</h2>
+      <div className="grid2">
+        <div><h3>Queues</h3><div className="tablewrap"><table><tbody>{[...queues].map(([q, k]) => <tr key={q}><td><code>{q}</code></td><td className="muted">{k}</td></tr>)}</tbody></table></div></div>
+        <div><h3>Consumer groups</h3><div className="tablewrap"><table><tbody>{v.stages.map((s) => <tr key={stageKey(s)}><td><code>{s.group}</code></td><td className="muted small">on {s.source} · batch {s.batch} · {s.concurrency} worker{s.concurrency === 1 ? "" : "s"}</td></tr>)}</tbody></table></div></div>
+        <div><h3>kv keys</h3><div className="tablewrap"><table><tbody>{v.nodes.flatMap((n) => n.budgets.map((b) => <tr key={n.node + b.id}><td><code>{b.key}</code></td><td className="muted small">{n.node} · {b.id}{b.scopeBy ? " (+ per-key suffix)" : ""}</td></tr>))}</tbody></table></div>
+          <p className="small muted">namespace {v.namespace}{v.counters ? ` · roll-ups every ${v.counters} s` : " · roll-ups off"}</p></div>
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,191 @@
+// Watch, "Why is traffic waiting?" and "Traffic over time": read-only pages
+// over the recorder and history routes (gate-runtime.md §5.4, §6.1–6.3).
+import { useState } from "react";
+import type { GraphView, Simulation } from "../wire.gen";
+import { api, ApiError, useLoad } from "../lib/api";
+import { TimeChart, type Series } from "../lib/chart";
+import type { GraphDoc } from "../lib/doc";
+import { graphHref, useQueryParam } from "../lib/router";
+import { duration, Empty, ErrorState, fmt, Link, Loading, Stat, when } from "../lib/ui";
+
+export function WatchPage({ app, graph, view }: { app: string; graph: string; view: GraphView | null }) {
+  const w = useLoad(() => api.watch(app, graph), [app, graph], 15000);
+  const spec = view?.spec as GraphDoc | undefined;
+  return (
+    <>
+      {w.error ? <ErrorState error={w.error} what="the Watch summary" /> : null}
+      {w.loading && !w.data ? <Loading /> : null}
+      {w.data ? (
+        <>
+          <div className="spread">
+            <div>
+              <p className="sub">Watching since {when(w.data.startedAt)} until {when(w.data.endsAt)}: {fmt(w.data.minutes)} complete minute{w.data.minutes === 1 ? "" : "s"} so far. Gate relays everything and charges no budget.</p>
+              {w.data.ready ? <div className="notice good" data-testid="watch-ready"><strong>Ready for review.</strong> Recording stopped at the deadline; traffic keeps flowing in Watch until you configure limits.</div> : <span className="badge info" data-testid="watch-recording">recording</span>}
+            </div>
+            <Link to={graphHref(app, graph, "edit", "mode=enforce")} className="button primary">Configure limits</Link>
+          </div>
+          <div className="card tablewrap">
+            <table data-testid="watch-table">
+              <thead><tr><th>node</th><th className="num">relayed items</th><th className="num">cost</th><th className="num">avg cost / s</th><th className="num">peak cost / min</th><th className="num">minutes</th></tr></thead>
+              <tbody>{w.data.nodes.map((n) => (
+                <tr key={n.node}><td>{n.node}</td><td className="num">{fmt(n.traffic.admitted)}</td><td className="num">{fmt(n.traffic.cost)}</td>
+                  <td className="num">{fmt(n.traffic.averageCostPerSecond, 2)}</td><td className="num">{fmt(n.traffic.peakCostPerMinute)}</td><td className="num">{fmt(n.traffic.recordedMinutes)}</td></tr>
+              ))}</tbody>
+            </table>
+            <p className="small muted">Complete minutes only. Observed traffic describes demand; it does not prove the provider's quota or show bursts shorter than a minute.</p>
+          </div>
+        </>
+      ) : null}
+      {spec ? <TryLimit app={app} graph={graph} spec={spec} /> : null}
+    </>
+  );
+}
+
+function TryLimit({ app, graph, spec }: { app: string; graph: string; spec: GraphDoc }) {
+  const nodes = Object.keys(spec.nodes);
+  const [node, setNode] = useQueryParam("node", nodes[0] ?? "");
+  const first = spec.nodes[node]?.budgets?.find((b) => !b.scopeBy && !b.whenOp);
+  const [count, setCount] = useState(String(first?.count ?? 100));
+  const [timeMs, setTimeMs] = useState(String(first?.timeMs ?? 1000));
+  const [sub, setSub] = useState(first?.subWindows ? String(first.subWindows) : "");
+  const [minutes, setMinutes] = useState("60");
+  const [res, setRes] = useState<Simulation | null>(null);
+  const [err, setErr] = useState<ApiError | null>(null);
+  const [all, setAll] = useState<{ node: string; res: Simulation | null; err: ApiError | null }[] | null>(null);
+  const run = async () => {
+    setErr(null); setRes(null);
+    try { setRes(await api.simulate(app, graph, { node, count: Number(count), timeMs: Number(timeMs), subWindows: sub ? Number(sub) : undefined, minutes: Number(minutes) })); }
+    catch (e) { setErr(e as ApiError); }
+  };
+  const runAll = async () => {
+    // The whole graph: every node against the candidate document's first global budget.
+    const out: { node: string; res: Simulation | null; err: ApiError | null }[] = [];
+    for (const [name, n] of Object.entries(spec.nodes)) {
+      const b = n.budgets?.find((x) => !x.scopeBy && !x.whenOp);
+      if (!b) { out.push({ node: name, res: null, err: new ApiError(422, "no global budget in the draft for this node: nothing to replay", null) }); continue; }
+      try { out.push({ node: name, res: await api.simulate(app, graph, { node: name, count: b.count, timeMs: b.timeMs, subWindows: b.subWindows, minutes: Number(minutes) }), err: null }); }
+      catch (e) { out.push({ node: name, res: null, err: e as ApiError }); }
+    }
+    setAll(out);
+  };
+  return (
+    <section className="card" style={{ marginTop: 14 }} data-testid="try-limit">
+      <h2>Try a limit</h2>
+      <p className="small muted">Replays the recorded traffic against one global allowance, without changing the graph: FIFO, an empty queue at the start, all arrivals of a second together. One full-share path and a fixed cost only.</p>
+      <div className="fields">
+        <label className="field"><span className="name">node</span><select value={node} onChange={(e) => setNode(e.target.value)}>{nodes.map((n) => <option key={n}>{n}</option>)}</select></label>
+        <label className="field"><span className="name">count</span><input value={count} onChange={(e) => setCount(e.target.value)} inputMode="numeric" data-testid="sim-count" /></label>
+        <label className="field"><span className="name">window (ms)</span><input value={timeMs} onChange={(e) => setTimeMs(e.target.value)} inputMode="numeric" /></label>
+        <label className="field"><span className="name">sub-windows</span><input value={sub} onChange={(e) => setSub(e.target.value)} inputMode="numeric" placeholder="default" /></label>
+        <label className="field"><span className="name">replay minutes</span><select value={minutes} onChange={(e) => setMinutes(e.target.value)}>{["15", "60", "360", "1440"].map((m) => <option key={m} value={m}>{duration(Number(m) * 60)}</option>)}</select></label>
+      </div>
+      <div className="row" style={{ marginTop: 8 }}>
+        <button type="button" className="primary" onClick={run} data-testid="sim-run">Try this limit</button>
+        <button type="button" onClick={runAll} data-testid="sim-all">Simulate the whole graph</button>
+      </div>
+      {err ? <ErrorState error={err} what="the simulation" /> : null}
+      {res ? <SimResult r={res} /> : null}
+      {all ? (
+        <div className="tablewrap" style={{ marginTop: 12 }}><table data-testid="sim-all-table">
+          <thead><tr><th>node</th><th className="num">items</th><th className="num">delayed</th><th className="num">peak backlog</th><th className="num">drain</th><th>note</th></tr></thead>
+          <tbody>{all.map((a) => <tr key={a.node}><td>{a.node}</td>
+            {a.res ? <><td className="num">{fmt(a.res.items)}</td><td className="num">{fmt(a.res.delayedItems)} ({a.res.delayedPercent === null ? "—" : fmt(a.res.delayedPercent, 1) + "%"})</td><td className="num">{fmt(a.res.peakBacklog)}</td><td className="num">{duration(a.res.drainSeconds)}</td><td>{a.res.hasKnownGaps ? "has gaps" : ""}</td></>
+              : <td colSpan={5} className="fielderr">{a.err?.message}</td>}</tr>)}</tbody>
+        </table></div>
+      ) : null}
+    </section>
+  );
+}
+
+function SimResult({ r }: { r: Simulation }) {
+  const series: Series[] = [{ name: "backlog", color: "var(--chart-2)", points: r.series.map((p) => ({ t: p.t, v: p.backlog })) }, { name: "minute peak", color: "var(--chart-1)", points: r.series.map((p) => ({ t: p.t, v: p.peak })) }];
+  return (
+    <div style={{ marginTop: 12 }} data-testid="sim-result">
+      <div className="grid">
+        <Stat label="items replayed" value={fmt(r.items)} />
+        <Stat label="delayed" value={fmt(r.delayedItems)} hint={r.delayedPercent === null ? "no items" : `${fmt(r.delayedPercent, 1)}%`} />
+        <Stat label="peak backlog" value={fmt(r.peakBacklog)} hint={`${fmt(r.remainingBacklog)} left at the end`} />
+        <Stat label="drain time" value={duration(r.drainSeconds)} hint="if nothing more arrived" />
+      </div>
+      <p className="small muted">Effective: {fmt(r.effective.count)} per {fmt(r.effective.seconds, 3)} s ({r.effective.subWindows} sub-windows), cost {r.effective.costPerItem} per item.
+        {r.hasKnownGaps ? ` Known gaps: ${fmt(r.coverage.gapSeconds)} s uncovered, ${fmt(r.coverage.lostItems)} items dropped by the recorder.` : ""}</p>
+      {r.series.length ? <TimeChart label="simulated backlog" series={series} from={r.coverage.since} to={r.coverage.until} stepMs={60000} /> : null}
+    </div>
+  );
+}
+
+export function Why({ app, graph }: { app: string; graph: string }) {
+  const d = useLoad(() => api.diagnostics(app, graph), [app, graph], 5000);
+  if (d.loading && !d.data) return <Loading />;
+  return (
+    <>
+      {d.error ? <ErrorState error={d.error} what="diagnostics" /> : null}
+      {d.data ? (
+        <>
+          {d.data.issues.length === 0 ? <div className="card"><Empty title="Nothing is waiting">No backlog, backoff, cursor or worker problem on this graph right now.</Empty></div> : null}
+          <ul style={{ listStyle: "none", padding: 0, margin: 0 }} data-testid="findings">
+            {d.data.issues.map((f, i) => (
+              <li key={i} className="card" style={{ marginBottom: 10 }} data-kind={f.kind}>
+                <div className="row"><span className={`badge ${f.severity === "bad" ? "bad" : f.severity === "warn" ? "warn" : "info"}`}>{f.severity}</span><strong>{f.title}</strong></div>
+                <p style={{ margin: "6px 0" }}>Next check: {f.action}</p>
+                <div className="small muted">{f.node ? <Link to={graphHref(app, graph, "", `node=${encodeURIComponent(f.node)}`)}>node {f.node}</Link> : null}{f.path ? ` · path ${f.path}` : ""} · first seen {when(f.since)} ({duration((d.data!.at - f.since) / 1000)} ago)</div>
+              </li>
+            ))}
+          </ul>
+          <p className="small muted">{d.data.durationScope}</p>
+        </>
+      ) : null}
+    </>
+  );
+}
+
+const ranges = [["15", "15 min"], ["60", "1 h"], ["360", "6 h"], ["1440", "24 h"]];
+
+export function Traffic({ app, graph, view }: { app: string; graph: string; view: GraphView | null }) {
+  const [minutes, setMinutes] = useQueryParam("minutes", "60");
+  const [node, setNode] = useQueryParam("node", view?.nodes[0]?.node ?? "");
+  const tl = useLoad(() => api.timeline(app, graph, Number(minutes)), [app, graph, minutes], 60000);
+  const to = Date.now(), from = to - Number(minutes) * 60000;
+  const t = tl.data;
+  const samples = (t?.samples ?? []).filter((s) => s.node === node).sort((a, b) => a.t - b.t);
+  const val = (f: (v: (typeof samples)[number]["value"]) => number | null | undefined) => samples.map((s) => ({ t: s.t, v: s.value.available === false ? null : f(s.value) ?? null }));
+  const incoming: { t: number; v: number | null }[] = [];
+  for (let i = 1; i < samples.length; i++) {
+    const a = samples[i - 1], b = samples[i];
+    const sum = (p: Record<string, number> | null | undefined) => (p ? Object.values(p).reduce((x, y) => x + y, 0) : null);
+    const pa = sum(a.value.positions), pb = sum(b.value.positions);
+    incoming.push({ t: b.t, v: pa === null || pb === null || b.t - a.t > 90000 ? null : Math.max(0, pb - pa) });
+  }
+  const relayed = (t?.relayed[node] ?? []).map((r) => ({ t: r.t, v: r.total.admitted }));
+  const markers = (t?.events ?? []).map((e) => ({ t: e.at, label: `${e.change.label} v${e.change.version}` }));
+  return (
+    <>
+      <div className="row" style={{ marginBottom: 12 }}>
+        <div className="row" role="group" aria-label="time range">
+          {ranges.map(([m, l]) => <button key={m} type="button" aria-pressed={minutes === m} onClick={() => setMinutes(m)} data-testid={`range-${m}`}>{l}</button>)}
+        </div>
+        <label className="field"><span className="name">node</span><select value={node} onChange={(e) => setNode(e.target.value)}>{(view?.nodes ?? []).map((n) => <option key={n.node}>{n.node}</option>)}</select></label>
+      </div>
+      {tl.error ? <ErrorState error={tl.error} what="the traffic history" /> : null}
+      {tl.loading && !t ? <Loading /> : null}
+      {t && !t.enabled ? <div className="notice warn">Queue sampling is off for this graph: declare <code>"counters": {"{"}"windowSeconds": 60{"}"}</code> (Watch and the wizard turn it on).</div> : null}
+      {t ? (
+        <div className="grid2">
+          <section className="card"><h2>Relayed and incoming (items / min)</h2>
+            <TimeChart label="relayed and incoming items per minute" from={from} to={to} stepMs={60000} markers={markers}
+              series={[{ name: "relayed", color: "var(--chart-1)", points: relayed }, { name: "incoming (estimate)", color: "var(--chart-3)", points: incoming }]} />
+            <p className="small muted">Incoming is estimated from consumer positions of a single-path ingress; unknown for shared interior queues. Retention or cursor moves distort it.</p></section>
+          <section className="card"><h2>Backlog (items)</h2>
+            <TimeChart label="relay and worker backlog" from={from} to={to} stepMs={60000} markers={markers}
+              series={[{ name: "relay backlog", color: "var(--chart-2)", points: val((v) => v.before) }, { name: "worker backlog", color: "var(--chart-4)", points: val((v) => v.workers) }]} /></section>
+          <section className="card"><h2>Oldest pending (s)</h2>
+            <TimeChart label="oldest pending age" from={from} to={to} stepMs={60000} markers={markers} unit=" s"
+              series={[{ name: "oldest pending age", color: "var(--chart-5)", points: val((v) => v.oldestSeconds) }]} /></section>
+          <section className="card"><h2>Changes</h2>
+            {t.events.length === 0 ? <Empty title="No configuration change in this range" /> : <ul>{t.events.map((e, i) => <li key={i}>{when(e.at)} — {e.change.label} (v{e.change.version}, {e.change.mode})</li>)}</ul>}
+            <p className="small muted">Missing samples stay gaps. Annotations are context, not a revision store.</p></section>
+        </div>
+      ) : null}
+    </>
+  );
+}

@@ -1,0 +1,67 @@
+import { api, useLoad } from "../lib/api";
+import { TimeChart, type Series } from "../lib/chart";
+import { graphHref } from "../lib/router";
+import { Empty, ErrorState, fmt, Link, Loading, Stat, when } from "../lib/ui";
+
+const colors = ["var(--chart-1)", "var(--chart-2)", "var(--chart-3)", "var(--chart-4)", "var(--chart-5)"];
+
+export function Overview() {
+  const ov = useLoad(api.overview, [], 5000);
+  const ver = useLoad(api.version, [], 15000);
+  const flow = useLoad(() => api.flow(120), [], 30000);
+  const breaches = useLoad(() => api.breaches(10), [], 5000);
+  if (ov.loading && !ov.data) return <Loading />;
+  if (!ov.data) return <ErrorState error={ov.error!} what="the overview" />;
+  const o = ov.data;
+  const now = Date.now();
+  const series: Series[] = (flow.data?.applications ?? []).map((a, i) => ({
+    name: a.application, color: colors[i % colors.length],
+    points: a.points.map((p) => ({ t: p.t, v: p.total_admitted })),
+  }));
+  return (
+    <>
+      <div className="spread">
+        <div><h1>Overview</h1><p className="sub">The whole fleet: the broker, every graph, what was admitted and what waited.</p></div>
+        <div className="row"><Link to="/targets/new" className="button primary">New target</Link><Link to="/graphs/new" className="button">New graph</Link></div>
+      </div>
+      {ov.error ? <ErrorState error={ov.error} what="the overview (showing the last answer)" /> : null}
+      {!o.queen.reachable ? (
+        <div className="notice bad" role="alert" data-testid="broker-down"><strong>The broker is not reachable</strong> at {o.queen.url}. Nothing is relayed until it answers; pushes fail with 502.</div>
+      ) : null}
+      <div className="grid">
+        <Stat testid="stat-broker" label="Broker" value={o.queen.reachable ? <span className="badge good">reachable</span> : <span className="badge bad">down</span>}
+          hint={`${o.queen.url}${o.queen.version ? ` · Queen ${o.queen.version}` : ""}`} />
+        <Stat testid="stat-gate" label="Gate" value={ver.data?.gate ?? "—"} hint="console build" />
+        <Stat testid="stat-graphs" label="Graphs" value={fmt(o.graphs)} hint={`${fmt(o.targets)} targets`} />
+        <Stat testid="stat-admitted" label="Admitted" value={fmt(o.admitted_total)} hint={o.admitted_per_sec === null ? "rate needs history and counters" : `${fmt(o.admitted_per_sec, 1)}/s now`} />
+        <Stat testid="stat-denied" label="Denied (waited)" value={fmt(o.denied_total)} hint="windows cut short plus claims released" />
+        <Stat testid="stat-budgets" label="Budgets to verify" value={fmt(o.budgets_assumed)} hint={`assumed · ${fmt(o.budgets_stale)} stale (older than 90 days)`} />
+      </div>
+      <div className="grid2" style={{ marginTop: 14 }}>
+        <section className="card" aria-labelledby="flow-h">
+          <h2 id="flow-h">Fleet flow, last 2 hours</h2>
+          {flow.error ? <ErrorState error={flow.error} what="the fleet flow" /> : null}
+          {flow.data && !flow.data.durable ? (
+            <Empty title="No history">Admitted-per-minute needs PostgreSQL history (PG_HOST) and graphs with <code>counters</code> on. Limits hold without it.</Empty>
+          ) : flow.data ? (
+            <TimeChart label="admitted per minute by application" series={series} from={now - 120 * 60000} to={now} stepMs={60000} />
+          ) : flow.error ? null : <Loading />}
+        </section>
+        <section className="card" aria-labelledby="br-h">
+          <h2 id="br-h">Active backoffs</h2>
+          {breaches.error ? <ErrorState error={breaches.error} what="backoffs" /> : null}
+          {breaches.data && breaches.data.length === 0 ? <Empty title="No backoff is holding">A vendor's Retry-After reported to the backoff route shows here until it expires.</Empty> : null}
+          {breaches.data && breaches.data.length > 0 ? (
+            <div className="tablewrap"><table>
+              <thead><tr><th>graph · node</th><th>until</th><th>by</th></tr></thead>
+              <tbody>{breaches.data.map((b) => (
+                <tr key={b.application + b.graph + b.node}><td><Link to={graphHref(b.application, b.graph, "", `node=${encodeURIComponent(b.node)}`)}>{b.application}/{b.graph} · {b.node}</Link></td><td>{when(b.until)}</td><td>{b.by ?? "—"}</td></tr>
+              ))}</tbody>
+            </table></div>
+          ) : null}
+        </section>
+      </div>
+      {o.graphs === 0 ? <div className="card" style={{ marginTop: 14 }}><Empty title="No graphs yet">Create a target to start pacing traffic. <Link to="/targets/new">New target</Link></Empty></div> : null}
+    </>
+  );
+}

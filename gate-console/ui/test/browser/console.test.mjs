@@ -1,0 +1,220 @@
+// The console in a real browser against the real stack (miniqueen, NATS,
+// gate-api, gate-relay, gate-console; see ../../harness). Every page must stay
+// free of console errors, unhandled rejections and CSP violations; the only
+// failed requests tolerated are the refusals a test provokes and asserts.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { apiCall, cleanPage, LATER, launch, missing, requireLive, shot, startStack } from "./lib.mjs";
+
+const why = await missing();
+const skip = why && !requireLive ? why : false;
+if (why && requireLive) {
+  test("the browser tests can run (GATE_TEST_REQUIRE_LIVE=1)", () => assert.fail(why));
+}
+
+const app = `ui${Date.now().toString(36).slice(-5)}`;
+let stack, browser;
+
+describe("console in chromium", { skip, timeout: 900000 }, () => {
+  before(async () => {
+    stack = await startStack();
+    browser = await launch();
+  }, { timeout: 300000 });
+  after(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
+
+  const open = async (base, path, opts) => {
+    const p = await cleanPage(browser.browser, opts);
+    await p.page.goto(base + path);
+    return p;
+  };
+
+  test("dev-bypass sign-in: the banner names the identity, an admin sees write controls", async () => {
+    const p = await open(stack.console, "/");
+    await p.page.getByTestId("dev-banner").waitFor();
+    assert.match(await p.page.getByTestId("dev-banner").innerText(), new RegExp(stack.admin.replace(".", "\\.")));
+    assert.equal(await p.page.getByTestId("role").innerText(), "admin");
+    await p.page.getByTestId("stat-broker").getByText("reachable").waitFor();
+    assert.ok(await p.page.getByRole("link", { name: "New target" }).count() > 0);
+    p.assertClean();
+    await p.close();
+  });
+
+  test("wizard → target created → integration guide → front-door pushes show in the live counters", async () => {
+    const p = await open(stack.console, "/targets/new");
+    const pg = p.page;
+    await pg.getByTestId("w-application").fill(app);
+    await pg.getByTestId("w-name").fill("mailer");
+    await pg.getByTestId("w-next").click();
+    await pg.getByTestId("w-egress").fill(`${app}.mailer.out`);
+    await pg.getByTestId("w-next").click();
+    await pg.getByTestId("w-template-per-account").check();
+    // The per-account template keeps its global ceiling, marked assumed.
+    assert.equal(await pg.getByTestId("budget-count").count(), 2);
+    assert.ok(await pg.getByText("assumed", { exact: true }).count() >= 2);
+    await pg.getByTestId("w-template-global").check();
+    await pg.getByTestId("budget-count").fill("20");
+    await pg.getByTestId("w-next").click();
+    assert.match(await pg.getByTestId("w-review-json").innerText(), /"count": 20/);
+    await pg.getByTestId("w-create").click();
+    await pg.waitForURL(`**/graphs/${app}/mailer/guide?created=1`);
+    await pg.getByTestId("created").waitFor();
+    const ingress = await pg.getByTestId("guide-ingress").first().innerText();
+    assert.match(ingress, /mailer/);
+    assert.equal(await pg.getByTestId("guide-egress").first().innerText(), `${app}.mailer.out`);
+    assert.equal(await pg.getByTestId("guide-group").first().innerText(), "workers");
+    assert.match(await pg.getByTestId("guide-http").innerText(), new RegExp(`/v1/apps/${app}/graphs/mailer/nodes/limit/push`));
+
+    await pg.getByRole("link", { name: "Detail" }).click();
+    await pg.getByTestId("stages-table").waitFor();
+    await pg.getByText(/streaming stage counters/).waitFor({ timeout: 20000 });
+    for (let i = 0; i < 12; i++) {
+      const r = await apiCall(stack.api, "POST", `/v1/apps/${app}/graphs/mailer/nodes/limit/push`, { partition: "p1", payload: { accountId: "a", n: i } });
+      assert.equal(r.status, 200, r.text);
+    }
+    await pg.waitForFunction(() => Number(document.querySelector('[data-testid="forwarded"]')?.textContent?.replace(/,/g, "")) >= 12, null, { timeout: 30000 });
+    p.assertClean();
+    await p.close();
+  });
+
+  test("a viewer sees no write controls, and the server refuses the viewer's write", async () => {
+    const p = await open(stack.viewer, `/graphs/${app}/mailer`);
+    await p.page.getByTestId("node-panel").waitFor();
+    assert.equal(await p.page.getByTestId("role").innerText(), "viewer");
+    assert.equal(await p.page.getByTestId("backoff").count(), 0, "viewer sees Apply backoff");
+    assert.equal(await p.page.getByTestId("lift").count(), 0);
+    await p.page.goto(stack.viewer + "/targets");
+    await p.page.getByTestId("targets-table").waitFor();
+    assert.equal(await p.page.getByRole("link", { name: "New target" }).count(), 0, "viewer sees New target");
+    await p.page.goto(stack.viewer + `/graphs/${app}/mailer/edit`);
+    await p.page.getByText(/Read-only/).waitFor();
+    assert.equal(await p.page.getByTestId("save").count(), 0);
+    p.allow(/status of 403/);
+    const status = await p.page.evaluate(async (a) => (await fetch(`/v1/apps/${a}/graphs/mailer/nodes/limit/backoff`, { method: "POST", headers: { "Content-Type": "application/json" }, body: '{"retryAfterSeconds":5}' })).status, app);
+    assert.equal(status, 403);
+    p.assertClean();
+    await p.close();
+  });
+
+  test("edit in the form, switch to JSON, change, switch back: nothing is lost; the version is bumped where required", async () => {
+    const p = await open(stack.console, `/graphs/${app}/mailer/edit`);
+    const pg = p.page;
+    await pg.getByTestId("graph-form").waitFor();
+    await pg.getByTestId("budget-count").first().fill("30");
+    await pg.getByTestId("view-json").click();
+    const text = await pg.getByTestId("json-editor").inputValue();
+    const doc = JSON.parse(text);
+    assert.equal(doc.nodes.limit.budgets[0].count, 30);
+    // In JSON: rename the budget (a new counter: the server needs a higher version) and add a cost field.
+    doc.nodes.limit.budgets[0].id = "renamed";
+    doc.nodes.limit.cost = { path: "payload.size", default: 1, max: 5 };
+    await pg.getByTestId("json-editor").fill(JSON.stringify(doc, null, 2));
+    await pg.getByTestId("view-form").click();
+    await pg.getByTestId("graph-form").waitFor();
+    assert.equal(await pg.getByTestId("budget-count").first().inputValue(), "30", "the form edit was lost");
+    assert.equal(await pg.locator('[data-at="/nodes/limit/budgets/0/id"]').inputValue(), "renamed");
+    assert.equal(await pg.locator('[data-at="/nodes/limit/cost/path"]').inputValue(), "payload.size");
+    assert.equal(await pg.getByTestId("egress-queue").inputValue(), `${app}.mailer.out`);
+    p.allow(/status of 409/);
+    await pg.getByTestId("save").click();
+    await pg.waitForURL(`**/graphs/${app}/mailer?saved=1`);
+    const v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
+    assert.equal(v.json.version, 2, "the version was not bumped");
+    assert.equal(v.json.nodes[0].budgets[0].id, "renamed");
+    assert.equal(v.json.nodes[0].budgets[0].count, 30);
+    p.assertClean();
+    await p.close();
+  });
+
+  test("a rule refusal from the server is shown at the field it names", async () => {
+    const p = await open(stack.console, `/graphs/${app}/mailer/edit`);
+    const pg = p.page;
+    await pg.getByTestId("graph-form").waitFor();
+    await pg.getByTestId("budget-count").first().fill("5");
+    await pg.locator('[data-at="/nodes/limit/budgets/0/subWindows"]').fill("10");
+    p.allow(/status of 422/);
+    await pg.getByTestId("save").click();
+    const err = pg.locator('[data-testid="field-error"][data-at="/nodes/limit/budgets/0/subWindows"]');
+    await err.waitFor();
+    assert.match(await err.innerText(), /subwindow-fits/);
+    assert.equal(await pg.locator('[data-at="/nodes/limit/budgets/0/subWindows"][aria-invalid="true"]').count(), 1);
+    p.assertClean();
+    await p.close();
+  });
+
+  test("clone: new name, version 1, Gate-owned ingress, a new outgoing queue required, then the guide", async () => {
+    const p = await open(stack.console, `/graphs/${app}/mailer/clone`);
+    const pg = p.page;
+    await pg.getByTestId("clone-note").waitFor();
+    assert.match(await pg.getByTestId("clone-note").innerText(), /outgoing queues for limit/);
+    assert.equal(await pg.getByTestId("f-version").inputValue(), "1");
+    assert.equal(await pg.getByTestId("save").isDisabled(), false);
+    await pg.getByTestId("f-graph").fill("mailer-copy");
+    // Blank outgoing queue: the schema check marks it before anything is sent.
+    assert.equal(await pg.locator('[data-at="/nodes/limit/egress/queue"][aria-invalid="true"]').count(), 1);
+    await pg.getByTestId("egress-queue").fill(`${app}.copy.out`);
+    await pg.getByTestId("save").click();
+    await pg.waitForURL(`**/graphs/${app}/mailer-copy/guide?created=1`);
+    const v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer-copy`);
+    assert.equal(v.json.version, 1);
+    assert.equal(v.json.nodes[0].egressQueue, `${app}.copy.out`);
+    assert.equal(v.json.nodes[0].ingressOwnedByGate, true);
+    p.assertClean();
+    await p.close();
+  });
+
+  test("a backoff shows on the graph and lifting it clears it", async () => {
+    const p = await open(stack.console, `/graphs/${app}/mailer`);
+    const pg = p.page;
+    await pg.getByTestId("backoff-none").waitFor();
+    await pg.getByTestId("backoff-seconds").fill("120");
+    await pg.getByTestId("backoff").click();
+    await pg.getByTestId("backoff-active").waitFor();
+    let v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
+    assert.ok(v.json.nodes[0].breaker && v.json.nodes[0].breaker.retryAfterSeconds === 120);
+    await pg.getByTestId("lift").click();
+    await pg.getByTestId("backoff-none").waitFor();
+    v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
+    assert.equal(v.json.nodes[0].breaker, null);
+    p.assertClean();
+    await p.close();
+  });
+
+  test("every page at 1440×900 and 375×667, light and dark, saved under screenshots/", async () => {
+    // A Watch graph so the Watch page has something to show.
+    const w = await apiCall(stack.api, "PUT", `/v1/apps/${app}/graphs/observe`, { version: 1, counters: { windowSeconds: 60 }, watch: { durationSeconds: 3600 },
+      nodes: { api: { ingress: true, budgets: [], egress: { queue: `${app}.observe.out`, group: "observers" } } }, paths: [{ name: "main", nodes: ["api"] }] });
+    assert.equal(w.status, 200, w.text);
+    const pages = [
+      ["overview", "/"], ["targets", "/targets"], ["new-target", "/targets/new"], ["graphs", "/graphs"], ["new-graph", "/graphs/new"],
+      ["graph-detail", `/graphs/${app}/mailer`], ["edit-form", `/graphs/${app}/mailer/edit`], ["edit-json", `/graphs/${app}/mailer/edit?view=json`],
+      ["clone", `/graphs/${app}/mailer/clone`], ["integration-guide", `/graphs/${app}/mailer/guide`], ["watch", `/graphs/${app}/observe/watch`],
+      ["why-waiting", `/graphs/${app}/mailer/why`], ["traffic", `/graphs/${app}/mailer/traffic`],
+    ];
+    // Routes other builds add (history, insights): until they are served,
+    // the page must show the server's error state for them.
+    const later = LATER;
+    for (const [w, h] of [[1440, 900], [375, 667]]) {
+      for (const theme of ["light", "dark"]) {
+        const p = await cleanPage(browser.browser, { width: w, height: h, theme });
+        const failed = [];
+        p.page.on("response", (r) => { if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`); });
+        for (const [name, path] of pages) {
+          failed.length = 0;
+          await p.page.goto(stack.console + path);
+          await p.page.waitForLoadState("networkidle").catch(() => {});
+          await p.page.waitForTimeout(600);
+          const unexpected = failed.filter((f) => !later.test(f.split(" ")[1]));
+          assert.deepEqual(unexpected, [], `${name}: unexpected failed requests`);
+          if (failed.length) assert.ok(await p.page.getByTestId("error-state").count() > 0, `${name}: ${failed.join(", ")} failed but no error state is shown`);
+          assert.ok(await p.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1) || name === "graph-detail", `${name} scrolls sideways at ${w} px`);
+          await shot(p.page, `${name}-${w}-${theme}`);
+        }
+        p.assertClean();
+        await p.close();
+      }
+    }
+  });
+});

@@ -1,0 +1,105 @@
+// Shared pieces of the console's browser tests: the real stack (started by
+// the Go harness in ../../harness), Debian's chromium through playwright-core,
+// and a page that fails the test on any console error, unhandled rejection
+// or CSP violation.
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createInterface } from "node:readline";
+
+export const uiDir = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const repoRoot = resolve(uiDir, "../..");
+export const shotsDir = join(uiDir, "screenshots");
+export const CHROMIUM = process.env.GATE_CHROMIUM ?? "/usr/bin/chromium";
+export const requireLive = process.env.GATE_TEST_REQUIRE_LIVE === "1";
+
+/** Why the browser tests cannot run here, or null when they can. */
+export async function missing() {
+  if (!existsSync(CHROMIUM)) return `no chromium at ${CHROMIUM} (apt-get install -y chromium)`;
+  try { await import("playwright-core"); } catch { return "playwright-core is not installed (npm ci in gate-console/ui)"; }
+  return null;
+}
+
+/** Start the stack; resolves with its URLs and a stop function. */
+export function startStack() {
+  return new Promise((resolveP, reject) => {
+    const child = spawn("go", ["run", "./gate-console/ui/harness"], { cwd: repoRoot, stdio: ["pipe", "pipe", "pipe"], detached: true });
+    let err = "";
+    child.stderr.on("data", (d) => { err += d; if (err.length > 20000) err = err.slice(-20000); });
+    const rl = createInterface({ input: child.stdout });
+    const timer = setTimeout(() => { kill(); reject(new Error(`the stack did not start within 240 s:\n${err}`)); }, 240000);
+    const kill = () => { try { process.kill(-child.pid, "SIGTERM"); } catch { /* gone */ } };
+    child.on("exit", (code) => { clearTimeout(timer); reject(new Error(`the harness exited (${code}):\n${err}`)); });
+    rl.once("line", (line) => {
+      clearTimeout(timer);
+      const urls = JSON.parse(line);
+      resolveP({
+        ...urls,
+        stderr: () => err,
+        stop: () => new Promise((r) => { child.removeAllListeners("exit"); child.once("exit", r); child.stdin.end(); setTimeout(kill, 15000).unref(); }),
+      });
+    });
+  });
+}
+
+export async function launch() {
+  const { chromium } = await import("playwright-core");
+  // playwright-core gives every launch a fresh temporary --user-data-dir of
+  // its own (and refuses one passed in args); it is removed on close.
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM, headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync"],
+  });
+  return { browser, close: () => browser.close() };
+}
+
+/**
+ * A page that records every console error, unhandled rejection, page error
+ * and CSP violation; call assertClean() at the end of a test.
+ */
+export async function cleanPage(browser, { width = 1440, height = 900, theme = "light" } = {}) {
+  const context = await browser.newContext({ viewport: { width, height }, colorScheme: theme });
+  await context.addInitScript((t) => {
+    localStorage.setItem("gate-theme", t);
+    document.addEventListener("securitypolicyviolation", (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
+    window.addEventListener("unhandledrejection", (e) => console.error(`unhandled rejection: ${e.reason}`));
+  }, theme);
+  const page = await context.newPage();
+  const problems = [];
+  const allowed = [];
+  page.on("console", (m) => {
+    if (m.type() !== "error") return;
+    const text = m.text(), url = m.location()?.url ?? "";
+    // A failed fetch of a route another build adds: tolerated here, and the
+    // screenshot test asserts the page shows the server's error state for it.
+    if (/^Failed to load resource: the server responded with a status of (404|503)/.test(text) && LATER.test(url)) return;
+    if (!allowed.some((re) => re.test(text))) problems.push(`console error: ${text}${url ? ` (${url})` : ""}`);
+  });
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  return {
+    page, context, problems,
+    /** An expected failure the test itself provokes (a server refusal logged by the browser). */
+    allow: (re) => allowed.push(re),
+    assertClean: () => { if (problems.length) throw new Error(`the page was not clean:\n${problems.join("\n")}`); },
+    close: () => context.close(),
+  };
+}
+
+/** Routes the history and insight builds add (gate-runtime.md §4.3, §5.4, §6). */
+export const LATER = /\/api\/(flow|traces|rollups)(\?|$)|\/api\/apps\/[^/]+\/graphs\/[^/]+\/(watch|diagnostics|timeline|simulate)(\?|$)/;
+
+export async function shot(page, name) {
+  mkdirSync(shotsDir, { recursive: true });
+  await page.screenshot({ path: join(shotsDir, `${name}.png`), fullPage: true });
+}
+
+/** gate-api call from the test (the application plane, no session). */
+export async function apiCall(base, method, path, body) {
+  const res = await fetch(base + path, { method, headers: body === undefined ? {} : { "Content-Type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* plain text */ }
+  return { status: res.status, json, text };
+}

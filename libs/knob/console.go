@@ -1,0 +1,107 @@
+package knob
+
+import (
+	"net"
+	"net/mail"
+	"net/url"
+	"strings"
+)
+
+// The console plane's knobs (gate-console), each defined once.
+var (
+	// PublicBind is the console's listen address.
+	PublicBind = Text{Name: "GATE_PUBLIC_BIND", Default: DefaultPublicBind, Check: checkHostPort}
+	// PublicURL is what the browser sees: it decides Secure cookies and
+	// the sign-in redirect URI.
+	PublicURL = Text{Name: "GATE_PUBLIC_URL", Default: DefaultPublicURL, Normalize: trimSlash, Check: checkPublicURL}
+	// DevEmail is the local sign-in bypass identity (never on https).
+	DevEmail = Text{Name: "GATE_DEV_EMAIL", Normalize: strings.ToLower, Check: checkEmail}
+	// AdminEmails is the comma-separated list of identities that may
+	// write; gate-console reads it on every request.
+	AdminEmails = Text{Name: "GATE_ADMIN_EMAILS"}
+	// OIDCIssuer is the sign-in provider's issuer URL (Google by default;
+	// any OIDC provider with discovery works).
+	OIDCIssuer = Text{Name: "GATE_OIDC_ISSUER", Default: DefaultOIDCIssuer, Normalize: trimSlash, Check: checkIssuer}
+	// ClientID and ClientSecret are the OAuth client of the sign-in
+	// provider.
+	ClientID     = Text{Name: "GOOGLE_CLIENT_ID"}
+	ClientSecret = Text{Name: "GOOGLE_CLIENT_SECRET"}
+	// AllowedDomains is the comma-separated list of e-mail domains that
+	// may sign in (checked against hd or the e-mail's domain).
+	AllowedDomains = Text{Name: "GOOGLE_ALLOWED_DOMAINS", Normalize: strings.ToLower}
+	// SessionSecret signs session cookies and sign-in state (≥ 32 bytes).
+	SessionSecret = Text{Name: "GATE_SESSION_SECRET"}
+	// NATSURL is the NATS server the relays publish live counters on.
+	NATSURL = Text{Name: "GATE_NATS_URL", Check: checkNATSURL}
+)
+
+// Defaults of the console knobs.
+const (
+	// DefaultPublicBind is GATE_PUBLIC_BIND's default.
+	DefaultPublicBind = "0.0.0.0:8790"
+	// DefaultPublicURL is GATE_PUBLIC_URL's default.
+	DefaultPublicURL = "http://localhost:8790"
+	// DefaultOIDCIssuer is GATE_OIDC_ISSUER's default: Google.
+	DefaultOIDCIssuer = "https://accounts.google.com"
+	// MinSessionSecretBytes is the shortest GATE_SESSION_SECRET accepted.
+	MinSessionSecretBytes = 32
+)
+
+// SplitList splits a comma-separated knob value into trimmed, lower-case,
+// non-empty items (GATE_ADMIN_EMAILS, GOOGLE_ALLOWED_DOMAINS).
+func SplitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.ToLower(strings.TrimSpace(s)); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func trimSlash(v string) string { return strings.TrimRight(v, "/") }
+
+func checkHostPort(v string) string {
+	if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
+		return "is not host:port; set it to e.g. " + DefaultPublicBind
+	}
+	return ""
+}
+
+func checkPublicURL(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return "is not an http(s) origin; set it to the scheme and host the browser uses, e.g. https://gate.example.com (no path)"
+	}
+	return ""
+}
+
+func checkEmail(v string) string {
+	if a, err := mail.ParseAddress(v); err != nil || a.Address != v {
+		return "is not an e-mail address; set it to the identity the local bypass signs in as, e.g. you@example.com"
+	}
+	return ""
+}
+
+func checkNATSURL(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" || (u.Scheme != "nats" && u.Scheme != "tls" && u.Scheme != "ws" && u.Scheme != "wss") {
+		return "is not a NATS URL; set it to e.g. nats://127.0.0.1:4222, or unset it to poll instead of streaming"
+	}
+	return ""
+}
+
+func checkIssuer(v string) string {
+	if u, err := url.Parse(v); err != nil || u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname())) || u.Host == "" {
+		return "is not an https issuer URL; set it to the provider's issuer (discovery at ISSUER/.well-known/openid-configuration), e.g. " + DefaultOIDCIssuer
+	}
+	return ""
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,198 @@
+package wire
+
+import "encoding/json"
+
+// The application plane's answers (gate-api, mounted on the console too).
+
+// Declared is the 200 answer of a declare (PUT): the compiled plan and
+// whether a relay runs it yet.
+type Declared struct {
+	PlanResponse
+	// Running is true when a relay replica reported running the stored
+	// version within GATE_DECLARE_WAIT_MS.
+	Running bool `json:"running"`
+	// RunningNote says, when Running is false, why and what follows.
+	RunningNote string `json:"runningNote,omitempty"`
+}
+
+// Deleted is the 200 answer of a DELETE of a graph or target.
+type Deleted struct {
+	OK          bool   `json:"ok"`
+	Application string `json:"application"`
+	Graph       string `json:"graph"`
+	Deleted     bool   `json:"deleted"`
+	// Registered is whether some relay still ran the graph (it stops on
+	// its next reconcile).
+	Registered bool     `json:"registered"`
+	Stopping   []string `json:"stopping"`
+	Message    string   `json:"message"`
+	Stages     []string `json:"stages"`
+	KeptQueues []string `json:"keptQueues"`
+}
+
+// Synced is the 200 answer of PUT /v1/apps/{app}/targets.
+type Synced struct {
+	OK           bool              `json:"ok"`
+	Application  string            `json:"application"`
+	Applied      []string          `json:"applied"`
+	Removed      []string          `json:"removed"`
+	Refused      []SyncRefusal     `json:"refused"`
+	Running      map[string]bool   `json:"running"`
+	RunningNotes map[string]string `json:"runningNotes,omitempty"`
+}
+
+// SyncRefusal is one document a sync refused.
+type SyncRefusal struct {
+	Target string `json:"target"`
+	Error  string `json:"error"`
+}
+
+// PushBody is the push front door's request body; zero fields are not
+// sent.
+type PushBody struct {
+	Op        string `json:"op,omitempty"`
+	Partition string `json:"partition,omitempty"`
+	Txn       string `json:"txn,omitempty"`
+	Cost      int64  `json:"cost,omitempty"`
+	// Payload is the item, any JSON value.
+	Payload json.RawMessage `json:"payload,omitempty" ts:"unknown"`
+}
+
+// Pushed is the push front door's 200 answer.
+type Pushed struct {
+	OK bool `json:"ok"`
+	// Pushed is 1 when the broker stored the item, 0 when it was a
+	// duplicate.
+	Pushed    int     `json:"pushed"`
+	Duplicate bool    `json:"duplicate"`
+	Queue     string  `json:"queue"`
+	Partition *string `json:"partition"`
+	Cost      int64   `json:"cost"`
+}
+
+// BackoffBody is POST …/nodes/{node}/backoff's request body.
+type BackoffBody struct {
+	RetryAfterSeconds int64  `json:"retryAfterSeconds"`
+	By                string `json:"by,omitempty"`
+}
+
+// Backoff is the 200 answer of POST …/nodes/{node}/backoff.
+type Backoff struct {
+	OK                bool     `json:"ok"`
+	Node              string   `json:"node"`
+	RetryAfterSeconds int64    `json:"retryAfterSeconds"`
+	Until             int64    `json:"until"`
+	Keys              []string `json:"keys"`
+	Refunded          int64    `json:"refunded"`
+}
+
+// BackoffLifted is the 200 answer of DELETE …/nodes/{node}/backoff.
+type BackoffLifted struct {
+	OK      bool     `json:"ok"`
+	Node    string   `json:"node"`
+	Cleared []string `json:"cleared"`
+}
+
+// Reentered is the 200 answer of POST …/reenter.
+type Reentered struct {
+	OK            bool   `json:"ok"`
+	Queue         string `json:"queue"`
+	Path          string `json:"path"`
+	Node          string `json:"node"`
+	Attempt       int    `json:"attempt"`
+	MaxAttempts   int    `json:"maxAttempts"`
+	TransactionID string `json:"transactionId"`
+	Pushed        int    `json:"pushed"`
+}
+
+// ETA is GET …/nodes/{node}/eta?path=: how long the work waiting at a
+// stage takes to pass.
+type ETA struct {
+	At          int64  `json:"at"`
+	Application string `json:"application"`
+	Graph       string `json:"graph"`
+	Node        string `json:"node"`
+	Path        string `json:"path"`
+	Target      string `json:"target"`
+	// State is "waiting-budget" or "waiting-workers".
+	State     string `json:"state"`
+	AheadCost int64  `json:"aheadCost"`
+	// EtaSeconds is null when unknown (a scoped budget binds).
+	EtaSeconds *int64 `json:"etaSeconds"`
+	// BoundBy is the budget that binds, null when none does.
+	BoundBy           *string `json:"boundBy"`
+	WindowResetsAt    *int64  `json:"windowResetsAt"`
+	WaitingForBudget  int64   `json:"waitingForBudget"`
+	WaitingForWorkers int64   `json:"waitingForWorkers"`
+	Assumes           string  `json:"assumes"`
+}
+
+// QueenState is the broker as a plane sees it.
+type QueenState struct {
+	URL       string `json:"url"`
+	Reachable bool   `json:"reachable"`
+	Version   string `json:"version"`
+}
+
+// Health is GET /health's 200 answer (503 adds error and status
+// "unhealthy").
+type Health struct {
+	Status string     `json:"status"`
+	Queen  QueenState `json:"queen"`
+}
+
+// Version is GET /version and /api/version.
+type Version struct {
+	Gate  string     `json:"gate"`
+	Queen QueenState `json:"queen"`
+}
+
+// ProductMetrics is GET /v1/apps/{app}/metrics.
+type ProductMetrics struct {
+	Application string          `json:"application"`
+	At          int64           `json:"at"`
+	Targets     []MetricsTarget `json:"targets"`
+}
+
+// MetricsTarget is one node of ProductMetrics.
+type MetricsTarget struct {
+	// Name is "{graph}.{node}".
+	Name  string `json:"name"`
+	Graph string `json:"graph"`
+	Node  string `json:"node"`
+	// State is "breached", "pacing" or "flowing".
+	State             string         `json:"state"`
+	BindingBudget     *BindingBudget `json:"binding_budget"`
+	AdmittedPerSec    *float64       `json:"admitted_per_sec"`
+	WaitingForBudget  int64          `json:"waiting_for_budget"`
+	WaitingForWorkers int64          `json:"waiting_for_workers"`
+	DrainETASeconds   *int64         `json:"drain_eta_seconds"`
+	LastBreachAt      *int64         `json:"last_breach_at"`
+	Paths             []MetricsPath  `json:"paths"`
+	// Lanes repeats Paths (the older name).
+	Lanes []MetricsPath `json:"lanes"`
+}
+
+// BindingBudget is the unscoped budget with the highest utilisation.
+type BindingBudget struct {
+	ID               string  `json:"id"`
+	Count            int64   `json:"count"`
+	TimeMs           int64   `json:"time_ms"`
+	CountSub         int64   `json:"count_sub"`
+	WindowSubSeconds int64   `json:"window_sub_seconds"`
+	Value            int64   `json:"value"`
+	Ceiling          int64   `json:"ceiling"`
+	Utilisation      float64 `json:"utilisation"`
+	Confidence       string  `json:"confidence"`
+	Cap              int64   `json:"cap"`
+	PeriodSeconds    float64 `json:"period_seconds"`
+}
+
+// MetricsPath is one path of a MetricsTarget.
+type MetricsPath struct {
+	Name             string   `json:"name"`
+	Share            float64  `json:"share"`
+	WaitingForBudget int64    `json:"waiting_for_budget"`
+	AdmittedPerSec   *float64 `json:"admitted_per_sec"`
+	DrainETASeconds  *int64   `json:"drain_eta_seconds"`
+}

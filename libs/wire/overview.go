@@ -1,0 +1,162 @@
+package wire
+
+// The console's read routes (gate-runtime.md §4.3), served by gate-api's
+// handler package on both planes.
+
+// Overview is GET /api/overview.
+type Overview struct {
+	Queen QueenState `json:"queen"`
+	// Targets and Graphs are both the number of declared graphs.
+	Targets int `json:"targets"`
+	Graphs  int `json:"graphs"`
+	// AdmittedTotal is Σ admitted at every graph's first hop.
+	AdmittedTotal int64 `json:"admitted_total"`
+	// DeniedTotal is Σ deferred + released over every stage.
+	DeniedTotal int64 `json:"denied_total"`
+	// AdmittedPerSec is null without history.
+	AdmittedPerSec *float64 `json:"admitted_per_sec"`
+	BudgetsAssumed int      `json:"budgets_assumed"`
+	// BudgetsStale counts budgets whose asOf is older than 90 days.
+	BudgetsStale int `json:"budgets_stale"`
+}
+
+// AppRow is one row of GET /api/apps.
+type AppRow struct {
+	Application string `json:"application"`
+	// Targets is the application's graph count.
+	Targets  int   `json:"targets"`
+	Admitted int64 `json:"admitted"`
+	// Denied is Σ deferred.
+	Denied int64 `json:"denied"`
+}
+
+// TargetRow is one row (one graph) of GET /api/targets.
+type TargetRow struct {
+	Application    string     `json:"application"`
+	Name           string     `json:"name"`
+	Version        uint32     `json:"version"`
+	Graph          string     `json:"graph"`
+	Running        bool       `json:"running"`
+	Lanes          []NameOnly `json:"lanes"`
+	Paths          []NameOnly `json:"paths"`
+	BudgetsTotal   int        `json:"budgets_total"`
+	AssumedBudgets int        `json:"assumed_budgets"`
+	// Worst is the unscoped budget with the highest utilisation against
+	// its widest ceiling (null fields when the graph has none).
+	WorstBudgetID      *string `json:"worst_budget_id"`
+	WorstUsed          *int64  `json:"worst_used"`
+	WorstCap           *int64  `json:"worst_cap"`
+	WorstPeriodSeconds *int64  `json:"worst_period_seconds"`
+	WorstAssumed       bool    `json:"worst_assumed"`
+	Admitted           int64   `json:"admitted"`
+	Denied             int64   `json:"denied"`
+	// State is "pacing" when denied > 0, else "flowing".
+	State string `json:"state"`
+	// Backlog is Σ first-hop stage group pending.
+	Backlog int64 `json:"backlog"`
+	At      int64 `json:"at"`
+}
+
+// NameOnly is {name}.
+type NameOnly struct {
+	Name string `json:"name"`
+}
+
+// GraphRow is one row of GET /api/graphs.
+type GraphRow struct {
+	Application string         `json:"application"`
+	Name        string         `json:"name"`
+	Version     uint32         `json:"version"`
+	Running     bool           `json:"running"`
+	Nodes       []GraphRowNode `json:"nodes"`
+	Edges       []Edge         `json:"edges"`
+	Paths       []ViewPath     `json:"paths"`
+	// Forwarded is Σ forwarded at the graph's last hops.
+	Forwarded int64 `json:"forwarded"`
+}
+
+// GraphRowNode is one node of a GraphRow.
+type GraphRowNode struct {
+	Name string `json:"name"`
+	// Target is "{graph}.{node}".
+	Target string `json:"target"`
+	// Entry is whether work enters the graph here.
+	Entry bool `json:"entry"`
+	// Consume is the egress queue applications consume, null when none.
+	Consume          *string            `json:"consume"`
+	Running          bool               `json:"running"`
+	Budgets          int                `json:"budgets"`
+	Paths            []string           `json:"paths"`
+	Shares           map[string]float64 `json:"shares"`
+	WaitingForBudget int64              `json:"waiting_for_budget"`
+	Admitted         int64              `json:"admitted"`
+	Denied           int64              `json:"denied"`
+}
+
+// Edge is one hop from node to node.
+type Edge struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// Topology is GET /api/apps/{app}/graphs/{name}/topology: the graph's
+// shape, read without the broker.
+type Topology struct {
+	Application string         `json:"application"`
+	Graph       string         `json:"graph"`
+	Version     uint32         `json:"version"`
+	Nodes       []TopologyNode `json:"nodes"`
+	Paths       []ViewPath     `json:"paths"`
+	Edges       []Edge         `json:"edges"`
+}
+
+// TopologyNode is one node of a Topology.
+type TopologyNode struct {
+	Node    string             `json:"node"`
+	Ingress bool               `json:"ingress"`
+	Egress  bool               `json:"egress"`
+	Paths   []string           `json:"paths"`
+	Shares  map[string]float64 `json:"shares"`
+}
+
+// Breach is one row of GET /api/breaches/recent: a live breaker record.
+type Breach struct {
+	At          int64  `json:"at"`
+	Application string `json:"application"`
+	// Target is "{graph}.{node}".
+	Target            string `json:"target"`
+	Graph             string `json:"graph"`
+	Node              string `json:"node"`
+	RetryAfterSeconds int64  `json:"retryAfterSeconds"`
+	Until             int64  `json:"until"`
+	By                string `json:"by"`
+}
+
+// SharedBudget is one row of GET /api/budgets: one shared counter
+// (application × sharedKey) and every node that spends it.
+type SharedBudget struct {
+	ID               string `json:"id"`
+	Key              string `json:"key"`
+	Application      string `json:"application"`
+	Count            int64  `json:"count"`
+	TimeMs           int64  `json:"timeMs"`
+	SubWindows       int64  `json:"subWindows"`
+	CountSub         int64  `json:"countSub"`
+	WindowSubSeconds int64  `json:"windowSubSeconds"`
+	Confidence       string `json:"confidence"`
+	// Used is the live counter, null when the broker could not be read.
+	Used      *int64 `json:"used"`
+	ExpiresAt *int64 `json:"expiresAt"`
+	// Members are "{graph}.{node}".
+	Members []string `json:"members"`
+	// Conflicts are members that declare the same key with other numbers.
+	Conflicts []BudgetConflict `json:"conflicts"`
+}
+
+// BudgetConflict is a member declaring a shared key differently.
+type BudgetConflict struct {
+	Target     string `json:"target"`
+	Count      int64  `json:"count"`
+	TimeMs     int64  `json:"timeMs"`
+	SubWindows int64  `json:"subWindows"`
+}
