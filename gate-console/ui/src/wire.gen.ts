@@ -95,3 +95,9 @@ export interface Simulation {
 export interface LiveStatus { mode: "stream" | "poll"; nats: boolean; reason: string; graphs: string[]; heartbeat_ms: number; poll_ms: number }
 /** /api/live "counters" event: one graph's stages summed over the replicas. */
 export interface LiveCounters { application: string; graph: string; at: number; replicas: string[]; version: number; running: boolean; stages: { path: string; node: string; hop: number; counters: StageCounters; lastRefusal: { budget: string; at: number } | null }[] }
+
+// AI configuration agent (libs/wire/ai.go): GET /api/ai/status, POST /api/ai/chat.
+export interface AIStatus { enabled: boolean; provider: "OpenAI" | "Gemini"; model: string; watchAvailable: boolean; setup?: string }
+export interface AIMessage { role: "user" | "assistant"; content: string }
+export interface AIChatRequest { application: string; messages: AIMessage[]; draft?: unknown }
+export interface AIChatReply { message: string; assumptions: string[]; draft: unknown | null; warnings: string[] }
