@@ -5,7 +5,7 @@ MODULES := $(shell sed -n 's/^[[:space:]]*\.\/\([^[:space:]]*\).*/\1/p' go.work)
 PKGS := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: test vet fmt-check unit run e2e bench miniqueen
+.PHONY: test vet fmt-check unit run e2e bench miniqueen ui ui-check ui-test
 
 ## test: vet, gofmt check and the race-enabled tests of every module (the README's test command)
 test: fmt-check vet
@@ -36,3 +36,17 @@ e2e:
 ## bench: what does Gate itself cost? every gate-bench scenario on an embedded stack
 bench:
 	$(GO) run ./gate-bench --embedded all
+
+UI := gate-console/ui
+
+## ui: build the console web app (Node 20, gate-console/ui) into gate-console/webapp/dist, which is committed
+ui:
+	cd $(UI) && npm ci && npm run build
+
+## ui-check: rebuild the web app from source and fail when the committed dist differs
+ui-check: ui
+	@if [ -n "$$(git status --porcelain -- gate-console/webapp/dist)" ]; then git status --short -- gate-console/webapp/dist; echo "gate-console/webapp/dist differs from what gate-console/ui builds: run make ui and commit the result"; exit 1; fi
+
+## ui-test: the web app's component tests and its browser tests (chromium, against a real stack)
+ui-test:
+	cd $(UI) && npm run test:unit && npm run test:browser

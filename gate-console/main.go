@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/queen-mq/gate/gate-console/config"
 	"github.com/queen-mq/gate/gate-console/console"
+	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/knob"
 )
 
@@ -38,6 +40,10 @@ func run(args []string, getenv func(string) string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := console.Run(ctx, cfg, log); err != nil {
+		if errors.Is(err, history.ErrUnreachable) {
+			fmt.Fprintf(stderr, "gate-console: refusing to start:\n%v\n", err)
+			return 2
+		}
 		log.Error("gate-console stopped", "error", err)
 		return 1
 	}

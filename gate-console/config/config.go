@@ -35,9 +35,9 @@ type Config struct {
 	SessionSecret string
 	// NATSURL is GATE_NATS_URL ("" = the web app polls).
 	NATSURL string
-	// HistoryURL is the history database's connection string when one is
-	// configured ("" = none).
-	HistoryURL string
+	// History is the history database (PG_HOST/PG_URL and friends; zero =
+	// none). When configured it must answer at boot.
+	History knob.History
 }
 
 // Default is the configuration with every knob at its default (which does
@@ -82,6 +82,9 @@ func Load(getenv func(string) string) (Config, error) {
 	// silently.
 	c.SessionSecret = getenv(knob.SessionSecret.Name)
 	text(knob.NATSURL, &c.NATSURL)
+	h, err := knob.ReadHistory(getenv)
+	c.History = h
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return c, err
 	}

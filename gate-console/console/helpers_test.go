@@ -21,7 +21,7 @@ type fakeClock struct{ ns atomic.Int64 }
 
 func newFakeClock() *fakeClock {
 	c := &fakeClock{}
-	c.ns.Store(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC).UnixNano())
+	c.ns.Store(time.Now().UnixNano())
 	return c
 }
 func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
@@ -40,6 +40,11 @@ type testEnv struct {
 // an issuer nobody answers, a test secret) over webapp files fsys.
 func newTestEnv(t *testing.T, mutate func(*config.Config), fsys fstest.MapFS) *testEnv {
 	t.Helper()
+	return newTestEnvOpt(t, mutate, fsys, Options{})
+}
+
+func newTestEnvOpt(t *testing.T, mutate func(*config.Config), fsys fstest.MapFS, opt Options) *testEnv {
+	t.Helper()
 	cfg := config.Default()
 	cfg.API.QueenURL = "http://127.0.0.1:1" // never dialled by the auth layer
 	cfg.PublicURL = "http://console.test"
@@ -55,16 +60,14 @@ func newTestEnv(t *testing.T, mutate func(*config.Config), fsys fstest.MapFS) *t
 	}
 	e := &testEnv{clock: newFakeClock()}
 	e.admins.Store("admin@example.com")
-	s, err := New(cfg, slog.New(slog.DiscardHandler), Options{
-		Getenv: func(k string) string {
-			if k == "GATE_ADMIN_EMAILS" {
-				return e.admins.Load().(string)
-			}
-			return ""
-		},
-		Now:    e.clock.Now,
-		WebApp: fsys,
-	})
+	opt.Getenv = func(k string) string {
+		if k == "GATE_ADMIN_EMAILS" {
+			return e.admins.Load().(string)
+		}
+		return ""
+	}
+	opt.Now, opt.WebApp = e.clock.Now, fsys
+	s, err := New(cfg, slog.New(slog.DiscardHandler), opt)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -230,6 +231,7 @@ func (h *liveHub) register(c *liveClient) error {
 	if h.nc == nil {
 		return nil
 	}
+	fresh := false
 	for _, subj := range c.subjects {
 		ss := h.subs[subj]
 		if ss == nil {
@@ -240,10 +242,23 @@ func (h *liveHub) register(c *liveClient) error {
 			}
 			ss = &subjectSub{sub: sub, clients: map[*liveClient]struct{}{}}
 			h.subs[subj] = ss
+			fresh = true
 		}
 		ss.clients[c] = struct{}{}
 	}
+	if fresh && h.up {
+		// The server has the interest before the stream says "stream", so
+		// nothing published after that is missed.
+		_ = h.nc.FlushTimeout(2 * time.Second)
+	}
 	return nil
+}
+
+// clientCount is the number of open streams.
+func (h *liveHub) clientCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.clients)
 }
 
 func (h *liveHub) unregister(c *liveClient) {
@@ -531,7 +546,7 @@ func (h *liveHub) serve(w http.ResponseWriter, r *http.Request) {
 
 	var buf bytes.Buffer
 	write := func() bool {
-		if err := rc.SetWriteDeadline(time.Now().Add(h.opt.WriteTimeout)); err != nil && err != http.ErrNotSupported {
+		if err := rc.SetWriteDeadline(time.Now().Add(h.opt.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return false
 		}
 		_, err := w.Write(buf.Bytes())

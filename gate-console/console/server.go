@@ -20,6 +20,7 @@ import (
 	"github.com/queen-mq/gate/gate-console/config"
 	"github.com/queen-mq/gate/gate-console/internal/token"
 	"github.com/queen-mq/gate/gate-console/webapp"
+	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/wire"
 )
 
@@ -37,6 +38,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// Live tunes the live stream (zero: the defaults).
 	Live LiveOptions
+	// ReadTimeout is the HTTP server's request read timeout (0: 1 min);
+	// the live stream clears it for itself.
+	ReadTimeout time.Duration
 }
 
 // Server is one gate-console process. Build it with New; Start its
@@ -52,8 +56,11 @@ type Server struct {
 	live   *liveHub
 	getenv func(string) string
 	now    func() time.Time
+	// history is the history database (nil when none is configured).
+	history *history.DB
 
-	handler http.Handler
+	handler     http.Handler
+	readTimeout time.Duration
 }
 
 // New builds the console for cfg (which must pass cfg.Check). It does not
@@ -96,6 +103,10 @@ func New(cfg config.Config, log *slog.Logger, opt Options) (*Server, error) {
 		static: newStatic(opt.WebApp),
 		getenv: opt.Getenv, now: opt.Now,
 	}
+	if opt.ReadTimeout <= 0 {
+		opt.ReadTimeout = time.Minute
+	}
+	s.readTimeout = opt.ReadTimeout
 	s.signin = newSignin(s, opt.HTTPClient)
 	s.live = newLiveHub(cfg.NATSURL, log, opt.Live)
 	s.handler = s.routes()
@@ -147,6 +158,19 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
+// httpServer is the console's HTTP server: a read timeout against slow
+// request senders, no write timeout (the live stream is long-lived and
+// sets a deadline per write; other routes are bounded by their handlers).
+func (s *Server) httpServer() *http.Server {
+	return &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: min(10*time.Second, s.readTimeout),
+		ReadTimeout:       s.readTimeout,
+		IdleTimeout:       2 * s.readTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
 // Start runs the background work until ctx ends: the application plane's
 // catalogue refresh and the live hub's NATS subscriptions.
 func (s *Server) Start(ctx context.Context) {
@@ -154,12 +178,40 @@ func (s *Server) Start(ctx context.Context) {
 	s.live.start(ctx)
 }
 
+// Boot is New plus what must answer before the console listens: the
+// history database when one is configured (an unreachable one refuses the
+// boot with one line naming PG_HOST or PG_URL).
+func Boot(ctx context.Context, cfg config.Config, log *slog.Logger, opt Options) (*Server, error) {
+	s, err := New(cfg, log, opt)
+	if err != nil {
+		return nil, err
+	}
+	db, err := history.Open(ctx, cfg.History, history.Options{Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	s.history = db
+	if db != nil {
+		s.log.Info("history database open", "where", cfg.History.Describe(), "schema", db.Schema())
+	}
+	return s, nil
+}
+
+// Close releases what Boot opened.
+func (s *Server) Close() {
+	if s.history != nil {
+		s.history.Close()
+	}
+	s.live.close()
+}
+
 // Run serves the console on cfg.PublicBind until ctx ends.
 func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
-	s, err := New(cfg, log, Options{})
+	s, err := Boot(ctx, cfg, log, Options{})
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	ln, err := net.Listen("tcp", cfg.PublicBind)
 	if err != nil {
 		return fmt.Errorf("GATE_PUBLIC_BIND=%s: %w", cfg.PublicBind, err)
@@ -176,15 +228,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			"GATE_DEV_EMAIL", s.cfg.DevEmail, "admin", s.admin(s.cfg.DevEmail))
 	}
 	s.Start(bg)
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		// No WriteTimeout: the live stream is long-lived and sets its own
-		// per-write deadlines; other routes are bounded by their handlers.
-		IdleTimeout: 120 * time.Second,
-		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
+	srv := s.httpServer()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.log.Info("gate-console serving", "bind", ln.Addr().String(), "publicURL", s.cfg.PublicURL, "queen", s.cfg.API.QueenURL, "signIn", s.cfg.SignIn(), "issuer", s.cfg.Issuer, "nats", s.cfg.NATSURL != "")

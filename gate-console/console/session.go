@@ -97,7 +97,8 @@ func (s *Server) issueSession(w http.ResponseWriter, id Identity) error {
 	if err != nil {
 		return err
 	}
-	tok, err := s.signer.Sign(useSession, SessionTTL, &sessionClaims{SID: sid, Subject: id.Subject, Email: id.Email, Actor: id.Actor})
+	email := strings.ToLower(strings.TrimSpace(id.Email))
+	tok, err := s.signer.Sign(useSession, SessionTTL, &sessionClaims{SID: sid, Subject: id.Subject, Email: email, Actor: id.Actor})
 	if err != nil {
 		return err
 	}

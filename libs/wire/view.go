@@ -116,6 +116,8 @@ type ViewPath struct {
 
 // Hop is one hop of a path: a node name, or the names of a fan-out (JSON:
 // a string or an array of strings).
+//
+// wire:ts string | string[]
 type Hop struct {
 	Names  []string
 	Fanout bool

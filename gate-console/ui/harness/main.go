@@ -63,7 +63,10 @@ func run() error {
 	defer ai.srv.Close()
 	// Both consoles (and gate-api) talk to the fake provider only.
 	aiEnv := []string{"GATE_AI_PROVIDER=openai", "GATE_AI_OPENAI_BASE_URL=" + ai.url + "/v1", "GATE_OPENAI_API_KEY=" + fakeAIKey}
-	st, err := stack.Start(ctx, stack.Config{NoReuse: true, ConsoleBind: consoleBind, Logger: log, Env: aiEnv})
+	st, err := stack.Start(ctx, stack.Config{NoReuse: true, ConsoleBind: consoleBind, Logger: log,
+		// Relays publish their counters every second, so the live view has a
+		// 1 Hz stream to show.
+		Env: append([]string{"GATE_STATUS_SECONDS=1"}, aiEnv...)})
 	if err != nil {
 		return err
 	}
@@ -84,7 +87,7 @@ func run() error {
 	}
 	defer lf.Close()
 	cmd := exec.Command(filepath.Join(root, ".gate-run", "bin", "gate-console"))
-	cmd.Env = append(os.Environ(), "QUEEN_URL="+st.QueenURL(), "GATE_NATS_URL="+st.NATSURL(),
+	cmd.Env = append(os.Environ(), "GATE_STATUS_SECONDS=1", "QUEEN_URL="+st.QueenURL(), "GATE_NATS_URL="+st.NATSURL(),
 		"GATE_PUBLIC_BIND="+viewerBind, "GATE_PUBLIC_URL="+viewerURL,
 		"GATE_DEV_EMAIL="+Viewer, "GATE_ADMIN_EMAILS="+stack.DefaultConsoleEmail)
 	cmd.Env = append(cmd.Env, aiEnv...)

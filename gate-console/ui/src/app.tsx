@@ -1,7 +1,7 @@
 import { useEffect, useState } from "react";
 import { api, useLoad } from "./lib/api";
 import { match, useLocation } from "./lib/router";
-import { ErrorState, Link, Loading, MeContext } from "./lib/ui";
+import { ErrorState, Link, MeContext } from "./lib/ui";
 import { Overview } from "./pages/overview";
 import { Targets } from "./pages/targets";
 import { NewTarget } from "./pages/wizard";
@@ -29,8 +29,9 @@ export function App() {
 
   const section = route.page === "targets" || route.page === "new-target" ? "targets" : route.page === "overview" ? "overview" : "graphs";
   let body;
-  if (me.loading && !me.data) body = <Loading />;
-  else if (me.error && !me.data) body = <ErrorState error={me.error} what="your session" />;
+  // The page renders while /api/me is in flight: write controls appear
+  // only once the identity says admin, so nothing is offered too early.
+  if (me.error && !me.data && me.error.status === 401) body = <ErrorState error={me.error} what="your session" />;
   else if (route.page === "overview") body = <Overview />;
   else if (route.page === "targets") body = <Targets />;
   else if (route.page === "new-target") body = <NewTarget />;
@@ -61,7 +62,10 @@ export function App() {
           {me.data && (me.data.actor === "google" || me.data.actor === "oidc") ? <form method="post" action="/api/auth/logout" onSubmit={() => clearAgent()}><button type="submit">Sign out</button></form> : null}
         </div>
       </header>
-      <main id="main" tabIndex={-1}>{body}</main>
+      <main id="main" tabIndex={-1}>
+        {me.error && !me.data && me.error.status !== 401 ? <ErrorState error={me.error} what="your session" /> : null}
+        {body}
+      </main>
       {agent.open ? <AgentPanel /> : null}
     </MeContext.Provider>
   );

@@ -3,7 +3,7 @@
 // panel) and are gone on refresh or sign-out. Nothing is written to
 // storage.
 import { useSyncExternalStore } from "react";
-import type { AIMessage } from "../wire.gen";
+import type { AIMessage } from "../wire";
 import type { GraphDoc } from "./doc";
 
 export interface Turn extends AIMessage {

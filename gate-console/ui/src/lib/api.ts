@@ -2,7 +2,7 @@
 // shape comes from wire.gen.ts, every failure becomes an ApiError carrying
 // the status and the server's own message.
 import { useCallback, useEffect, useRef, useState } from "react";
-import type * as W from "../wire.gen";
+import type * as W from "../wire";
 
 export class ApiError extends Error {
   constructor(public status: number, message: string, public body: W.ErrorBody | null) {

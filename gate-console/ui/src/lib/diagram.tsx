@@ -2,7 +2,7 @@
 // entry, edges from one hop to the next, each node showing its budgets,
 // per-path shares and ceilings, shared keys and (live) stage counters.
 import type { KeyboardEvent } from "react";
-import type { GraphView, NodeView, StageCounters } from "../wire.gen";
+import type { GraphView, NodeView, StageCounters } from "../wire";
 import { fmt, windowText } from "./ui";
 
 const W = 300, GAPX = 70, GAPY = 22, PAD = 12;

@@ -2,7 +2,7 @@
 // document field it edits (data-at), so a rule refusal from the server or a
 // schema problem is shown at the field it names.
 import { createContext, useContext, useEffect, useState, type ReactNode } from "react";
-import type { Problem } from "../wire.gen";
+import type { Problem } from "../wire";
 import { emptyBudget, hopsText, parseHops, type FormBudget, type FormModel, type FormNode, type FormPath, type Num } from "./doc";
 import { windowText } from "./ui";
 
@@ -16,7 +16,7 @@ export function useProblemsAt(at: string) {
 export function FieldErrors({ at }: { at: string }) {
   const ps = useProblemsAt(at);
   if (!ps.length) return null;
-  return <>{ps.map((p, i) => <div key={i} className="fielderr" role="alert" data-testid="field-error" data-at={at}>{p.rule ? <code>[{p.rule}]</code> : null} {p.message}</div>)}</>;
+  return <>{ps.map((p, i) => <div key={i} className="fielderr" role="alert" data-testid="field-error" data-error-at={at}>{p.rule ? <code>[{p.rule}]</code> : null} {p.message}</div>)}</>;
 }
 
 export function TextField({ label, at, value, onChange, placeholder, help, required, testid }: {

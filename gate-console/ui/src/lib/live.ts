@@ -4,7 +4,7 @@
 // control closes the stream; when the console says "poll" or the stream
 // breaks, the page polls the graph view instead.
 import { useEffect, useState } from "react";
-import type { LiveCounters, LiveStatus, StageCounters } from "../wire.gen";
+import type { LiveCounters, LiveStatus, StageCounters } from "../wire";
 
 export type LiveState = "connecting" | "live" | "paused" | "polling";
 export const stageKey = (s: { path: string; node: string; hop: number }) => `${s.path}|${s.node}|${s.hop}`;

@@ -50,7 +50,8 @@ export class Validator {
     }
     if (typeof v === "string") {
       if (typeof s.minLength === "number" && v.length < s.minLength) out.push({ at, message: s.minLength === 1 ? "must not be empty" : `must be at least ${s.minLength} characters` });
-      if (typeof s.pattern === "string" && !new RegExp(s.pattern, "u").test(v)) out.push({ at, message: `${JSON.stringify(v)} does not match ${s.pattern}` + (typeof s.description === "string" ? ` (${s.description})` : "") });
+      if (typeof s.pattern === "string" && v === "" && !new RegExp(s.pattern, "u").test(v)) out.push({ at, message: "is required" });
+      else if (typeof s.pattern === "string" && !new RegExp(s.pattern, "u").test(v)) out.push({ at, message: `${JSON.stringify(v)} does not match ${s.pattern}` + (typeof s.description === "string" ? ` (${s.description})` : "") });
     }
     if (k === "object") {
       const o = v as Record<string, unknown>;

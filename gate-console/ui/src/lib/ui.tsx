@@ -1,5 +1,5 @@
 import { createContext, useContext, type ReactNode } from "react";
-import type { Me } from "../wire.gen";
+import type { Me } from "../wire";
 import { ApiError } from "./api";
 import { navigate } from "./router";
 

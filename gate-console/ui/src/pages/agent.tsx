@@ -4,7 +4,7 @@
 // editor's normal declare. Conversation and draft live in lib/agent
 // (memory only).
 import { useEffect, useRef, useState } from "react";
-import type { AIMessage } from "../wire.gen";
+import type { AIMessage } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
 import { clearAgent, setAgent, useAgent, type Turn } from "../lib/agent";
 import type { GraphDoc } from "../lib/doc";

@@ -2,7 +2,7 @@
 // JSON editor both read and write the same FormModel; switching views goes
 // through formToDoc/docToForm, which are exact inverses.
 import { useEffect, useMemo, useState } from "react";
-import type { GraphView, Problem } from "../wire.gen";
+import type { GraphView, Problem } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
 import { cloneDoc, docToForm, formToDoc, isV1, type FormModel, type GraphDoc } from "../lib/doc";
 import { GraphForm, ProblemsContext } from "../lib/form";

@@ -1,5 +1,5 @@
 import { useState } from "react";
-import type { GraphView, NodeView, StageCounters, StageView } from "../wire.gen";
+import type { GraphView, NodeView, StageCounters, StageView } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
 import { Diagram } from "../lib/diagram";
 import { stageKey, useLiveCounters } from "../lib/live";

@@ -1,6 +1,6 @@
 // Integration guide: producer, consumer and HTTP examples written from the
 // graph's resolved queues and worker group (never from guesses).
-import type { GraphView } from "../wire.gen";
+import type { GraphView } from "../wire";
 import { useQueryParam } from "../lib/router";
 
 export function Guide({ view }: { view: GraphView }) {

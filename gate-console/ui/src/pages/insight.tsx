@@ -1,28 +1,34 @@
 // Watch, "Why is traffic waiting?" and "Traffic over time": read-only pages
 // over the recorder and history routes (gate-runtime.md §5.4, §6.1–6.3).
 import { useState } from "react";
-import type { GraphView, Simulation } from "../wire.gen";
+import type { GraphView, Simulation } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
 import { TimeChart, type Series } from "../lib/chart";
 import type { GraphDoc } from "../lib/doc";
 import { graphHref, useQueryParam } from "../lib/router";
-import { duration, Empty, ErrorState, fmt, Link, Loading, Stat, when } from "../lib/ui";
+import { duration, Empty, ErrorState, fmt, Link, Loading, Stat, useCanWrite, when } from "../lib/ui";
 
 export function WatchPage({ app, graph, view }: { app: string; graph: string; view: GraphView | null }) {
   const w = useLoad(() => api.watch(app, graph), [app, graph], 15000);
   const spec = view?.spec as GraphDoc | undefined;
+  const canWrite = useCanWrite();
   return (
     <>
+      {spec?.watch ? (
+        <div className="spread">
+          <p className="sub">Watch for {duration(spec.watch.durationSeconds)}: Gate relays everything and charges no budget; limits in the document stay inactive.</p>
+          {canWrite ? <Link to={graphHref(app, graph, "edit", "mode=enforce")} className="button primary" data-testid="configure-limits">Configure limits</Link> : null}
+        </div>
+      ) : view ? <div className="notice">This graph is enforcing limits, not in Watch.</div> : null}
       {w.error ? <ErrorState error={w.error} what="the Watch summary" /> : null}
       {w.loading && !w.data ? <Loading /> : null}
       {w.data ? (
         <>
-          <div className="spread">
+          <div>
             <div>
               <p className="sub">Watching since {when(w.data.startedAt)} until {when(w.data.endsAt)}: {fmt(w.data.minutes)} complete minute{w.data.minutes === 1 ? "" : "s"} so far. Gate relays everything and charges no budget.</p>
               {w.data.ready ? <div className="notice good" data-testid="watch-ready"><strong>Ready for review.</strong> Recording stopped at the deadline; traffic keeps flowing in Watch until you configure limits.</div> : <span className="badge info" data-testid="watch-recording">recording</span>}
             </div>
-            <Link to={graphHref(app, graph, "edit", "mode=enforce")} className="button primary">Configure limits</Link>
           </div>
           <div className="card tablewrap">
             <table data-testid="watch-table">

@@ -1,7 +1,7 @@
 // New target: four steps (application and name; queues; limits or Watch;
 // review), one PUT, then the integration guide.
 import { useState } from "react";
-import type { Problem } from "../wire.gen";
+import type { Problem } from "../wire";
 import { api, ApiError } from "../lib/api";
 import { docBudget, formBudget, templates, WATCH_MAX, WATCH_MIN, wizardDoc, type FormBudget, type Template } from "../lib/doc";
 import { BudgetEditor, FieldErrors, NumField, ProblemsContext, TextField } from "../lib/form";
@@ -11,6 +11,8 @@ import { duration, useCanWrite } from "../lib/ui";
 
 const steps = ["Application and name", "Queues", "Rate limits", "Review"];
 const units = { minutes: 60, hours: 3600, days: 86400 } as const;
+/** The wizard step that edits the field at this JSON pointer. */
+const stepOf = (at: string) => (at === "/application" || at === "/graph" ? 1 : /\/(ingress|egress)/.test(at) ? 2 : /\/(budgets|watch)/.test(at) ? 3 : 4);
 
 export function NewTarget() {
   const canWrite = useCanWrite();
@@ -38,19 +40,24 @@ export function NewTarget() {
   });
   const schema: Problem[] = graphValidator.validate(doc).map((p) => ({ rule: "schema", message: p.message, at: p.at }));
   const server: Problem[] = err?.body?.problems ?? [];
-  const problems = [...server, ...schema];
-  const stepOf = (at: string) => (at === "/application" || at === "/graph" ? 1 : /\/(ingress|egress)/.test(at) ? 2 : /\/(budgets|watch)/.test(at) ? 3 : 4);
+  // A step's schema problems show once the user has tried to leave it.
+  const [tried, setTried] = useState<number[]>([]);
+  const problems = [...server, ...schema.filter((p) => tried.includes(stepOf(p.at ?? "")))];
   const blocking = (s: number) => schema.filter((p) => stepOf(p.at ?? "") === s);
 
   const pick = (t: Template) => { setTemplate(t); setBudgets(templates[t].budgets.map(formBudget)); };
   const create = async () => {
+    if (schema.length) { setTried([1, 2, 3, 4]); return; }
     setSaving(true); setErr(null);
     try {
       await api.declare(application || "default", name ?? "", doc);
       navigate(graphHref(application || "default", name ?? "", "guide", "created=1"));
     } catch (e) { setErr(e as ApiError); } finally { setSaving(false); }
   };
-  const go = (s: number) => setStep(String(s));
+  const go = (s: number) => {
+    if (s > step && blocking(step).length) { setTried((t) => [...t, step]); return; }
+    setStep(String(s));
+  };
 
   // Map budget pointers of the one node onto the editor.
   return (
@@ -128,12 +135,12 @@ export function NewTarget() {
               {server.length ? <div className="small">Go back to step {stepOf(server[0].at ?? "")} to fix {server[0].at}.</div> : null}</div> : null}
           </div>
         ) : null}
-        {blocking(step).length && step < 4 ? <div className="small fielderr" style={{ marginTop: 8 }}>Fix the fields marked above to continue.</div> : null}
+        {tried.includes(step) && blocking(step).length && step < 4 ? <div className="small fielderr" style={{ marginTop: 8 }}>Fix the fields marked above to continue.</div> : null}
       </div>
       <div className="row" style={{ marginTop: 12 }}>
         {step > 1 ? <button type="button" onClick={() => go(step - 1)}>Back</button> : null}
-        {step < 4 ? <button type="button" className="primary" onClick={() => go(step + 1)} disabled={blocking(step).length > 0 || (step === 3 && mode === "watch" && (watchSeconds < WATCH_MIN || watchSeconds > WATCH_MAX))} data-testid="w-next">Next</button> : null}
-        {step === 4 && canWrite ? <button type="button" className="primary" onClick={create} disabled={saving || schema.length > 0} data-testid="w-create">{saving ? "Creating…" : mode === "watch" ? "Create and start watching" : "Create target"}</button> : null}
+        {step < 4 ? <button type="button" className="primary" onClick={() => go(step + 1)} disabled={(step === 3 && mode === "watch" && (watchSeconds < WATCH_MIN || watchSeconds > WATCH_MAX))} data-testid="w-next">Next</button> : null}
+        {step === 4 && canWrite ? <button type="button" className="primary" onClick={create} disabled={saving} data-testid="w-create">{saving ? "Creating…" : mode === "watch" ? "Create and start watching" : "Create target"}</button> : null}
       </div>
     </ProblemsContext.Provider>
   );

@@ -136,7 +136,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await pg.locator('[data-at="/nodes/limit/budgets/0/subWindows"]').fill("10");
     p.allow(/status of 422/);
     await pg.getByTestId("save").click();
-    const err = pg.locator('[data-testid="field-error"][data-at="/nodes/limit/budgets/0/subWindows"]');
+    const err = pg.locator('[data-testid="field-error"][data-error-at="/nodes/limit/budgets/0/subWindows"]');
     await err.waitFor();
     assert.match(await err.innerText(), /subwindow-fits/);
     assert.equal(await pg.locator('[data-at="/nodes/limit/budgets/0/subWindows"][aria-invalid="true"]').count(), 1);
@@ -178,6 +178,32 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await pg.getByTestId("backoff-none").waitFor();
     v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
     assert.equal(v.json.nodes[0].breaker, null);
+    p.assertClean();
+    await p.close();
+  });
+
+  test("Watch → Configure limits opens the form with enforcement selected and the version bumped → saved, enforcing", async () => {
+    const w = await apiCall(stack.api, "PUT", `/v1/apps/${app}/graphs/trial`, { version: 3, counters: { windowSeconds: 60 }, watch: { durationSeconds: 600 },
+      nodes: { api: { ingress: true, budgets: [], egress: { queue: `${app}.trial.out`, group: "trialists" } } }, paths: [{ name: "main", nodes: ["api"] }] });
+    assert.equal(w.status, 200, w.text);
+    const p = await open(stack.console, `/graphs/${app}/trial/watch`);
+    const pg = p.page;
+    await pg.getByTestId("configure-limits").click();
+    await pg.waitForURL(`**/graphs/${app}/trial/edit?mode=enforce`);
+    await pg.getByTestId("graph-form").waitFor();
+    assert.equal(await pg.getByTestId("f-mode").inputValue(), "enforce");
+    assert.equal(await pg.getByTestId("f-version").inputValue(), "4");
+    await pg.getByTestId("version-note").waitFor();
+    await pg.getByRole("button", { name: "Add budget" }).click();
+    await pg.getByTestId("budget-count").fill("25");
+    await pg.locator('[data-at="/nodes/api/budgets/0/timeMs"]').fill("1000");
+    await pg.getByTestId("save").click();
+    await pg.waitForURL(`**/graphs/${app}/trial?saved=1`);
+    await pg.getByText("enforcing", { exact: true }).waitFor();
+    const v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/trial`);
+    assert.equal(v.json.version, 4);
+    assert.equal(v.json.watching, false);
+    assert.equal(v.json.nodes[0].budgets[0].count, 25);
     p.assertClean();
     await p.close();
   });

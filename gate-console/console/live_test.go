@@ -1,0 +1,397 @@
+package console
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/gate/gate-console/config"
+	"github.com/queen-mq/gate/libs/gatetest"
+	"github.com/queen-mq/gate/libs/store"
+	"github.com/queen-mq/gate/libs/wire"
+)
+
+// liveEnv is a console with the dev bypass serving over real HTTP (the
+// production http.Server settings) with its hub on a test NATS.
+type liveEnv struct {
+	*testEnv
+	url  string
+	nats *gatetest.NATS
+	app  string
+}
+
+func newLiveEnv(t *testing.T, live LiveOptions, readTimeout time.Duration) *liveEnv {
+	t.Helper()
+	n := gatetest.NewNATS(t)
+	cfg := func(c *config.Config) {
+		c.ClientID, c.ClientSecret, c.AllowedDomains = "", "", nil
+		c.DevEmail = "dev@example.com"
+		c.NATSURL = n.URL
+	}
+	e := newTestEnvOpt(t, cfg, nil, Options{Live: live, ReadTimeout: readTimeout})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	e.s.live.start(ctx)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := e.s.httpServer()
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { e.s.live.close(); _ = srv.Close() })
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return &liveEnv{testEnv: e, url: "http://" + ln.Addr().String(), nats: n, app: "t" + hex.EncodeToString(b)}
+}
+
+// sse is one open stream.
+type sse struct {
+	t    *testing.T
+	res  *http.Response
+	rd   *bufio.Reader
+	conn chan sseEvent
+}
+
+type sseEvent struct {
+	name, data string
+	comment    bool
+	at         time.Time
+	err        error
+}
+
+func (l *liveEnv) open(t *testing.T, graphs string) *sse {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, l.url+"/api/live?graphs="+graphs, nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("/api/live = %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	s := &sse{t: t, res: res, rd: bufio.NewReader(res.Body), conn: make(chan sseEvent, 1024)}
+	t.Cleanup(func() { res.Body.Close() })
+	go s.pump()
+	return s
+}
+
+func (s *sse) pump() {
+	var ev sseEvent
+	for {
+		line, err := s.rd.ReadString('\n')
+		if err != nil {
+			s.conn <- sseEvent{err: err, at: time.Now()}
+			close(s.conn)
+			return
+		}
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case line == "":
+			if ev.name != "" || ev.comment {
+				ev.at = time.Now()
+				s.conn <- ev
+			}
+			ev = sseEvent{}
+		case strings.HasPrefix(line, ":"):
+			ev.comment = true
+		case strings.HasPrefix(line, "event: "):
+			ev.name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			ev.data = strings.TrimPrefix(line, "data: ")
+		}
+	}
+}
+
+// next returns the next named event (skipping heartbeats) within wait.
+func (s *sse) next(wait time.Duration) sseEvent {
+	s.t.Helper()
+	deadline := time.After(wait)
+	for {
+		select {
+		case ev, ok := <-s.conn:
+			if !ok || ev.err != nil {
+				s.t.Fatalf("stream ended: %v", ev.err)
+			}
+			if ev.comment {
+				continue
+			}
+			return ev
+		case <-deadline:
+			s.t.Fatalf("no event within %v", wait)
+		}
+	}
+}
+
+// streaming waits for the status that says the stream carries events.
+func (s *sse) streaming() wire.LiveStatus {
+	s.t.Helper()
+	for {
+		ev := s.next(10 * time.Second)
+		if ev.name != "status" {
+			continue
+		}
+		var st wire.LiveStatus
+		if err := json.Unmarshal([]byte(ev.data), &st); err != nil {
+			s.t.Fatal(err)
+		}
+		if st.Mode == "stream" {
+			return st
+		}
+	}
+}
+
+func (l *liveEnv) publishCounters(t *testing.T, replica, graph string, forwarded int64, stages int) {
+	t.Helper()
+	g := store.GraphStatus{App: l.app, Graph: graph, Version: 3, Running: true}
+	for i := range stages {
+		g.Stages = append(g.Stages, store.StageStatus{Path: fmt.Sprintf("p%d", i), Node: "n", Counters: store.Counters{Forwarded: forwarded, Admitted: forwarded}})
+	}
+	b, _ := json.Marshal(map[string]any{"replica": replica, "at": time.Now().UnixMilli(), "graph": g})
+	if err := l.nats.Conn.Publish("gate.relay.counters."+l.app+"."+graph, b); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.nats.Conn.Flush()
+}
+
+// A relay's counter update reaches an SSE client in under one second, the
+// replicas' counters summed; denials follow on their own subject.
+func TestLiveCounterReachesClient(t *testing.T) {
+	l := newLiveEnv(t, LiveOptions{}, 0)
+	s := l.open(t, l.app+"/g1")
+	st := s.streaming()
+	if !st.NATS || len(st.Graphs) != 1 || st.Graphs[0] != l.app+"/g1" {
+		t.Fatalf("status %+v", st)
+	}
+	sent := time.Now()
+	l.publishCounters(t, "relay-a", "g1", 7, 1)
+	ev := s.next(time.Second)
+	latency := ev.at.Sub(sent)
+	var c wire.LiveCounters
+	if ev.name != "counters" || json.Unmarshal([]byte(ev.data), &c) != nil || c.Graph != "g1" || c.Stages[0].Counters.Forwarded != 7 {
+		t.Fatalf("first event %s %s", ev.name, ev.data)
+	}
+	t.Logf("relay → NATS → console → SSE client: %v", latency)
+	l.publishCounters(t, "relay-b", "g1", 5, 1)
+	ev = s.next(time.Second)
+	if json.Unmarshal([]byte(ev.data), &c) != nil || c.Stages[0].Counters.Forwarded != 12 || len(c.Replicas) != 2 || !c.Running || c.Version != 3 {
+		t.Fatalf("summed event %s", ev.data)
+	}
+	// Another graph's traffic is not this tab's.
+	l.publishCounters(t, "relay-a", "other", 1, 1)
+	ds, _ := json.Marshal([]wire.Denial{{At: 1, Application: l.app, Graph: "g1", Node: "n", Path: "p0", Outcome: "denied", BudgetID: "b"}})
+	if err := l.nats.Conn.Publish("gate.relay.denials."+l.app+".g1", ds); err != nil {
+		t.Fatal(err)
+	}
+	ev = s.next(time.Second)
+	var d wire.LiveDenials
+	if ev.name != "denials" || json.Unmarshal([]byte(ev.data), &d) != nil || len(d.Denials) != 1 || d.Denials[0].BudgetID != "b" {
+		t.Fatalf("denials event %s %s (another graph's counters must not arrive)", ev.name, ev.data)
+	}
+	if n := l.s.live.subscriptions(); n != 2 {
+		t.Errorf("%d NATS subscriptions for one graph, want 2 (counters, denials)", n)
+	}
+	// A second tab on the same graph shares the subscriptions.
+	s2 := l.open(t, l.app+"/g1")
+	s2.streaming()
+	if n := l.s.live.subscriptions(); n != 2 {
+		t.Errorf("%d NATS subscriptions for two tabs on one graph, want 2", n)
+	}
+}
+
+// A stream with no traffic outlives the server's read and idle timeouts
+// many times over (the production settings, scaled: 200 ms for 1 min),
+// carries heartbeats at its period, and still delivers afterwards.
+func TestLiveIdleStreamStaysOpen(t *testing.T) {
+	const readTimeout = 200 * time.Millisecond
+	l := newLiveEnv(t, LiveOptions{Heartbeat: 50 * time.Millisecond}, readTimeout)
+	s := l.open(t, l.app+"/idle")
+	s.streaming()
+	idle := 12 * readTimeout // 2 min of idleness against a 10 s timeout
+	deadline := time.After(idle)
+	beats := 0
+wait:
+	for {
+		select {
+		case ev, ok := <-s.conn:
+			if !ok || ev.err != nil {
+				t.Fatalf("the idle stream ended after %d heartbeats: %v", beats, ev.err)
+			}
+			if ev.comment {
+				beats++
+			}
+		case <-deadline:
+			break wait
+		}
+	}
+	if want := int(idle/(50*time.Millisecond)) / 2; beats < want {
+		t.Errorf("%d heartbeats in %v, want at least %d", beats, idle, want)
+	}
+	l.publishCounters(t, "relay-a", "idle", 1, 1)
+	if ev := s.next(time.Second); ev.name != "counters" {
+		t.Fatalf("after the idle period: %s", ev.name)
+	}
+}
+
+// A client that never reads neither slows the others nor buffers without
+// bound: its buffer coalesces to one snapshot per graph plus at most
+// MaxDenials denials, and the write deadline cuts it.
+func TestLiveSlowClientIsolated(t *testing.T) {
+	const maxDenials = 50
+	l := newLiveEnv(t, LiveOptions{WriteTimeout: 10 * time.Second, MaxDenials: maxDenials}, 0)
+	fast := l.open(t, "")
+	fast.streaming()
+
+	// The slow client: a raw connection that sends its request and never
+	// reads a byte.
+	// A 4 KiB receive window, set before the handshake, so the server's
+	// writes back up after a few hundred KiB instead of megabytes.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) }); err != nil {
+			return err
+		}
+		return serr
+	}}
+	l.s.live.mu.Lock()
+	before := map[*liveClient]bool{}
+	for c := range l.s.live.clients {
+		before[c] = true
+	}
+	l.s.live.mu.Unlock()
+	conn, err := d.Dial("tcp", strings.TrimPrefix(l.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /api/live HTTP/1.1\r\nHost: x\r\n\r\n")
+	var slow *liveClient
+	for deadline := time.Now().Add(5 * time.Second); slow == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow client never registered")
+		}
+		l.s.live.mu.Lock()
+		for c := range l.s.live.clients {
+			if !before[c] {
+				slow = c
+			}
+		}
+		l.s.live.mu.Unlock()
+	}
+
+	const graphs, rounds = 10, 20
+	maxBuffered := 0
+	go func() {
+		for ds := 0; ds < 200; ds++ {
+			b, _ := json.Marshal([]wire.Denial{{At: int64(ds), Application: l.app, Graph: "g0", Outcome: "denied"}})
+			_ = l.nats.Conn.Publish("gate.relay.denials."+l.app+".g0", b)
+		}
+	}()
+	for r := 1; r <= rounds; r++ {
+		for g := range graphs {
+			l.publishCounters(t, "relay-a", fmt.Sprintf("g%d", g), int64(r), 40) // ~4 KiB each
+		}
+		if b := slow.buffered(); b > maxBuffered {
+			maxBuffered = b
+		}
+	}
+	// Let the fast client catch up with everything sent so far (the hub's
+	// own pace), then time one update while the slow client is stuck.
+	final := map[string]bool{}
+	for len(final) < graphs {
+		ev := fast.next(time.Minute)
+		var c wire.LiveCounters
+		if ev.name == "counters" && json.Unmarshal([]byte(ev.data), &c) == nil && c.Stages[0].Counters.Forwarded == rounds {
+			final[c.Graph] = true
+		}
+	}
+	if l.s.live.clientCount() != 2 {
+		t.Fatalf("the slow client was cut before the measurement (%d streams): raise WriteTimeout", l.s.live.clientCount())
+	}
+	sent := time.Now()
+	l.publishCounters(t, "relay-a", "last", 99, 1)
+	for {
+		ev := fast.next(2 * time.Second)
+		var c wire.LiveCounters
+		if ev.name == "counters" && strings.Contains(ev.data, `"graph":"last"`) && json.Unmarshal([]byte(ev.data), &c) == nil && c.Graph == "last" {
+			t.Logf("the fast client got the last update %v after it was sent, with a slow client attached", ev.at.Sub(sent))
+			if ev.at.Sub(sent) > time.Second {
+				t.Errorf("the fast client waited %v", ev.at.Sub(sent))
+			}
+			break
+		}
+	}
+	if bound := graphs + 1 + maxDenials; maxBuffered > bound {
+		t.Errorf("a client's buffer held %d items, bound %d", maxBuffered, bound)
+	}
+	// The write deadline cuts the client that does not read: keep the
+	// relays talking until its socket is full and a write times out.
+	for r, deadline := rounds+1, time.Now().Add(60*time.Second); l.s.live.clientCount() > 1; r++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow client is still attached (%d streams)", l.s.live.clientCount())
+		}
+		for g := range graphs {
+			l.publishCounters(t, "relay-a", fmt.Sprintf("g%d", g), int64(r), 40)
+		}
+		if b := slow.buffered(); b > maxBuffered {
+			maxBuffered = b
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if bound := graphs + 1 + maxDenials; maxBuffered > bound {
+		t.Errorf("a client's buffer held %d items, bound %d", maxBuffered, bound)
+	}
+	t.Logf("slow client buffered at most %d items and was cut by the write deadline", maxBuffered)
+}
+
+func TestLiveWithoutNATSSaysPoll(t *testing.T) {
+	e := newTestEnv(t, func(c *config.Config) {
+		c.ClientID, c.ClientSecret, c.AllowedDomains = "", "", nil
+		c.DevEmail = "dev@example.com"
+	}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := newReq(http.MethodGet, "/api/live", "").WithContext(ctx)
+	done := make(chan struct{})
+	w := &flushRecorder{ch: make(chan string, 8)}
+	go func() { e.h.ServeHTTP(w, r); close(done) }()
+	first := <-w.ch
+	cancel()
+	<-done
+	if !strings.HasPrefix(first, "event: status\ndata: ") || !strings.Contains(first, `"mode":"poll"`) || !strings.Contains(first, "GATE_NATS_URL is not set") {
+		t.Fatalf("first event %q", first)
+	}
+	if w := e.get("/api/live?graphs=Bad/Name"); w.Code != http.StatusBadRequest || !strings.Contains(body(t, w), "graphs") {
+		t.Errorf("bad graphs = %d %s", w.Code, body(t, w))
+	}
+}
+
+// flushRecorder is a ResponseWriter that hands each flushed write over.
+type flushRecorder struct {
+	h  http.Header
+	ch chan string
+	b  strings.Builder
+}
+
+func (f *flushRecorder) Header() http.Header {
+	if f.h == nil {
+		f.h = http.Header{}
+	}
+	return f.h
+}
+func (f *flushRecorder) WriteHeader(int)             {}
+func (f *flushRecorder) Write(p []byte) (int, error) { f.b.Write(p); return len(p), nil }
+func (f *flushRecorder) Flush() {
+	select {
+	case f.ch <- f.b.String():
+	default:
+	}
+	f.b.Reset()
+}
