@@ -5,7 +5,7 @@ MODULES := $(shell sed -n 's/^[[:space:]]*\.\/\([^[:space:]]*\).*/\1/p' go.work)
 PKGS := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: test vet fmt-check unit run e2e bench miniqueen ui ui-check ui-test
+.PHONY: test vet fmt-check unit run e2e bench miniqueen ui ui-check ui-test console-load wire
 
 ## test: vet, gofmt check and the race-enabled tests of every module (the README's test command)
 test: fmt-check vet
@@ -50,3 +50,11 @@ ui-check: ui
 ## ui-test: the web app's component tests and its browser tests (chromium, against a real stack)
 ui-test:
 	cd $(UI) && npm run test:unit && npm run test:browser
+
+## console-load: gate-console's read-route latency at 200 req/s and SSE fan-out to 200 clients, on an embedded stack
+console-load:
+	$(GO) run ./gate-console/cmd/console-load
+
+## wire: regenerate the web app's TypeScript types from libs/wire
+wire:
+	$(GO) run ./libs/wire/cmd/tsgen

@@ -35,7 +35,7 @@ func (s *Server) aiStatus(q *req) *apiError {
 // nothing is saved or provisioned.
 func (s *Server) aiChat(q *req) *apiError {
 	if !s.agent.Enabled() {
-		return fail(http.StatusServiceUnavailable, "%s", s.agent.Setup()).with("code", "ai-off").with("setup", s.agent.Setup())
+		return fail(http.StatusServiceUnavailable, "%s", s.agent.Setup()).with("rule", "ai-off")
 	}
 	body, bad := readRaw(q.w, q.r, q.limit)
 	if bad != nil {
@@ -51,7 +51,7 @@ func (s *Server) aiChat(q *req) *apiError {
 	ctx := q.r.Context()
 	listing, err := s.store.List(ctx)
 	if err != nil {
-		return fail(http.StatusBadGateway, "the declared graphs could not be read, so a draft cannot be checked against them (%v): retry", err).with("code", "ai-store")
+		return fail(http.StatusBadGateway, "the declared graphs could not be read, so a draft cannot be checked against them (%v): retry", err).with("rule", "ai-store")
 	}
 	stored := make([]declare.Stored, 0, len(listing.Documents))
 	for _, d := range listing.Documents {
@@ -71,7 +71,7 @@ func (s *Server) aiChat(q *req) *apiError {
 		if !errors.As(err, &e) {
 			return fail(http.StatusInternalServerError, "the AI chat failed: %v", err)
 		}
-		out := fail(e.Status, "%s", e.Message).with("code", e.Code)
+		out := fail(e.Status, "%s", e.Message).with("rule", e.Code)
 		if e.Field != "" {
 			out.field(e.Field)
 		}

@@ -115,7 +115,7 @@ func TestAIOff(t *testing.T) {
 		t.Fatalf("status %s", st.raw)
 	}
 	a := h.expect(h.do(http.MethodPost, "/api/ai/chat", chatBody(h.app, "hi")), 503)
-	if !strings.Contains(h.errorBody(a), "GATE_OPENAI_API_KEY") || a.str("code") != "ai-off" {
+	if !strings.Contains(h.errorBody(a), "GATE_OPENAI_API_KEY") || a.str("rule") != "ai-off" {
 		t.Fatalf("%s", a.raw)
 	}
 }
@@ -155,7 +155,7 @@ func TestAIChatRoute(t *testing.T) {
 	// The same name again: refused, repaired once, still refused → 502.
 	before := f.count()
 	a = h.expect(h.do(http.MethodPost, "/api/ai/chat", chatBody(h.app, "Another one.")), 502)
-	if msg := h.errorBody(a); !strings.Contains(msg, "[graph-exists]") || a.str("code") != "ai-draft-invalid" {
+	if msg := h.errorBody(a); !strings.Contains(msg, "[graph-exists]") || a.str("rule") != "ai-draft-invalid" {
 		t.Fatalf("%s", a.raw)
 	}
 	if n := f.count() - before; n != 2 {

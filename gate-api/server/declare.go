@@ -133,14 +133,10 @@ func (s *Server) declareOne(ctx context.Context, app, name string, body []byte, 
 func refusal(status int, res *declare.Result) *apiError {
 	errs := res.Findings.Errors()
 	rules := make([]string, 0, len(errs))
-	problems := make([]map[string]any, 0, len(errs))
+	problems := make([]wire.Problem, 0, len(errs))
 	for _, f := range errs {
 		rules = append(rules, f.Rule)
-		p := map[string]any{"rule": f.Rule, "message": f.Message}
-		if f.At != "" {
-			p["at"] = f.At
-		}
-		problems = append(problems, p)
+		problems = append(problems, wire.Problem{Rule: f.Rule, Message: f.Message, At: f.At})
 	}
 	e := fail(status, "%s", strings.Join(res.Errors(), "; ")).with("rules", rules).with("problems", problems)
 	if len(rules) > 0 {
@@ -278,7 +274,7 @@ func (s *Server) syncTargets(q *req) *apiError {
 		named[name] = true
 		resp, bad := s.declare(ctx, app, name, bytes.Clone(d), true)
 		if bad != nil {
-			msg, _ := bad.body["error"].(string)
+			msg := bad.body.Error
 			refusedList = append(refusedList, refused{Target: name, Error: msg})
 			continue
 		}

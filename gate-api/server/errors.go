@@ -4,30 +4,80 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/queen-mq/gate/libs/wire"
 	"net/http"
 	"strconv"
 )
 
-// apiError is a refusal with its HTTP status and JSON body. The body always
-// carries "error" (a sentence naming the number, the consequence and the
-// fix); "rule", "field" and other keys are added where they help a client.
+// apiError is a refusal with its HTTP status and JSON body (wire.Error).
+// The body always carries "error" (a sentence naming the number, the
+// consequence and the fix); "rule", "field" and the other fields of
+// wire.Error are added where they help a client.
 type apiError struct {
 	status int
-	body   map[string]any
+	body   wire.Error
 	header http.Header
 }
 
-func (e *apiError) Error() string { return fmt.Sprintf("HTTP %d: %v", e.status, e.body["error"]) }
+func (e *apiError) Error() string { return fmt.Sprintf("HTTP %d: %v", e.status, e.body.Error) }
 
 // fail builds a refusal; args format the message like fmt.Sprintf.
 func fail(status int, format string, args ...any) *apiError {
-	return &apiError{status: status, body: map[string]any{"error": fmt.Sprintf(format, args...)}}
+	return &apiError{status: status, body: wire.Error{Error: fmt.Sprintf(format, args...)}}
 }
 
-// with adds one key to the body.
+// with sets one field of the body by its JSON name; a name wire.Error does
+// not have is a bug and panics (the handler wrapper logs it).
 func (e *apiError) with(key string, v any) *apiError {
-	e.body[key] = v
+	b := &e.body
+	switch key {
+	case "field":
+		b.Field = v.(string)
+	case "rule":
+		b.Rule = v.(string)
+	case "rules":
+		b.Rules = v.([]string)
+	case "problems":
+		b.Problems = v.([]wire.Problem)
+	case "applications":
+		b.Applications = v.([]string)
+	case "paths":
+		b.Paths = v.([]string)
+	case "nodes":
+		b.Nodes = v.([]string)
+	case "node":
+		b.Node = v.(string)
+	case "budget":
+		b.Budget = v.(string)
+	case "queue":
+		b.Queue = v.(string)
+	case "status":
+		b.Status = v.(string)
+	case "queen":
+		q := v.(wire.QueenState)
+		b.Queen = &q
+	case "limit":
+		b.Limit = ptr(toInt64(v))
+	case "maxAttempts":
+		b.MaxAttempts = ptr(toInt64(v))
+	case "retryAfterSeconds":
+		b.RetryAfterSeconds = ptr(toInt64(v))
+	default:
+		panic("apiError.with: wire.Error has no field " + key)
+	}
 	return e
+}
+
+func toInt64(v any) int64 {
+	switch n := v.(type) {
+	case int:
+		return int64(n)
+	case int64:
+		return n
+	case uint32:
+		return int64(n)
+	}
+	panic(fmt.Sprintf("apiError.with: %T is not a whole number", v))
 }
 
 // field names the request field at fault.

@@ -114,7 +114,7 @@ func (s *Server) wrap(name string, flat bool, limit int64, h handler) http.Handl
 		if sw.status >= 500 && sw.status != http.StatusServiceUnavailable {
 			msg := ""
 			if e != nil {
-				msg, _ = e.body["error"].(string)
+				msg = e.body.Error
 			}
 			s.log.Warn("request failed", "route", name, "method", r.Method, "path", r.URL.EscapedPath(), "status", sw.status, "error", msg)
 		}

@@ -559,9 +559,19 @@ func (h *liveHub) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	beat := time.NewTicker(h.opt.Heartbeat)
 	defer beat.Stop()
+	// A stream ends with its session (the browser reconnects and is asked
+	// to sign in again); the dev bypass has no expiry.
+	var expired <-chan time.Time
+	if id, ok := identityFrom(r.Context()); ok && !id.Expires.IsZero() {
+		t := time.NewTimer(max(id.Expires.Sub(h.now()), 0))
+		defer t.Stop()
+		expired = t.C
+	}
 	for {
 		select {
 		case <-r.Context().Done():
+			return
+		case <-expired:
 			return
 		case <-h.done:
 			return

@@ -395,3 +395,20 @@ func (f *flushRecorder) Flush() {
 	}
 	f.b.Reset()
 }
+
+// A stream ends when its session does.
+func TestLiveStreamEndsWithTheSession(t *testing.T) {
+	e := newTestEnv(t, nil, nil)
+	c := e.sessionCookie(t, "viewer@example.com")
+	e.clock.Advance(SessionTTL - 50*time.Millisecond)
+	r := newReq(http.MethodGet, "/api/live", "")
+	r.AddCookie(c)
+	done := make(chan struct{})
+	w := &flushRecorder{ch: make(chan string, 8)}
+	go func() { e.h.ServeHTTP(w, r); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream outlived its session")
+	}
+}

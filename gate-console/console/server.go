@@ -109,6 +109,7 @@ func New(cfg config.Config, log *slog.Logger, opt Options) (*Server, error) {
 	s.readTimeout = opt.ReadTimeout
 	s.signin = newSignin(s, opt.HTTPClient)
 	s.live = newLiveHub(cfg.NATSURL, log, opt.Live)
+	s.live.now = opt.Now
 	s.handler = s.routes()
 	return s, nil
 }

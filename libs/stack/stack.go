@@ -363,6 +363,13 @@ func (s *Stack) startConsole(ctx context.Context) error {
 // ConsoleURL is gate-console's URL ("" when the stack did not start one).
 func (s *Stack) ConsoleURL() string { return s.consoleURL }
 
+// Console is gate-console's process (nil when the stack did not start one).
+func (s *Stack) Console() *Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.console
+}
+
 // childEnv is the environment every Gate child gets.
 func (s *Stack) childEnv(extra []string) []string {
 	env := append([]string{}, os.Environ()...)

@@ -10,6 +10,28 @@ type Error struct {
 	Field string `json:"field,omitempty"`
 	// Rule names the rule that refused, when there is one.
 	Rule string `json:"rule,omitempty"`
+	// Rules and Problems list every declare rule that refused.
+	Rules    []string  `json:"rules,omitempty"`
+	Problems []Problem `json:"problems,omitempty"`
+	// Applications are the applications a flat name is ambiguous between.
+	Applications []string `json:"applications,omitempty"`
+	// Paths and Nodes are the valid choices when the request named none or
+	// a wrong one.
+	Paths []string `json:"paths,omitempty"`
+	Nodes []string `json:"nodes,omitempty"`
+	// Node, Budget and Queue name the object at fault.
+	Node   string `json:"node,omitempty"`
+	Budget string `json:"budget,omitempty"`
+	Queue  string `json:"queue,omitempty"`
+	// Limit is the route's body limit (413).
+	Limit *int64 `json:"limit,omitempty"`
+	// MaxAttempts is the graph's attempt limit (re-entry refused).
+	MaxAttempts *int64 `json:"maxAttempts,omitempty"`
+	// RetryAfterSeconds repeats the Retry-After header (429).
+	RetryAfterSeconds *int64 `json:"retryAfterSeconds,omitempty"`
+	// Status and Queen describe an unhealthy plane (GET /health, 503).
+	Status string      `json:"status,omitempty"`
+	Queen  *QueenState `json:"queen,omitempty"`
 }
 
 // Me is GET /api/me: who the request is and what it may do.
@@ -27,4 +49,12 @@ type Me struct {
 	// DevBypass is true when sign-in is bypassed (the web app shows a
 	// permanent banner).
 	DevBypass bool `json:"dev_bypass"`
+}
+
+// Problem is one declare refusal with its location.
+type Problem struct {
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+	// At is the JSON pointer into the document, when known.
+	At string `json:"at,omitempty"`
 }

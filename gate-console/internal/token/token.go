@@ -19,6 +19,10 @@ const header = `{"alg":"HS256","typ":"JWT"}`
 
 var encHeader = base64.RawURLEncoding.EncodeToString([]byte(header))
 
+// strict decodes base64url without padding and refuses non-zero trailing
+// bits, so each token has exactly one accepted spelling.
+var strict = base64.RawURLEncoding.Strict()
+
 // MaxLen bounds a token this package will look at (a cookie is at most
 // 4 KiB anyway).
 const MaxLen = 4096
@@ -93,11 +97,11 @@ func (s *Signer) Verify(use, tok string, p Payload) error {
 	if !ok {
 		return fmt.Errorf("%w: no signature", ErrMalformed)
 	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
+	got, err := strict.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, s.mac(h+"."+body)) {
 		return ErrSignature
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(body)
+	raw, err := strict.DecodeString(body)
 	if err != nil {
 		return fmt.Errorf("%w: payload is not base64url", ErrMalformed)
 	}

@@ -272,6 +272,30 @@ export interface Error {
   field?: string;
   /** Rule names the rule that refused, when there is one. */
   rule?: string;
+  /** Rules and Problems list every declare rule that refused. */
+  rules?: string[];
+  problems?: Problem[];
+  /** Applications are the applications a flat name is ambiguous between. */
+  applications?: string[];
+  /**
+   * Paths and Nodes are the valid choices when the request named none or
+   * a wrong one.
+   */
+  paths?: string[];
+  nodes?: string[];
+  /** Node, Budget and Queue name the object at fault. */
+  node?: string;
+  budget?: string;
+  queue?: string;
+  /** Limit is the route's body limit (413). */
+  limit?: number | null;
+  /** MaxAttempts is the graph's attempt limit (re-entry refused). */
+  maxAttempts?: number | null;
+  /** RetryAfterSeconds repeats the Retry-After header (429). */
+  retryAfterSeconds?: number | null;
+  /** Status and Queen describe an unhealthy plane (GET /health, 503). */
+  status?: string;
+  queen?: QueenState | null;
 }
 
 /** Me is GET /api/me: who the request is and what it may do. */
@@ -295,6 +319,14 @@ export interface Me {
    * permanent banner).
    */
   dev_bypass: boolean;
+}
+
+/** Problem is one declare refusal with its location. */
+export interface Problem {
+  rule: string;
+  message: string;
+  /** At is the JSON pointer into the document, when known. */
+  at?: string;
 }
 
 /**
