@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queen-mq/gate/libs/agent"
 	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/plan"
 )
@@ -89,6 +90,10 @@ type Config struct {
 	// to at least GATE_MAX_PUSH_BODY_BYTES and at most 4 GiB); a push that
 	// does not fit is answered 503 with Retry-After.
 	PushInflightBytes int64
+	// AI is the configuration agent: GATE_AI_PROVIDER, GATE_AI_MODEL, the
+	// provider's key, its base URL knob, whether history is configured,
+	// and the agent's fixed limits (see libs/agent's README).
+	AI agent.Config
 }
 
 // Default returns the configuration with every knob at its default.
@@ -112,6 +117,9 @@ func Default() Config {
 		PushInflightBytes: DefaultPushInflightBytes,
 		History: knob.History{Port: knob.DefaultPGPort, User: knob.DefaultPGUser, Database: knob.DefaultPGDatabase,
 			Schema: knob.DefaultHistorySchema},
+		AI: agent.Config{AI: knob.AI{
+			Provider: knob.AIProviderOpenAI, Model: knob.DefaultOpenAIModel, BaseURL: knob.DefaultOpenAIBaseURL,
+		}}.WithDefaults(),
 	}
 }
 
@@ -158,6 +166,9 @@ func Load(getenv func(string) string) (Config, error) {
 	c.ShutdownTimeout = time.Duration(shutdown) * time.Second
 	hist, err := knob.ReadHistory(getenv)
 	c.History = hist
+	errs = append(errs, err)
+	ai, err := knob.ReadAI(getenv)
+	c.AI.AI = ai
 	errs = append(errs, err)
 	// The shared strings that failed kept their defaults, so this adds
 	// only what knob did not check: the bind address.

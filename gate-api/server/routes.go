@@ -39,6 +39,10 @@ type statusWriter struct {
 	status int
 }
 
+// Unwrap lets http.ResponseController reach the connection (the AI chat
+// extends its write deadline past the server's default).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
 	// The answer is ready: give it its own window to be written, so a
@@ -47,9 +51,6 @@ func (w *statusWriter) WriteHeader(code int) {
 	_ = http.NewResponseController(w.ResponseWriter).SetWriteDeadline(time.Now().Add(answerWriteWindow))
 	w.ResponseWriter.WriteHeader(code)
 }
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // answerWriteWindow is how long writing one answer may take once it is
 // ready.
@@ -92,6 +93,7 @@ func (s *Server) routes() http.Handler {
 	r.Handle("/version", s.wrap("version", true, small, s.version)).Methods(http.MethodGet)
 	r.Handle("/api/version", s.wrap("version", true, small, s.version)).Methods(http.MethodGet)
 	s.consoleRoutes(r, small)
+	s.aiRoutes(r, small)
 	r.Handle("/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})).Methods(http.MethodGet)
 
 	r.NotFoundHandler = s.wrap("unknown", true, small, func(q *req) *apiError {

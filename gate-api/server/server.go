@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/gate-api/config"
+	"github.com/queen-mq/gate/libs/agent"
 	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
@@ -44,6 +45,8 @@ type Server struct {
 	cat     *catalog
 	metrics *metrics
 	handler http.Handler
+	// agent is the AI configuration agent (off without a key).
+	agent *agent.Agent
 
 	// declareMu is the declare lock: every PUT, sync and DELETE of this
 	// process runs under it (a PUT's or sync's wait for a relay to run what
@@ -89,12 +92,18 @@ func New(cfg config.Config, log *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("QUEEN_URL: %w", err)
 	}
 	st := store.New(c, cfg.KVNamespace)
+	ag, err := agent.New(context.Background(), cfg.AI, log)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("ai agent", "enabled", ag.Enabled(), "config", cfg.AI.AI)
 	s := &Server{
 		cfg: cfg, log: log, client: c, store: st,
 		cat:     newCatalog(st, cfg.PlanOptions(), log, cfg.Refresh),
 		metrics: newMetrics(),
 		closing: make(chan struct{}),
 		now:     time.Now,
+		agent:   ag,
 	}
 	s.pushBytes.limit = cfg.PushInflightBytes
 	s.health.ttl = time.Second

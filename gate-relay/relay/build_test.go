@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// The data plane links no web framework, database driver, container or
-// test machinery: only the broker client, the compiler, NATS and the
+// The data plane links no web framework, database driver, AI SDK (nor the
+// AI agent), container or test machinery: only the broker client, the compiler, NATS and the
 // Prometheus client.
 func TestBinaryKeepsHeavyDependenciesOut(t *testing.T) {
 	t.Parallel()
@@ -17,7 +17,7 @@ func TestBinaryKeepsHeavyDependenciesOut(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	for _, d := range deps {
-		for _, banned := range []string{"testcontainers", "github.com/jackc/pgx", "gorilla/mux", "gatetest", "miniqueen", "nats-server", "testing"} {
+		for _, banned := range []string{"testcontainers", "github.com/jackc/pgx", "gorilla/mux", "gatetest", "miniqueen", "nats-server", "testing", "openai-go", "google.golang.org/genai", "gate/libs/agent"} {
 			if strings.Contains(d, banned) {
 				t.Errorf("gate-relay links %s", d)
 			}

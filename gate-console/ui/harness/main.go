@@ -37,6 +37,8 @@ type URLs struct {
 	NATS    string `json:"nats"`
 	Admin   string `json:"admin"`
 	Logs    string `json:"logs"`
+	// FakeAI is the fake provider (GET /calls counts its calls).
+	FakeAI string `json:"fakeAI"`
 }
 
 func main() {
@@ -54,10 +56,17 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	ai, err := startFakeAI()
+	if err != nil {
+		return err
+	}
+	defer ai.srv.Close()
+	// Both consoles (and gate-api) talk to the fake provider only.
+	aiEnv := []string{"GATE_AI_PROVIDER=openai", "GATE_AI_OPENAI_BASE_URL=" + ai.url + "/v1", "GATE_OPENAI_API_KEY=" + fakeAIKey}
 	st, err := stack.Start(ctx, stack.Config{NoReuse: true, ConsoleBind: consoleBind, Logger: log,
 		// Relays publish their counters every second, so the live view has a
 		// 1 Hz stream to show.
-		Env: []string{"GATE_STATUS_SECONDS=1"}})
+		Env: append([]string{"GATE_STATUS_SECONDS=1"}, aiEnv...)})
 	if err != nil {
 		return err
 	}
@@ -81,6 +90,7 @@ func run() error {
 	cmd.Env = append(os.Environ(), "GATE_STATUS_SECONDS=1", "QUEEN_URL="+st.QueenURL(), "GATE_NATS_URL="+st.NATSURL(),
 		"GATE_PUBLIC_BIND="+viewerBind, "GATE_PUBLIC_URL="+viewerURL,
 		"GATE_DEV_EMAIL="+Viewer, "GATE_ADMIN_EMAILS="+stack.DefaultConsoleEmail)
+	cmd.Env = append(cmd.Env, aiEnv...)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -100,7 +110,7 @@ func run() error {
 		return fmt.Errorf("viewer console: %w (log: %s)", err, lf.Name())
 	}
 	out, _ := json.Marshal(URLs{Console: st.ConsoleURL(), Viewer: viewerURL, API: st.GateURL(), Queen: st.QueenURL(),
-		NATS: st.NATSURL(), Admin: stack.DefaultConsoleEmail, Logs: logs})
+		NATS: st.NATSURL(), Admin: stack.DefaultConsoleEmail, Logs: logs, FakeAI: ai.url})
 	fmt.Println(string(out))
 	// Run until the test runner closes stdin or signals.
 	closed := make(chan struct{})

@@ -8,6 +8,8 @@ import { NewTarget } from "./pages/wizard";
 import { Graphs } from "./pages/graphs";
 import { GraphPages } from "./pages/graph";
 import { EditPage } from "./pages/edit";
+import { AgentPanel } from "./pages/agent";
+import { clearAgent, openAgent, useAgent } from "./lib/agent";
 
 type Theme = "light" | "dark";
 function initialTheme(): Theme {
@@ -20,7 +22,8 @@ export function App() {
   const [theme, setTheme] = useState<Theme>(initialTheme);
   useEffect(() => { document.documentElement.dataset.theme = theme; localStorage.setItem("gate-theme", theme); }, [theme]);
   const me = useLoad(api.me, []);
-  const { path } = useLocation();
+  const { path, search } = useLocation();
+  const agent = useAgent();
   const route = match(path);
   useEffect(() => { document.title = `Gate · ${titleOf(route.page)}`; }, [route.page]);
 
@@ -33,7 +36,7 @@ export function App() {
   else if (route.page === "targets") body = <Targets />;
   else if (route.page === "new-target") body = <NewTarget />;
   else if (route.page === "graphs") body = <Graphs />;
-  else if (route.page === "new-graph") body = <EditPage app={null} graph={null} />;
+  else if (route.page === "new-graph") body = <EditPage key={new URLSearchParams(search).get("d") ?? ""} app={null} graph={null} />;
   else if (route.page === "graph") body = <GraphPages app={route.app} graph={route.graph} sub={route.sub} />;
   else body = <div className="empty"><strong>No such page</strong><Link to="/">Back to the overview</Link></div>;
 
@@ -52,16 +55,18 @@ export function App() {
         </nav>
         <div className="who">
           {me.data ? <><span className="email">{me.data.email ?? me.data.actor}</span><span className={`badge ${me.data.role === "admin" ? "info" : ""}`} data-testid="role">{me.data.role}</span></> : null}
+          <button type="button" onClick={() => openAgent()} aria-expanded={agent.open} data-testid="nav-agent">AI agent</button>
           <button type="button" onClick={() => setTheme(theme === "dark" ? "light" : "dark")} aria-label={`switch to ${theme === "dark" ? "light" : "dark"} theme`} data-testid="theme">
             {theme === "dark" ? "☀" : "☾"}
           </button>
-          {me.data && (me.data.actor === "google" || me.data.actor === "oidc") ? <form method="post" action="/api/auth/logout"><button type="submit">Sign out</button></form> : null}
+          {me.data && (me.data.actor === "google" || me.data.actor === "oidc") ? <form method="post" action="/api/auth/logout" onSubmit={() => clearAgent()}><button type="submit">Sign out</button></form> : null}
         </div>
       </header>
       <main id="main" tabIndex={-1}>
         {me.error && !me.data && me.error.status !== 401 ? <ErrorState error={me.error} what="your session" /> : null}
         {body}
       </main>
+      {agent.open ? <AgentPanel /> : null}
     </MeContext.Provider>
   );
 }

@@ -2,6 +2,59 @@
 // Source: libs/wire (the Go types gate-api and gate-console answer with).
 
 /**
+ * AIStatus is GET /api/ai/status: whether the configuration agent is on,
+ * with which provider and model, and whether drafts may use Watch.
+ */
+export interface AIStatus {
+  /** Enabled is true when the selected provider has a key. */
+  enabled: boolean;
+  /** Provider is "OpenAI" or "Gemini". */
+  provider: string;
+  /** Model is the configured model. */
+  model: string;
+  /**
+   * WatchAvailable is true when history is configured (Watch drafts are
+   * allowed only then).
+   */
+  watchAvailable: boolean;
+  /** Setup says how to turn the agent on; "" when it is on. */
+  setup?: string;
+}
+
+/**
+ * AIChatRequest is the body of POST /api/ai/chat (unknown fields are
+ * refused).
+ */
+export interface AIChatRequest {
+  /** Application is the application the draft is for. */
+  application: string;
+  /** Messages alternate user/assistant, starting and ending with user. */
+  messages: AIMessage[];
+  /** Draft is the current draft (a graph document), if any. */
+  draft?: unknown;
+}
+
+/** AIMessage is one turn of an AI chat. */
+export interface AIMessage {
+  /** Role is "user" or "assistant". */
+  role: string;
+  /** Content is the turn's text. */
+  content: string;
+}
+
+/**
+ * AIChatReply is the 200 answer of POST /api/ai/chat: the agent's message,
+ * its assumptions, a validated draft (null for a clarification) and the
+ * compiler's warnings. Nothing is ever saved or provisioned.
+ */
+export interface AIChatReply {
+  message: string;
+  assumptions: string[];
+  draft: unknown;
+  warnings: string[];
+}
+
+/**
  * Declared is the 200 answer of a declare (PUT): the compiled plan and
  * whether a relay runs it yet.
  */

@@ -63,6 +63,8 @@ export const api = {
   backoff: (app: string, graph: string, node: string, retryAfterSeconds: number, by: string) =>
     request<W.BackoffResponse>("POST", `${v1(app, graph)}/nodes/${seg(node)}/backoff`, { retryAfterSeconds, by }),
   lift: (app: string, graph: string, node: string) => request<{ ok: boolean; cleared: string[] }>("DELETE", `${v1(app, graph)}/nodes/${seg(node)}/backoff`),
+  aiStatus: () => request<W.AIStatus>("GET", "/api/ai/status"),
+  aiChat: (body: W.AIChatRequest) => request<W.AIChatReply>("POST", "/api/ai/chat", body),
   push: (app: string, graph: string, node: string, payload: object) => request<{ ok: boolean; pushed: number }>("POST", `${v1(app, graph)}/nodes/${seg(node)}/push`, { payload }),
 };
 

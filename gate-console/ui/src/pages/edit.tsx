@@ -8,6 +8,7 @@ import { cloneDoc, docToForm, formToDoc, isV1, type FormModel, type GraphDoc } f
 import { GraphForm, ProblemsContext } from "../lib/form";
 import { graphHref, navigate, useQueryParam } from "../lib/router";
 import { graphValidator } from "../lib/schema";
+import { reviewDraft } from "../lib/agent";
 import { ErrorState, Loading, useCanWrite } from "../lib/ui";
 
 const starter: GraphDoc = {
@@ -30,12 +31,14 @@ export function EditPage({ app, graph, clone }: { app: string | null; graph: str
 function Editor({ view, clone }: { view: GraphView | null; clone: boolean }) {
   const canWrite = useCanWrite();
   const [mode] = useQueryParam("mode", "");
+  const [from] = useQueryParam("from", "");
+  const fromAI = !view && from === "ai" && reviewDraft() !== null;
   const [viewKind, setViewKind] = useQueryParam("view", "form");
   const isNew = !view || clone;
   const [cloneNote, setCloneNote] = useState<{ shared: string[]; egress: string[] } | null>(null);
   const [notes, setNotes] = useState<string[]>([]);
   const [model, setModel] = useState<FormModel>(() => {
-    if (!view) return docToForm(starter);
+    if (!view) return docToForm((fromAI && reviewDraft()) || starter);
     const spec = view.spec as GraphDoc;
     if (clone) return docToForm(cloneDoc(spec, `${view.graph}-copy`).doc);
     const m = docToForm(spec);
@@ -115,6 +118,11 @@ function Editor({ view, clone }: { view: GraphView | null; clone: boolean }) {
           <button type="button" role="tab" aria-selected={viewKind === "json"} aria-pressed={viewKind === "json"} onClick={toJSON} data-testid="view-json">JSON</button>
         </div>
       </div>
+      {fromAI ? (
+        <div className="notice" data-testid="ai-draft-note">
+          Draft from the AI agent, validated by Gate's compiler and not saved. Check its assumptions and routing; creating it declares it like any other graph, and queue ownership and availability are checked again then.
+        </div>
+      ) : null}
       {clone && cloneNote ? (
         <div className="notice warn" data-testid="clone-note">
           The clone gets a new name, version 1, a fresh Watch timer and Gate-owned incoming queues.

@@ -1,4 +1,5 @@
 import { api, useLoad } from "../lib/api";
+import { openAgent } from "../lib/agent";
 import { graphHref, useQueryParam } from "../lib/router";
 import { BudgetBar, Empty, ErrorState, fmt, Link, Loading, useCanWrite } from "../lib/ui";
 
@@ -16,7 +17,12 @@ export function Targets() {
     <>
       <div className="spread">
         <div><h1>Targets</h1><p className="sub">Every graph with its worst budget: pacing means items waited for a window, flowing means nothing did.</p></div>
-        {canWrite ? <Link to="/targets/new" className="button primary">New target</Link> : null}
+        {canWrite ? (
+          <div className="row">
+            <button type="button" onClick={() => openAgent(app || undefined)} data-testid="create-with-ai">Create with AI</button>
+            <Link to="/targets/new" className="button primary">New target</Link>
+          </div>
+        ) : null}
       </div>
       <div className="row" role="search" style={{ marginBottom: 12 }}>
         <label className="field"><span className="name">Application</span>
