@@ -26,8 +26,11 @@ miniqueen:
 	$(GO) run ./libs/miniqueen/cmd/miniqueen --addr 127.0.0.1:6632
 
 ## run: a local stack (miniqueen unless QUEEN_URL answers, NATS, gate-api, gate-relay) with a demo graph; Ctrl-C stops it
+# Built, then exec'd (not `go run`, which exits 1 when its child is
+# interrupted): a clean Ctrl-C leaves make with status 0.
 run:
-	$(GO) run ./libs/stack/cmd/gate-run
+	@mkdir -p .gate-run/bin && $(GO) build -o .gate-run/bin/gate-run ./libs/stack/cmd/gate-run
+	exec .gate-run/bin/gate-run
 
 ## e2e: did the declared ceiling hold? gate-e2e load 50 3000 20 on an embedded stack
 e2e:

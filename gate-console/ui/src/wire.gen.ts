@@ -240,6 +240,23 @@ export interface Error {
   maxAttempts?: number | null;
   /** RetryAfterSeconds repeats the Retry-After header (429). */
   retryAfterSeconds?: number | null;
+  /**
+   * Room and Bytes are the kv-key room a scope value has left and the
+   * bytes it took (a scope value refused at the push door).
+   */
+  room?: number | null;
+  bytes?: number | null;
+  /**
+   * Broker and TimeoutMs name the broker that did not answer and the
+   * deadline it missed (504).
+   */
+  broker?: string;
+  timeoutMs?: number | null;
+  /**
+   * InflightBytes is the push door's bound on bytes buffered across
+   * in-flight pushes (503 when a push does not fit).
+   */
+  inflightBytes?: number | null;
   /** Status and Queen describe an unhealthy plane (GET /health, 503). */
   status?: string;
   queen?: QueenState | null;
@@ -319,6 +336,11 @@ export interface Counters {
   wedged: number;
   /** CostAdmitted is the cost units of forwarded items. */
   costAdmitted: number;
+  /**
+   * Ambiguous is the settles whose outcome was unknown (the answer was
+   * cut or timed out): their charge was kept, never refunded.
+   */
+  ambiguous?: number;
 }
 
 /** Refusal is the last budget that refused a stage's whole window. */
@@ -479,6 +501,310 @@ export interface Snapshot {
   positions: Record<string, number>;
   /** Version is the document version sampled. */
   version: number;
+}
+
+/**
+ * Diagnostics is GET …/graphs/{graph}/diagnostics: "why is traffic
+ * waiting?", the findings in the order they are checked.
+ */
+export interface Diagnostics {
+  at: number;
+  issues: Finding[];
+  /** DurationScope says what Since means. */
+  durationScope: string;
+}
+
+/** Finding is one reason traffic waits. */
+export interface Finding {
+  kind: string;
+  /** Node and Path are null when the finding is about the whole graph. */
+  node: string | null;
+  path: string | null;
+  /** Title says what is wrong; Action is the next check. */
+  title: string;
+  action: string;
+  severity: string;
+  /**
+   * Since is when this replica first saw the finding (ms); it resets
+   * after a recovery or a restart.
+   */
+  since: number;
+  /**
+   * Budget is the budget of a budget finding (the recent refusal's id,
+   * null when only a spent budget explains it); null on other kinds.
+   */
+  budget: string | null;
+}
+
+/**
+ * Timeline is GET …/graphs/{graph}/timeline?minutes=: queue snapshots per
+ * node per minute, the relayed items per minute, the incoming estimates
+ * and the configuration annotations.
+ */
+export interface Timeline {
+  /** Since and Until bound the minutes shown (ms, Until exclusive). */
+  since: number;
+  until: number;
+  minutes: number;
+  /**
+   * Samples are the snapshots, oldest first; a minute with no snapshot
+   * has no entry (a gap, never a zero).
+   */
+  samples: TimelineSample[];
+  /** Events are the configuration annotations, newest first (≤ 200). */
+  events: TimelineEvent[];
+  /**
+   * Relayed maps each node to its minute roll-ups, oldest first (the
+   * shape of GET /api/rollups).
+   */
+  relayed: Record<string, RollupMinute[]>;
+  /** Incoming maps each node to its incoming estimate per sampled minute. */
+  incoming: Record<string, IncomingSeries>;
+  /** Enabled says queue sampling (counters) is on for the graph. */
+  enabled: boolean;
+  resolutionSeconds: number;
+}
+
+/** TimelineSample is one node's snapshot of one minute. */
+export interface TimelineSample {
+  node: string;
+  /** T is the minute (ms); At when the snapshot was taken. */
+  t: number;
+  at: number;
+  /**
+   * Value is the snapshot body as the sampler stored it ({"available":
+   * false} when the broker could not be read).
+   */
+  value: unknown;
+}
+
+/** TimelineEvent is one configuration annotation. */
+export interface TimelineEvent {
+  at: number;
+  change: ConfigChange;
+}
+
+/** ConfigChange is what an annotation says. */
+export interface ConfigChange {
+  label: string;
+  version: number;
+  mode: string;
+}
+
+/** IncomingSeries is a node's incoming estimate. */
+export interface IncomingSeries {
+  /**
+   * Attributable is false for a node whose positions cannot be told
+   * apart (no ingress, or several stages reading one queue): every
+   * point is then unknown.
+   */
+  attributable: boolean;
+  /** Reason says why the estimate is unknown ("" when attributable). */
+  reason: string;
+  points: IncomingPoint[];
+}
+
+/**
+ * IncomingPoint is the items that arrived in one minute, estimated from
+ * the change of the summed consumer positions since the previous
+ * snapshot; Items is null when unknown (a gap, a missing position, or a
+ * position that moved backwards).
+ */
+export interface IncomingPoint {
+  t: number;
+  items: number | null;
+}
+
+/**
+ * Simulation is GET …/simulate: one global allowance replayed over the
+ * recorded traffic of one node.
+ */
+export interface Simulation {
+  node: string;
+  items: number;
+  delayedItems: number;
+  delayedPercent: number | null;
+  peakBacklog: number;
+  remainingBacklog: number;
+  /**
+   * DrainSeconds is how long the remaining backlog takes to clear if
+   * nothing more arrives.
+   */
+  drainSeconds: number;
+  series: BacklogPoint[];
+  coverage: Coverage;
+  effective: Effective;
+  hasKnownGaps: boolean;
+}
+
+/**
+ * BacklogPoint is the backlog at the last second of a minute and the
+ * peak within it.
+ */
+export interface BacklogPoint {
+  t: number;
+  backlog: number;
+  peak: number;
+}
+
+/** Coverage is the part of the asked range the recording covers. */
+export interface Coverage {
+  since: number;
+  until: number;
+  gapSeconds: number;
+  lostItems: number;
+  resolutionSeconds: number;
+}
+
+/** Effective is the allowance as the limiter would enforce it. */
+export interface Effective {
+  count: number;
+  seconds: number;
+  subWindows: number;
+  costPerItem: number;
+}
+
+/**
+ * GraphSimulation is POST …/simulate: the recorded per-path arrivals of
+ * a Watch session replayed through a candidate document's compiled plan
+ * with the relay's admission arithmetic.
+ */
+export interface GraphSimulation {
+  application: string;
+  graph: string;
+  /** Version is the candidate's version. */
+  version: number;
+  /** Session is the Watch session replayed (watch.startedAt). */
+  session: number;
+  coverage: Coverage;
+  /** PathCoverage is the coverage of each path's entry recording. */
+  pathCoverage: Record<string, Coverage>;
+  hasKnownGaps: boolean;
+  /**
+   * Items is the recorded arrivals over every path; Delivered the
+   * items that reached an egress (fan-out copies count each).
+   */
+  items: number;
+  delivered: number;
+  /**
+   * DelayedItems counts deliveries later than the second their item
+   * arrived.
+   */
+  delayedItems: number;
+  /**
+   * DrainSeconds is how long after the range the last backlog clears;
+   * null when it does not within DrainLimitSeconds.
+   */
+  drainSeconds: number | null;
+  drainLimitSeconds: number;
+  nodes: SimNode[];
+  paths: SimPath[];
+  unsupported: SimUnsupported[];
+  /** Assumes lists what the replay takes for granted. */
+  assumes: string[];
+  /** Warnings are the candidate's compile warnings ("[rule] detail"). */
+  warnings: string[];
+}
+
+/** SimNode is one node of a graph simulation. */
+export interface SimNode {
+  node: string;
+  /**
+   * Arrived counts items reaching the node; Admitted those it let
+   * through; TooExpensive those whose cost exceeds the node's max.
+   */
+  arrived: number;
+  admitted: number;
+  tooExpensive: number;
+  /**
+   * DelayedItems counts items admitted later than the second they
+   * arrived at the node (or never).
+   */
+  delayedItems: number;
+  peakBacklog: number;
+  finalBacklog: number;
+  /**
+   * DrainSeconds is when, after the range, the node's backlog clears;
+   * null when it does not within the drain limit.
+   */
+  drainSeconds: number | null;
+  /** BoundBy is the budget that refused most often; null when none did. */
+  boundBy: string | null;
+  refusals: SimRefusal[];
+  budgets: SimBudget[];
+  paths: SimNodePath[];
+}
+
+/** SimRefusal counts the windows a budget refused. */
+export interface SimRefusal {
+  budget: string;
+  count: number;
+}
+
+/** SimBudget is one simulated budget of a node. */
+export interface SimBudget {
+  id: string;
+  key: string;
+  /** Shared is true for a shared key (other nodes spend it too). */
+  shared: boolean;
+  /**
+   * Ceiling is the widest path ceiling on the counter; WindowSeconds
+   * the sub-window.
+   */
+  ceiling: number;
+  windowSeconds: number;
+  /**
+   * Windows counts the sub-windows opened; FullWindows those that
+   * reached Ceiling.
+   */
+  windows: number;
+  fullWindows: number;
+  /**
+   * PeakUtilisation is the fullest window over Ceiling;
+   * MeanUtilisation the mean over opened windows. Null without windows.
+   */
+  peakUtilisation: number | null;
+  meanUtilisation: number | null;
+}
+
+/** SimNodePath is one path at one node. */
+export interface SimNodePath {
+  path: string;
+  arrived: number;
+  admitted: number;
+  delayedItems: number;
+  peakBacklog: number;
+  finalBacklog: number;
+  /** BoundBy is the budget that refused this path most often. */
+  boundBy: string | null;
+  /** Ceilings is the path's use of each budget's per-path ceiling. */
+  ceilings: SimPathCeiling[];
+}
+
+/** SimPathCeiling is a path's use of its ceiling on one budget. */
+export interface SimPathCeiling {
+  budget: string;
+  ceiling: number;
+  /** PeakUtilisation is the path's fullest window over its ceiling. */
+  peakUtilisation: number | null;
+}
+
+/** SimPath is one path end to end. */
+export interface SimPath {
+  path: string;
+  items: number;
+  delivered: number;
+  delayedItems: number;
+  peakBacklog: number;
+  finalBacklog: number;
+  drainSeconds: number | null;
+}
+
+/** SimUnsupported is a budget the recording cannot judge. */
+export interface SimUnsupported {
+  node: string;
+  budget: string;
+  reason: string;
 }
 
 /**
@@ -812,6 +1138,18 @@ export interface GraphView {
   /** Counters is the rollup window in seconds, null when off. */
   counters: number | null;
   watching: boolean;
+  /**
+   * At is when this view was read (epoch ms): the live kv values
+   * (budgets[].value, breakers) and the lags are as of At.
+   */
+  at: number;
+  /**
+   * CountersAt is the oldest publish time (epoch ms) of the relay
+   * statuses whose counters stages[].counters sums: relays publish every
+   * GATE_STATUS_SECONDS, so the counters trail At by up to that much.
+   * Null when no replica reports the graph.
+   */
+  countersAt: number | null;
   replicas: ViewReplica[];
   nodes: ViewNode[];
   stages: ViewStage[];
