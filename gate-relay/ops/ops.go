@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/queen-mq/gate/libs/queen"
@@ -108,7 +109,9 @@ func jsonInt(v int64) string { b, _ := json.Marshal(v); return string(b) }
 // Handler returns the mux of /health and /metrics.
 func Handler(src Source) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(src))
+	// The Go runtime and process collectors: goroutines, GC, heap, fds —
+	// how an operator sees a relay leak or stall.
+	reg.MustRegister(newCollector(src), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
