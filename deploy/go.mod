@@ -1,0 +1,37 @@
+module github.com/queen-mq/gate/deploy
+
+go 1.26.8
+
+require (
+	github.com/compose-spec/compose-go/v2 v2.16.2
+	github.com/queen-mq/gate/gate-api v0.0.0
+	github.com/queen-mq/gate/gate-console v0.0.0
+	github.com/queen-mq/gate/gate-recorder v0.0.0
+	github.com/queen-mq/gate/gate-relay v0.0.0
+	github.com/queen-mq/gate/libs v0.0.0
+)
+
+require (
+	github.com/distribution/reference v0.6.0 // indirect
+	github.com/docker/go-connections v0.8.2 // indirect
+	github.com/docker/go-units v0.5.0 // indirect
+	github.com/go-viper/mapstructure/v2 v2.4.0 // indirect
+	github.com/mattn/go-shellwords v1.0.12 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	github.com/sirupsen/logrus v1.10.2 // indirect
+	github.com/xhit/go-str2duration/v2 v2.1.0 // indirect
+	go.yaml.in/yaml/v4 v4.0.0-rc.4 // indirect
+	golang.org/x/sync v0.25.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
+)
+
+replace (
+	github.com/queen-mq/gate/gate-api => ../gate-api
+	github.com/queen-mq/gate/gate-console => ../gate-console
+	github.com/queen-mq/gate/gate-recorder => ../gate-recorder
+	github.com/queen-mq/gate/gate-relay => ../gate-relay
+	github.com/queen-mq/gate/libs => ../libs
+	github.com/queen-mq/gate/migrations => ../migrations
+)
