@@ -38,6 +38,14 @@ func NewMetrics() *Metrics {
 		lost: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "gate_recorder_watch_lost_items",
 			Help: "Items a relay's Watch recorder dropped (its buffer was full), as last handed over, per recorder session."}, []string{"app", "graph", "node"}),
 	}
+	// Every outcome and kind exists from the start, so rate() and the
+	// alert rules see a 0 rather than no series.
+	for _, o := range []string{"ok", "error"} {
+		m.drains.WithLabelValues(o)
+	}
+	for _, k := range []string{"samples", "rollups", "traces"} {
+		m.rows.WithLabelValues(k)
+	}
 	m.reg.MustRegister(m.drains, m.rows, m.lastSuccess, m.failing, m.lost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +14,26 @@ import (
 type fixed struct{ st store.RelayStatus }
 
 func (f fixed) Snapshot() store.RelayStatus { return f.st }
+
+type down struct{ fixed }
+
+func (down) BrokerHealth(context.Context) error { return errors.New("connection refused") }
+
+// TestMetricsBrokerUp: a broker that does not answer is gate_relay_broker_up 0.
+func TestMetricsBrokerUp(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(Handler(down{}))
+	defer srv.Close()
+	res, err := srv.Client().Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if !strings.Contains(string(b), "gate_relay_broker_up 0") {
+		t.Errorf("/metrics lacks gate_relay_broker_up 0:\n%.400s", b)
+	}
+}
 
 // TestMetricsHaveRuntimeAndStages: /metrics carries the Go runtime
 // collector (goroutines, so a stalled relay can be watched) and the stage
