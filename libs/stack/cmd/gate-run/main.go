@@ -138,7 +138,11 @@ Consume demo.out (group demo-workers) with your Queen SDK; Ctrl-C stops everythi
 			cancel()
 			if err == nil && len(v.Stages) > 0 {
 				c := v.Stages[0].Counters
-				fmt.Fprintf(os.Stderr, "gate-run: pushed %d; relay forwarded %d, parked %d, lag %d\n", n, c.Forwarded, c.Parked, v.Stages[0].Lag)
+				lag := "unknown"
+				if l := v.Stages[0].Lag; l != nil {
+					lag = strconv.FormatInt(*l, 10)
+				}
+				fmt.Fprintf(os.Stderr, "gate-run: pushed %d; relay forwarded %d, parked %d, lag %s\n", n, c.Forwarded, c.Parked, lag)
 			}
 		case <-tick.C:
 			payload, _ := json.Marshal(map[string]any{"n": n, "at": time.Now().UnixMilli()})
