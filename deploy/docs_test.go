@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,8 +17,10 @@ import (
 
 	apiconfig "github.com/queen-mq/gate/gate-api/config"
 	"github.com/queen-mq/gate/gate-api/server"
+	recorderconfig "github.com/queen-mq/gate/gate-recorder/config"
 	"github.com/queen-mq/gate/gate-recorder/recorder"
 	"github.com/queen-mq/gate/gate-relay/ops"
+	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/store"
 )
 
@@ -195,4 +198,44 @@ func anchorTitle(a, guide string) string {
 		}
 	}
 	return "\x00no heading for #" + a
+}
+
+// TestOperationsGuideDefaultsAndRanges: the row of each integer knob
+// defined in libs/knob (and gate-recorder's) states its default and its
+// clamp as the code defines them.
+func TestOperationsGuideDefaultsAndRanges(t *testing.T) {
+	guide := readRoot(t, "docs/operations.md")
+	rows := map[string]string{}
+	for _, line := range strings.Split(guide, "\n") {
+		if m := regexp.MustCompile("^\\| `([A-Z_]+)` \\| ([^|]*) \\| ([^|]*) \\|").FindStringSubmatch(line); m != nil {
+			rows[m[1]] = strings.TrimSpace(m[2]) + " | " + strings.TrimSpace(m[3])
+		}
+	}
+	pow := func(n int) string {
+		if n == knob.MaxLaneCapacity {
+			return "2^30"
+		}
+		return strconv.Itoa(n)
+	}
+	for _, k := range []knob.Int{knob.StageBatch, knob.StageConcurrency, knob.LaneCapacity, knob.LeaseSeconds, knob.RetryLimit,
+		knob.ReconcileSeconds, knob.StageLingerMs, knob.BrokerTimeout, knob.PGPort, recorderconfig.FlushMs} {
+		row, ok := rows[k.Name]
+		if !ok {
+			t.Errorf("no row for %s", k.Name)
+			continue
+		}
+		def, rng, _ := strings.Cut(row, " | ")
+		if !strings.HasPrefix(def, strconv.Itoa(k.Default)) {
+			t.Errorf("%s: the guide says default %q, the code %d", k.Name, def, k.Default)
+		}
+		if want := pow(k.Min) + ".." + pow(k.Max); rng != want {
+			t.Errorf("%s: the guide says range %q, the code %s", k.Name, rng, want)
+		}
+	}
+	for _, k := range []knob.Text{knob.QueenURL, knob.KVNamespace, knob.LogLevel, knob.PublicBind, knob.PublicURL, knob.OIDCIssuer,
+		knob.PGUser, knob.PGDatabase, knob.HistorySchema, recorderconfig.Bind} {
+		if def, _, _ := strings.Cut(rows[k.Name], " | "); def != "`"+k.Default+"`" {
+			t.Errorf("%s: the guide says default %q, the code %q", k.Name, def, k.Default)
+		}
+	}
 }
