@@ -11,6 +11,8 @@ WORKDIR /src/gate-console/ui
 COPY gate-console/ui/package.json gate-console/ui/package-lock.json ./
 RUN npm ci
 COPY gate-console/ui/ ./
+# The web app imports the document's JSON Schema from libs/schema.
+COPY libs/schema/graph.schema.json /src/libs/schema/graph.schema.json
 RUN npm run build
 
 FROM golang:1.26.8 AS build

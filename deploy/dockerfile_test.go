@@ -125,3 +125,44 @@ func TestDockerignoreKeepsTheContextSmall(t *testing.T) {
 		}
 	}
 }
+
+// TestUIStageHasEveryImportedFile: a file the web app imports from outside
+// gate-console/ui must be copied into the ui stage, or `npm run build`
+// fails in the image while it passes in the worktree.
+func TestUIStageHasEveryImportedFile(t *testing.T) {
+	df := readRoot(t, "Dockerfile")
+	ui, err := filepath.Abs(filepath.Join("..", "gate-console", "ui"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Dir(filepath.Dir(ui))
+	imp := regexp.MustCompile(`(?m)^import[^"']*["'](\.{1,2}/[^"']+)["']`)
+	found := 0
+	err = filepath.WalkDir(filepath.Join(ui, "src"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !(strings.HasSuffix(path, ".ts") || strings.HasSuffix(path, ".tsx")) {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range imp.FindAllStringSubmatch(string(b), -1) {
+			target := filepath.Clean(filepath.Join(filepath.Dir(path), m[1]))
+			if strings.HasPrefix(target, ui+string(filepath.Separator)) {
+				continue
+			}
+			found++
+			rel, _ := filepath.Rel(root, target)
+			if !strings.Contains(df, "COPY "+rel+" /src/"+rel) {
+				t.Errorf("%s imports %s, which the Dockerfile's ui stage does not copy (COPY %s /src/%s)", path, rel, rel, rel)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found == 0 {
+		t.Fatal("found no import from outside gate-console/ui; the scan is broken (src/lib/schema.ts imports libs/schema)")
+	}
+}
