@@ -2,7 +2,10 @@ module github.com/queen-mq/gate/gate-recorder
 
 go 1.26.8
 
-require github.com/queen-mq/gate/libs v0.0.0
+require (
+	github.com/prometheus/client_golang v1.25.0
+	github.com/queen-mq/gate/libs v0.0.0
+)
 
 require (
 	dario.cat/mergo v1.0.2 // indirect
@@ -49,7 +52,6 @@ require (
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/power-devops/perfstat v0.0.0-20240221224432-82ca36839d55 // indirect
-	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.23.0 // indirect

@@ -186,11 +186,38 @@ func Check(file string, body []byte, o Options) Report {
 	}
 	r.Accepted = res.Accepted()
 	r.Errors = append(r.Errors, res.Findings.Errors()...)
+	if missing := missingNames(body, o); len(missing) > 0 {
+		// The compile refused the empty name; say where the name comes from.
+		r.Errors = slices.DeleteFunc(r.Errors, func(f finding.Finding) bool { return f.Rule == declare.RuleGraphName && f.At == "/graph" })
+		r.Errors = append(missing, r.Errors...)
+		r.Accepted = false
+	}
 	r.Warnings = append(r.Warnings, res.Findings.Warnings()...)
 	r.Migration = append(r.Migration, res.Migration...)
 	r.Unchecked = append(r.Unchecked, res.Unchecked...)
 	r.Plan = res.Response()
 	return r
+}
+
+// missingNames reports the graph name a PUT takes from its route and this
+// document leaves out: without --name and without the document's "graph"
+// (a v1 document's "name"), check cannot compile what the PUT would, so it
+// says how to supply it instead of refusing an empty name. (The application
+// defaults to "default", as on a flat PUT.) A body that is not a JSON object
+// is left to the parser's error.
+func missingNames(body []byte, o Options) finding.List {
+	var root map[string]json.RawMessage
+	if json.Unmarshal(body, &root) != nil {
+		return nil
+	}
+	var out finding.List
+	if _, ok := root["graph"]; !ok && o.Name == "" {
+		if _, v1 := root["name"]; !v1 {
+			out = append(out, finding.Finding{Rule: declare.RuleGraphName, Severity: finding.Error, At: "/graph",
+				Message: "the document has no \"graph\" field and no --name was given (a PUT takes the graph from the route): pass --name GRAPH (and --app APP, else the application is \"default\") or add the field"})
+		}
+	}
+	return out
 }
 
 // looksLikeTarget reports whether a body without a root "nodes" field could

@@ -229,8 +229,13 @@ func TestGraphViewAcrossReplicas(t *testing.T) {
 	h.run("relay-b", "t", 1, stage(4))
 	v = h.expect(h.do(http.MethodGet, "/v1/apps/"+h.app+"/targets/t", nil), http.StatusOK)
 	var view struct {
-		Running bool `json:"running"`
-		Stages  []struct {
+		Running    bool   `json:"running"`
+		At         int64  `json:"at"`
+		CountersAt *int64 `json:"countersAt"`
+		Replicas   []struct {
+			At int64 `json:"at"`
+		} `json:"replicas"`
+		Stages []struct {
 			Counters    store.Counters `json:"counters"`
 			LastRefusal *store.Refusal `json:"lastRefusal"`
 			Lag         *int64         `json:"lag"`
@@ -241,6 +246,14 @@ func TestGraphViewAcrossReplicas(t *testing.T) {
 	}
 	if !view.Running || len(view.Stages) != 1 || view.Stages[0].Counters.Admitted != 7 || view.Stages[0].Counters.Commits != 2 || view.Stages[0].LastRefusal == nil || view.Stages[0].LastRefusal.At != 4 {
 		t.Fatalf("view: %.600s", v.raw)
+	}
+	// The counters are as old as the oldest status summed into them.
+	oldest := view.Replicas[0].At
+	for _, r := range view.Replicas {
+		oldest = min(oldest, r.At)
+	}
+	if len(view.Replicas) != 2 || view.CountersAt == nil || *view.CountersAt != oldest || view.At < oldest {
+		t.Fatalf("countersAt %v, at %d, replicas %+v: want the oldest replica publish, at or before at", view.CountersAt, view.At, view.Replicas)
 	}
 }
 

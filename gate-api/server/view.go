@@ -36,10 +36,14 @@ func (s *Server) graphView(q *req, e *entry) wire.GraphView {
 	}
 	counters := map[stageKey]*store.Counters{}
 	refusals := map[stageKey]*store.Refusal{}
+	var countersAt *int64
 	for _, r := range statuses {
 		g, ok := r.Graph(e.app, e.graph)
 		if !ok {
 			continue
+		}
+		if countersAt == nil || r.At < *countersAt {
+			countersAt = ptr(r.At)
 		}
 		replicas = append(replicas, wire.ViewReplica{Replica: r.Replica, Version: g.Version, Running: g.Running, At: r.At, Error: g.Error})
 		if g.Running && g.Version == int64(p.Version) {
@@ -142,7 +146,7 @@ func (s *Server) graphView(q *req, e *entry) wire.GraphView {
 	return wire.GraphView{
 		Application: e.app, Graph: e.graph, Name: e.graph, Version: p.Version,
 		Running: running, Persisted: true, Namespace: p.Namespace, Counters: countersWindow,
-		Watching: p.Watching, Replicas: replicas,
+		Watching: p.Watching, At: s.now().UnixMilli(), CountersAt: countersAt, Replicas: replicas,
 		Nodes: nodes, Stages: stages, Paths: viewPaths(e), Spec: json.RawMessage(e.body),
 	}
 }

@@ -276,3 +276,13 @@ func TestBootOpensHistory(t *testing.T) {
 		t.Fatal("the application plane was not given the history database")
 	}
 }
+
+// /metrics on the console is the mounted gate-api plane's registry, with
+// the Go runtime collector (read here through the dev bypass).
+func TestConsoleMetricsHaveRuntime(t *testing.T) {
+	e := newTestEnv(t, func(c *config.Config) {
+		c.ClientID, c.ClientSecret, c.AllowedDomains, c.SessionSecret = "", "", nil, ""
+		c.DevEmail = "dev@example.com"
+	}, webFS())
+	mustContain(t, "console /metrics", body(t, e.get("/metrics")), "go_goroutines ", "process_cpu_seconds_total ", "gate_api_")
+}

@@ -49,6 +49,8 @@ type Config struct {
 	DB *history.DB
 	// Flush is the drain period (default 10 s).
 	Flush time.Duration
+	// Metrics receives the drain outcomes; nil keeps none.
+	Metrics *Metrics
 	// Clock defaults to the wall clock; Logger to slog.Default().
 	Clock  Clock
 	Logger *slog.Logger
@@ -120,6 +122,9 @@ func (r *Recorder) Tick(ctx context.Context) {
 	now := r.cfg.Clock.Now()
 	if res, err := r.Drain(ctx); err != nil {
 		r.failing++
+		if m := r.cfg.Metrics; m != nil {
+			m.drainFailed(r.failing)
+		}
 		if r.failing == 1 || r.failing%30 == 0 {
 			r.log.Warn("history drain failed; the relays keep buffering (an hour of seconds per stage)", "err", err, "failures", r.failing)
 		}
@@ -128,6 +133,9 @@ func (r *Recorder) Tick(ctx context.Context) {
 			r.log.Info("history drain recovered", "after_failures", r.failing)
 		}
 		r.failing = 0
+		if m := r.cfg.Metrics; m != nil {
+			m.drained(res, float64(r.cfg.Clock.Now().UnixMilli())/1000)
+		}
 		if res.Rows > 0 {
 			r.log.Debug("history drained", "rows", res.Rows, "samples", res.Samples, "rollups", res.Rollups, "traces", res.Traces)
 		}
@@ -182,6 +190,13 @@ func (r *Recorder) Drain(ctx context.Context) (Drained, error) {
 		return d, err
 	}
 	d.Samples, d.Rollups, d.Traces = len(b.Samples), len(b.Rollups), len(b.Traces)
+	if m := r.cfg.Metrics; m != nil {
+		for _, e := range entries {
+			if e.Err == nil && e.Row.Kind == handover.KindWatch && e.Row.Watch != nil {
+				m.watchLost(e.Row.App, e.Row.Graph, e.Row.Node, e.Row.Watch.Lost)
+			}
+		}
+	}
 	d.Deleted, err = handover.Delete(ctx, r.cfg.Client, r.cfg.Namespace, entries)
 	return d, err
 }

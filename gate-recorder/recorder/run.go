@@ -32,7 +32,8 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		return err
 	}
 	defer db.Close()
-	r, err := New(Config{Client: client, Namespace: cfg.KVNamespace, DB: db, Flush: cfg.Flush, Logger: log})
+	metrics := NewMetrics()
+	r, err := New(Config{Client: client, Namespace: cfg.KVNamespace, DB: db, Flush: cfg.Flush, Logger: log, Metrics: metrics})
 	if err != nil {
 		return err
 	}
@@ -41,7 +42,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("GATE_RECORDER_BIND=%s: %w", cfg.Bind, err)
 		}
-		srv := &http.Server{Handler: healthHandler(db), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: opsHandler(db, metrics), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
 	}
@@ -52,11 +53,12 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	return nil
 }
 
-// healthHandler answers GET /health: 200 while the database answers, 503
+// opsHandler answers GET /health: 200 while the database answers, 503
 // (naming the failure) when it does not; the drain keeps retrying either
-// way.
-func healthHandler(db *history.DB) http.Handler {
+// way. GET /metrics is the Prometheus registry of m.
+func opsHandler(db *history.DB, m *Metrics) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/queen-mq/gate/libs/queen"
@@ -57,6 +58,7 @@ type collector struct {
 	descs   []*prometheus.Desc
 	running *prometheus.Desc
 	calls   *prometheus.Desc
+	up      *prometheus.Desc
 }
 
 func newCollector(src Source) *collector {
@@ -66,6 +68,7 @@ func newCollector(src Source) *collector {
 		c.descs = append(c.descs, prometheus.NewDesc("gate_relay_stage_"+n+"_total", "Stage counter "+n+" on this replica (lifetime of the graph runtime).", labels, nil))
 	}
 	c.running = prometheus.NewDesc("gate_relay_graph_running", "1 when the graph's stages run on this replica.", []string{"app", "graph", "version"}, nil)
+	c.up = prometheus.NewDesc("gate_relay_broker_up", "1 when the broker answered this scrape's health check (bounded by 2 s), 0 when it did not.", nil, nil)
 	c.calls = prometheus.NewDesc("gate_relay_broker_calls_total", "Broker calls this replica's client sent, by route (kv_incr: the kv calls that carried an incr).", []string{"route"}, nil)
 	return c
 }
@@ -76,9 +79,19 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- c.running
 	ch <- c.calls
+	ch <- c.up
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	if bs, ok := c.src.(BrokerSource); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), BrokerCheckTimeout)
+		up := 1.0
+		if bs.BrokerHealth(ctx) != nil {
+			up = 0
+		}
+		cancel()
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up)
+	}
 	if cs, ok := c.src.(CallSource); ok {
 		n := cs.BrokerCalls()
 		for _, r := range []struct {
@@ -108,7 +121,9 @@ func jsonInt(v int64) string { b, _ := json.Marshal(v); return string(b) }
 // Handler returns the mux of /health and /metrics.
 func Handler(src Source) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(src))
+	// The Go runtime and process collectors: goroutines, GC, heap, fds —
+	// how an operator sees a relay leak or stall.
+	reg.MustRegister(newCollector(src), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {

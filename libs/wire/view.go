@@ -20,12 +20,20 @@ type GraphView struct {
 	Persisted bool   `json:"persisted"`
 	Namespace string `json:"namespace"`
 	// Counters is the rollup window in seconds, null when off.
-	Counters *uint32       `json:"counters"`
-	Watching bool          `json:"watching"`
-	Replicas []ViewReplica `json:"replicas"`
-	Nodes    []ViewNode    `json:"nodes"`
-	Stages   []ViewStage   `json:"stages"`
-	Paths    []ViewPath    `json:"paths"`
+	Counters *uint32 `json:"counters"`
+	Watching bool    `json:"watching"`
+	// At is when this view was read (epoch ms): the live kv values
+	// (budgets[].value, breakers) and the lags are as of At.
+	At int64 `json:"at"`
+	// CountersAt is the oldest publish time (epoch ms) of the relay
+	// statuses whose counters stages[].counters sums: relays publish every
+	// GATE_STATUS_SECONDS, so the counters trail At by up to that much.
+	// Null when no replica reports the graph.
+	CountersAt *int64        `json:"countersAt"`
+	Replicas   []ViewReplica `json:"replicas"`
+	Nodes      []ViewNode    `json:"nodes"`
+	Stages     []ViewStage   `json:"stages"`
+	Paths      []ViewPath    `json:"paths"`
 	// Spec is the stored document as declared.
 	Spec json.RawMessage `json:"spec" ts:"unknown"`
 }

@@ -1196,6 +1196,18 @@ export interface GraphView {
   /** Counters is the rollup window in seconds, null when off. */
   counters: number | null;
   watching: boolean;
+  /**
+   * At is when this view was read (epoch ms): the live kv values
+   * (budgets[].value, breakers) and the lags are as of At.
+   */
+  at: number;
+  /**
+   * CountersAt is the oldest publish time (epoch ms) of the relay
+   * statuses whose counters stages[].counters sums: relays publish every
+   * GATE_STATUS_SECONDS, so the counters trail At by up to that much.
+   * Null when no replica reports the graph.
+   */
+  countersAt: number | null;
   replicas: ViewReplica[];
   nodes: ViewNode[];
   stages: ViewStage[];

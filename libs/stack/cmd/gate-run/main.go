@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -41,6 +42,8 @@ func run(ctx context.Context) error {
 		// The console with the dev sign-in bypass, on loopback only.
 		ConsoleBind: envOr("GATE_PUBLIC_BIND", "127.0.0.1:8790"),
 		Logger:      log,
+		// The demo's logs stay apart from the test suites' (.gate-run/logs).
+		LogDir: demoLogDir(),
 	}
 	if v, err := strconv.Atoi(os.Getenv("GATE_RECONCILE_SECONDS")); err == nil && v > 0 {
 		cfg.ReconcileSeconds = v
@@ -90,17 +93,19 @@ Gate is running.
   NATS       %s
   relays     %s
   history    %s
-  logs       .gate-run/logs/
+  logs       %s/
 
 Demo graph demo/demo: %d items per 10 s in ten 1 s sub-windows (%d/s). Demo traffic arrives
 in bursts of %d/s for 20 s (the ceiling binds, lag grows), then %d/s for 40 s (lag drains).
-Watch the ceiling hold:
+Watch the ceiling hold (the graph view: budgets[].value against countSub, stages[].lag):
+  curl -s %s/v1/apps/demo/graphs/demo
+  curl -s "%s/v1/apps/demo/graphs/demo/nodes/api/eta?path=main"
+With jq installed, just the fields that move:
   curl -s %s/v1/apps/demo/graphs/demo | jq '.nodes[].budgets[] | {id, value, countSub, expiresAt}'
-  curl -s %s/v1/apps/demo/graphs/demo | jq '.stages[] | {path, node, lag, counters}'
 Push your own:
   curl -s -XPOST %s/v1/apps/demo/graphs/demo/nodes/api/push -H 'content-type: application/json' -d '{"payload":{"hello":"gate"}}'
 Consume demo.out (group demo-workers) with your Queen SDK; Ctrl-C stops everything started here.
-`, st.QueenURL(), g, st.ConsoleURL(), stack.DefaultConsoleEmail, st.NATSURL(), relayURLs(st), st.HistoryNote(), demoRate*10, demoRate, 2*demoRate, demoRate/4, g, g, g)
+`, st.QueenURL(), g, st.ConsoleURL(), stack.DefaultConsoleEmail, st.NATSURL(), relayURLs(st), st.HistoryNote(), demoLogDir(), demoRate*10, demoRate, 2*demoRate, demoRate/4, g, g, g, g)
 
 	// Bursts above the ceiling, then a lull below it, so the backlog stays
 	// bounded however long the demo runs (average 5/6 of the ceiling).
@@ -133,7 +138,11 @@ Consume demo.out (group demo-workers) with your Queen SDK; Ctrl-C stops everythi
 			cancel()
 			if err == nil && len(v.Stages) > 0 {
 				c := v.Stages[0].Counters
-				fmt.Fprintf(os.Stderr, "gate-run: pushed %d; relay forwarded %d, parked %d, lag %d\n", n, c.Forwarded, c.Parked, v.Stages[0].Lag)
+				lag := "unknown"
+				if l := v.Stages[0].Lag; l != nil {
+					lag = strconv.FormatInt(*l, 10)
+				}
+				fmt.Fprintf(os.Stderr, "gate-run: pushed %d; relay forwarded %d, parked %d, lag %s\n", n, c.Forwarded, c.Parked, lag)
 			}
 		case <-tick.C:
 			payload, _ := json.Marshal(map[string]any{"n": n, "at": time.Now().UnixMilli()})
@@ -158,6 +167,24 @@ func relayURLs(st *stack.Stack) string {
 		s += p.HealthURL
 	}
 	return s
+}
+
+// demoLogDir is where `make run` keeps its children's logs: beside the test
+// suites' .gate-run/logs, never mixed into it. Relative to the repository
+// root, where make runs.
+func demoLogDir() string {
+	if root, err := findRoot(); err == nil {
+		return filepath.Join(root, ".gate-run", "demo", "logs")
+	}
+	return filepath.Join(".gate-run", "demo", "logs")
+}
+
+func findRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return stack.FindRoot(wd)
 }
 
 func envOr(k, def string) string {
