@@ -5,11 +5,14 @@ MODULES := $(shell sed -n 's/^[[:space:]]*\.\/\([^[:space:]]*\).*/\1/p' go.work)
 PKGS := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: image-build-check test vet fmt-check unit run e2e bench miniqueen console-load wire ui ui-check ui-test
+.PHONY: browser image-build-check test vet fmt-check unit run e2e bench miniqueen console-load wire ui ui-check ui-test
 
-## test: vet, gofmt check, the image build replayed and the race-enabled tests of every module (the README's test command)
-test: fmt-check vet image-build-check
+## test: the README's test command and what CI runs: gofmt and vet, the committed web app checked
+## against its source, the image build replayed, the race-enabled tests of every module, then the
+## web app's component and browser tests (Debian's chromium, installed when missing)
+test: fmt-check vet ui-check image-build-check
 	$(GO) test $(TEST_FLAGS) $(PKGS)
+	$(MAKE) ui-test
 
 ## unit: the quick loop, -short skips the slow live suites
 unit:
@@ -50,8 +53,13 @@ ui:
 ui-check: ui
 	@if [ -n "$$(git status --porcelain -- gate-console/webapp/dist)" ]; then git status --short -- gate-console/webapp/dist; echo "gate-console/webapp/dist differs from what gate-console/ui builds: run make ui and commit the result"; exit 1; fi
 
+## browser: Debian's chromium for the browser tests, installed with apt-get when it is missing
+## (playwright's own browser download cannot work on our machines)
+browser:
+	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium (Debian package)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
 ## ui-test: the web app's component tests and its browser tests (chromium, against a real stack)
-ui-test:
+ui-test: browser
 	cd $(UI) && npm run test:unit && npm run test:browser
 
 ## console-load: gate-console's read-route latency at 200 req/s and SSE fan-out to 200 clients, on an embedded stack
