@@ -19,9 +19,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/queen-mq/gate/libs/history"
+	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/stack"
 )
 
@@ -39,7 +42,15 @@ type URLs struct {
 	Logs    string `json:"logs"`
 	// FakeAI is the fake provider (GET /calls counts its calls).
 	FakeAI string `json:"fakeAI"`
+	// History says whether gate-recorder runs (the stack's sentence), and
+	// Schema is this run's own PostgreSQL schema ("" without history).
+	History string `json:"history"`
+	Schema  string `json:"schema"`
 }
+
+// FlushMs is the recorder's flush period in the harness (the knob's
+// minimum), so a browser test sees recorded traffic a second after it moved.
+const FlushMs = "1000"
 
 func main() {
 	if err := run(); err != nil {
@@ -63,14 +74,24 @@ func run() error {
 	defer ai.srv.Close()
 	// Both consoles (and gate-api) talk to the fake provider only.
 	aiEnv := []string{"GATE_AI_PROVIDER=openai", "GATE_AI_OPENAI_BASE_URL=" + ai.url + "/v1", "GATE_OPENAI_API_KEY=" + fakeAIKey}
+	// Every run records into a fresh schema of its own (dropped at exit),
+	// so the history the tests read is only their own traffic.
+	schema := fmt.Sprintf("ui_%d_%d", time.Now().Unix(), os.Getpid())
+	histEnv := []string{"GATE_HISTORY_SCHEMA=" + schema, "GATE_RECORDER_FLUSH_MS=" + FlushMs}
 	st, err := stack.Start(ctx, stack.Config{NoReuse: true, ConsoleBind: consoleBind, Logger: log,
 		// Relays publish their counters every second, so the live view has a
 		// 1 Hz stream to show.
-		Env: append([]string{"GATE_STATUS_SECONDS=1"}, aiEnv...)})
+		Env: append(append([]string{"GATE_STATUS_SECONDS=1"}, histEnv...), aiEnv...)})
 	if err != nil {
 		return err
 	}
 	defer st.Stop()
+	hist := st.HistoryEnv()
+	if hist == nil {
+		schema = ""
+	} else {
+		defer dropSchema(append(append([]string{}, hist...), histEnv...), schema, log)
+	}
 	root, err := stack.FindRoot(".")
 	if err != nil {
 		return err
@@ -91,6 +112,9 @@ func run() error {
 		"GATE_PUBLIC_BIND="+viewerBind, "GATE_PUBLIC_URL="+viewerURL,
 		"GATE_DEV_EMAIL="+Viewer, "GATE_ADMIN_EMAILS="+stack.DefaultConsoleEmail)
 	cmd.Env = append(cmd.Env, aiEnv...)
+	if hist != nil {
+		cmd.Env = append(append(cmd.Env, hist...), histEnv...)
+	}
 	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -110,7 +134,8 @@ func run() error {
 		return fmt.Errorf("viewer console: %w (log: %s)", err, lf.Name())
 	}
 	out, _ := json.Marshal(URLs{Console: st.ConsoleURL(), Viewer: viewerURL, API: st.GateURL(), Queen: st.QueenURL(),
-		NATS: st.NATSURL(), Admin: stack.DefaultConsoleEmail, Logs: logs, FakeAI: ai.url})
+		NATS: st.NATSURL(), Admin: stack.DefaultConsoleEmail, Logs: logs, FakeAI: ai.url,
+		History: st.HistoryNote(), Schema: schema})
 	fmt.Println(string(out))
 	// Run until the test runner closes stdin or signals.
 	closed := make(chan struct{})
@@ -148,4 +173,31 @@ func waitHealthy(ctx context.Context, url string) error {
 		}
 	}
 	return errors.New("no healthy /health within 60 s")
+}
+
+// dropSchema removes this run's history schema once everything stopped.
+func dropSchema(env []string, schema string, log *slog.Logger) {
+	getenv := func(k string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+				return v
+			}
+		}
+		return os.Getenv(k)
+	}
+	k, err := knob.ReadHistory(getenv)
+	if err != nil || !k.Enabled() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	db, err := history.Open(ctx, k, history.Options{SkipMigrate: true, PoolSize: 1})
+	if err != nil {
+		log.Warn("could not drop the run's history schema", "schema", schema, "err", err)
+		return
+	}
+	defer db.Close()
+	if _, err := db.Pool().Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+		log.Warn("could not drop the run's history schema", "schema", schema, "err", err)
+	}
 }
