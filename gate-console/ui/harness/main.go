@@ -8,6 +8,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +25,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/oauth2-proxy/mockoidc"
+
 	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/stack"
@@ -30,6 +34,13 @@ import (
 
 // Viewer is the dev identity of the read-only console.
 const Viewer = "viewer@localhost"
+
+// SigninUser is who the mock OIDC provider signs in (mockoidc's default
+// user), an admin of the sign-in console; SigninDomain the allowed domain.
+const (
+	SigninUser   = "jane.doe@example.com"
+	SigninDomain = "example.com"
+)
 
 // URLs is what the harness prints.
 type URLs struct {
@@ -45,6 +56,10 @@ type URLs struct {
 	// History says whether gate-recorder runs (the stack's sentence), and
 	// Schema is this run's own PostgreSQL schema ("" without history).
 	History string `json:"history"`
+	// Signin is a console without the dev bypass, signing in through a
+	// mock OIDC provider that answers as SigninUser.
+	Signin     string `json:"signin"`
+	SigninUser string `json:"signinUser"`
 	Schema  string `json:"schema"`
 }
 
@@ -96,45 +111,34 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	viewerBind, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	viewerURL := "http://" + viewerBind
 	logs := filepath.Join(root, ".gate-run", "logs")
-	lf, err := os.Create(filepath.Join(logs, "gate-console-viewer.log"))
-	if err != nil {
-		return err
-	}
-	defer lf.Close()
-	cmd := exec.Command(filepath.Join(root, ".gate-run", "bin", "gate-console"))
-	cmd.Env = append(os.Environ(), "GATE_STATUS_SECONDS=1", "QUEEN_URL="+st.QueenURL(), "GATE_NATS_URL="+st.NATSURL(),
-		"GATE_PUBLIC_BIND="+viewerBind, "GATE_PUBLIC_URL="+viewerURL,
-		"GATE_DEV_EMAIL="+Viewer, "GATE_ADMIN_EMAILS="+stack.DefaultConsoleEmail)
-	cmd.Env = append(cmd.Env, aiEnv...)
+	bin := filepath.Join(root, ".gate-run", "bin", "gate-console")
+	base := append([]string{"GATE_STATUS_SECONDS=1", "QUEEN_URL=" + st.QueenURL(), "GATE_NATS_URL=" + st.NATSURL()}, aiEnv...)
 	if hist != nil {
-		cmd.Env = append(append(cmd.Env, hist...), histEnv...)
+		base = append(append(base, hist...), histEnv...)
 	}
-	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting the viewer console: %w", err)
+	viewerURL, stopViewer, err := startConsole(ctx, bin, filepath.Join(logs, "gate-console-viewer.log"),
+		append(base, "GATE_DEV_EMAIL="+Viewer, "GATE_ADMIN_EMAILS="+stack.DefaultConsoleEmail))
+	if err != nil {
+		return fmt.Errorf("viewer console: %w", err)
 	}
-	defer func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		}
-	}()
-	if err := waitHealthy(ctx, viewerURL+"/health"); err != nil {
-		return fmt.Errorf("viewer console: %w (log: %s)", err, lf.Name())
+	defer stopViewer()
+	// A third console signs people in through a mock OIDC provider (no dev
+	// bypass): the browser goes to the provider and back.
+	oidc, err := mockoidc.Run()
+	if err != nil {
+		return fmt.Errorf("mock OIDC provider: %w", err)
 	}
+	defer func() { _ = oidc.Shutdown() }()
+	signinURL, stopSignin, err := startConsole(ctx, bin, filepath.Join(logs, "gate-console-signin.log"),
+		append(base, "GATE_OIDC_ISSUER="+oidc.Issuer(), "GOOGLE_CLIENT_ID="+oidc.ClientID, "GOOGLE_CLIENT_SECRET="+oidc.ClientSecret,
+			"GOOGLE_ALLOWED_DOMAINS="+SigninDomain, "GATE_ADMIN_EMAILS="+SigninUser, "GATE_SESSION_SECRET="+sessionSecret()))
+	if err != nil {
+		return fmt.Errorf("sign-in console: %w", err)
+	}
+	defer stopSignin()
 	out, _ := json.Marshal(URLs{Console: st.ConsoleURL(), Viewer: viewerURL, API: st.GateURL(), Queen: st.QueenURL(),
-		NATS: st.NATSURL(), Admin: stack.DefaultConsoleEmail, Logs: logs, FakeAI: ai.url,
+		NATS: st.NATSURL(), Admin: stack.DefaultConsoleEmail, Logs: logs, FakeAI: ai.url, Signin: signinURL, SigninUser: SigninUser,
 		History: st.HistoryNote(), Schema: schema})
 	fmt.Println(string(out))
 	// Run until the test runner closes stdin or signals.
@@ -200,4 +204,49 @@ func dropSchema(env []string, schema string, log *slog.Logger) {
 	if _, err := db.Pool().Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
 		log.Warn("could not drop the run's history schema", "schema", schema, "err", err)
 	}
+}
+
+// startConsole starts one more gate-console on a free port with env (on top
+// of the harness's environment) and waits for its /health; stop ends it.
+func startConsole(ctx context.Context, bin, logPath string, env []string) (string, func(), error) {
+	bind, err := freeAddr()
+	if err != nil {
+		return "", nil, err
+	}
+	u := "http://" + bind
+	lf, err := os.Create(logPath)
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(append(os.Environ(), env...), "GATE_PUBLIC_BIND="+bind, "GATE_PUBLIC_URL="+u)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return "", nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	stop := func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+		lf.Close()
+	}
+	if err := waitHealthy(ctx, u+"/health"); err != nil {
+		stop()
+		return "", nil, fmt.Errorf("%w (log: %s)", err, logPath)
+	}
+	return u, stop, nil
+}
+
+// sessionSecret is a fresh 32-byte session key for the sign-in console.
+func sessionSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -50,18 +50,48 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.match(stack.schema, /^ui_\d+_\d+$/);
   });
 
-  // A Watch graph fed through the front door early, so its minutes are
-  // complete (the Watch summary counts complete minutes only) by the time
-  // the Watch test reads them.
+  // A Watch graph fed through the front door early. The Watch summary
+  // counts complete minutes from the first whole minute after
+  // watch.startedAt, so the items go in just after that minute starts (in
+  // the background, while the other tests run) and the Watch test reads
+  // them once that minute is over.
   const trialItems = 40;
+  let trialFed;
   test("a Watch graph takes items through gate-api's front door", async () => {
     const w = await apiCall(stack.api, "PUT", `/v1/apps/${app}/graphs/trial`, { version: 3, counters: { windowSeconds: 60 }, watch: { durationSeconds: 900 },
       nodes: { api: { ingress: true, budgets: [], egress: { queue: `${app}.trial.out`, group: "trialists" } } }, paths: [{ name: "main", nodes: ["api"] }] });
     assert.equal(w.status, 200, w.text);
-    for (let i = 0; i < trialItems; i++) {
-      const r = await apiCall(stack.api, "POST", `/v1/apps/${app}/graphs/trial/nodes/api/push`, { partition: `p${i % 4}`, payload: { n: i } });
-      assert.equal(r.status, 200, r.text);
-    }
+    const v = await apiCall(stack.api, "GET", `/v1/apps/${app}/graphs/trial`);
+    const startedAt = v.json.spec?.watch?.startedAt;
+    assert.ok(Number.isInteger(startedAt), `gate-api stamps watch.startedAt: ${v.text}`);
+    const firstMinute = Math.ceil(startedAt / 60000) * 60000;
+    trialFed = (async () => {
+      await new Promise((r) => setTimeout(r, Math.max(0, firstMinute + 1000 - Date.now())));
+      for (let i = 0; i < trialItems; i++) {
+        const r = await apiCall(stack.api, "POST", `/v1/apps/${app}/graphs/trial/nodes/api/push`, { partition: `p${i % 4}`, payload: { n: i } });
+        assert.equal(r.status, 200, r.text);
+      }
+    })();
+    trialFed.catch(() => {});
+  });
+
+  test("sign-in through the OIDC provider (mockoidc): signed out → Sign in → provider → back, signed in as the provider's user", async () => {
+    const p = await open(stack.signin, "/targets");
+    const pg = p.page;
+    // Signed out: the console says so and offers the sign-in link (the 401 is the point).
+    p.allow(/status of 401/);
+    await pg.getByTestId("error-state").waitFor();
+    assert.equal(await pg.getByTestId("dev-banner").count(), 0, "the sign-in console must not use the dev bypass");
+    await pg.getByRole("link", { name: "Sign in" }).click();
+    await pg.waitForURL(`${stack.signin}/targets`, { timeout: 30000 });
+    await pg.getByTestId("role").waitFor();
+    assert.equal(await pg.getByTestId("role").innerText(), "admin");
+    assert.equal(await pg.locator("header .email, nav .email, .email").first().innerText(), stack.signinUser);
+    await pg.getByTestId("targets-table").waitFor();
+    const me = await pg.evaluate(async () => (await fetch("/api/me")).json());
+    assert.equal(me.email, stack.signinUser);
+    p.assertClean();
+    await p.close();
   });
 
   test("wizard → target created → integration guide → front-door pushes show in the live counters", async () => {
@@ -239,8 +269,9 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     }
     const traces = await until("a denial of tight in /api/traces", async () => {
       const t = await apiCall(stack.api, "GET", "/api/traces?limit=200");
-      return t.status === 200 && t.json.filter((d) => d.application === app && d.graph === "tight");
-    }, 60000).then((x) => x);
+      const mine = t.status === 200 ? t.json.filter((d) => d.application === app && d.graph === "tight") : [];
+      return mine.length ? mine : null;
+    }, 60000);
     assert.ok(traces.every((d) => d.outcome === "denied" && d.node === "api"));
     const p = await open(stack.console, `/graphs/${app}/tight`);
     const rows = p.page.locator('[data-testid="denials"] tr');
@@ -255,6 +286,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
   });
 
   test("Watch → recorded items appear → Try a limit answers with the server's numbers → Configure limits → enforcing", async () => {
+    await trialFed;
     const p = await open(stack.console, `/graphs/${app}/trial/watch`);
     const pg = p.page;
     await pg.getByTestId("watch-table").waitFor({ timeout: 30000 });
@@ -264,7 +296,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
       await pg.reload();
       await pg.getByTestId("watch-table").waitFor();
       return num(await pg.locator('[data-node="api"] [data-testid="watch-admitted"]').innerText()) === trialItems;
-    }, 200000);
+    }, 150000);
     const sum = await apiCall(stack.api, "GET", `/api/apps/${app}/graphs/trial/watch`);
     assert.equal(sum.json.nodes[0].traffic.admitted, trialItems, sum.text);
     assert.ok(sum.json.minutes >= 1);
