@@ -64,3 +64,13 @@ func (s *Stack) startRecorder(ctx context.Context) error {
 	s.log.Info("gate-recorder healthy", "url", p.HealthURL, "pid", p.Pid())
 	return nil
 }
+
+// HistoryEnv is the history environment the stack gives its children (nil
+// when it runs without history), for a process started beside the stack
+// (the browser harness's viewer console) that should read the same history.
+func (s *Stack) HistoryEnv() []string {
+	if s.history == nil {
+		return nil
+	}
+	return append([]string{}, s.history...)
+}

@@ -58,6 +58,7 @@ export const api = {
     if (q.subWindows) p.set("subWindows", String(q.subWindows));
     return request<W.Simulation>("GET", `${g(app, graph)}/simulate?${p}`);
   },
+  simulateGraph: (app: string, graph: string, doc: unknown, minutes: number) => request<W.GraphSimulation>("POST", `${g(app, graph)}/simulate?minutes=${minutes}`, doc),
   declare: (app: string, graph: string, doc: unknown) => request<W.DeclareResponse>("PUT", v1(app, graph), doc),
   remove: (app: string, graph: string) => request<{ ok: boolean }>("DELETE", v1(app, graph)),
   backoff: (app: string, graph: string, node: string, retryAfterSeconds: number, by: string) =>

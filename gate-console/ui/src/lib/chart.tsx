@@ -51,12 +51,13 @@ export function TimeChart({ series, markers = [], from, to, stepMs, height = 180
         {markers.filter((m) => m.t >= from && m.t <= to).map((m, i) => (
           <g key={i} data-testid="chart-marker">
             <line x1={x(m.t)} x2={x(m.t)} y1={pad.t} y2={pad.t + ih} stroke="var(--warn)" strokeDasharray="4 3" />
-            <text x={x(m.t) + 3} y={pad.t + 10} style={{ fill: "var(--warn)", fontSize: 11 }}>{m.label}</text>
+            {/* A marker in the right half labels leftwards, so the label stays inside the chart. */}
+            <text x={x(m.t) > pad.l + iw / 2 ? x(m.t) - 3 : x(m.t) + 3} y={pad.t + 10 + (i % 3) * 12} textAnchor={x(m.t) > pad.l + iw / 2 ? "end" : "start"} style={{ fill: "var(--warn)", fontSize: 11 }}>{m.label}</text>
           </g>
         ))}
         {series.map((s) => segments(s.points, stepMs).map((seg, i) => (
           seg.length === 1
-            ? <circle key={s.name + i} cx={x(seg[0].t)} cy={y(seg[0].v)} r={2} fill={s.color} />
+            ? <circle key={s.name + i} cx={x(seg[0].t)} cy={y(seg[0].v)} r={3} fill={s.color} />
             : <polyline key={s.name + i} points={seg.map((p) => `${x(p.t).toFixed(1)},${y(p.v).toFixed(1)}`).join(" ")} fill="none" stroke={s.color} strokeWidth={1.8} />
         )))}
         {!hasData ? <text x={pad.l + iw / 2} y={pad.t + ih / 2} textAnchor="middle" className="muted">no data in this range</text> : null}

@@ -57,7 +57,7 @@ function Detail({ initial }: { initial: GraphView }) {
     perNode[s.node] = cur ? { ...cur, forwarded: cur.forwarded + c.forwarded, commits: cur.commits + c.commits } : { ...c };
   }
   const sel = v.nodes.find((n) => n.node === node) ?? v.nodes[0];
-  const denials = (traces.data ?? []).filter((t) => t.application === app && (t.target === graph || t.target.startsWith(graph + "."))).slice(0, 20);
+  const denials = (traces.data ?? []).filter((t) => t.application === app && t.graph === graph).slice(0, 20);
   return (
     <>
       {saved ? <div className="notice good" role="status">Saved. The relay runs the new version within a second or two.</div> : null}
@@ -82,7 +82,7 @@ function Detail({ initial }: { initial: GraphView }) {
           {traces.error ? <ErrorState error={traces.error} what="denials" /> : null}
           {traces.data && denials.length === 0 ? <Empty title="No recent denials">A denial is a window cut short because a budget was full; nothing is lost, it waits.</Empty> : null}
           {denials.length ? <div className="tablewrap"><table><thead><tr><th>at</th><th>node</th><th>path</th><th>budget</th><th>outcome</th></tr></thead>
-            <tbody>{denials.map((t, i) => <tr key={i}><td>{when(t.at)}</td><td>{t.target.split(".").slice(1).join(".")}</td><td>{t.lane}</td><td>{t.budget_id ?? "—"}</td><td>{t.outcome}</td></tr>)}</tbody></table></div> : null}
+            <tbody data-testid="denials">{denials.map((t, i) => <tr key={i}><td>{when(t.at)}</td><td>{t.node}</td><td>{t.path}</td><td>{t.budgetId || "—"}</td><td>{t.outcome}{t.source === "history" ? <span className="small muted"> (history)</span> : null}</td></tr>)}</tbody></table></div> : null}
         </section>
       </div>
       <section className="card" style={{ marginTop: 14 }}>

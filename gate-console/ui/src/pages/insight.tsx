@@ -1,7 +1,7 @@
 // Watch, "Why is traffic waiting?" and "Traffic over time": read-only pages
 // over the recorder and history routes (gate-runtime.md §5.4, §6.1–6.3).
 import { useState } from "react";
-import type { GraphView, Simulation } from "../wire";
+import type { GraphSimulation, GraphView, Simulation, Snapshot } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
 import { TimeChart, type Series } from "../lib/chart";
 import type { GraphDoc } from "../lib/doc";
@@ -34,7 +34,7 @@ export function WatchPage({ app, graph, view }: { app: string; graph: string; vi
             <table data-testid="watch-table">
               <thead><tr><th>node</th><th className="num">relayed items</th><th className="num">cost</th><th className="num">avg cost / s</th><th className="num">peak cost / min</th><th className="num">minutes</th></tr></thead>
               <tbody>{w.data.nodes.map((n) => (
-                <tr key={n.node}><td>{n.node}</td><td className="num">{fmt(n.traffic.admitted)}</td><td className="num">{fmt(n.traffic.cost)}</td>
+                <tr key={n.node} data-node={n.node}><td>{n.node}</td><td className="num" data-testid="watch-admitted">{fmt(n.traffic.admitted)}</td><td className="num">{fmt(n.traffic.cost)}</td>
                   <td className="num">{fmt(n.traffic.averageCostPerSecond, 2)}</td><td className="num">{fmt(n.traffic.peakCostPerMinute)}</td><td className="num">{fmt(n.traffic.recordedMinutes)}</td></tr>
               ))}</tbody>
             </table>
@@ -57,22 +57,18 @@ function TryLimit({ app, graph, spec }: { app: string; graph: string; spec: Grap
   const [minutes, setMinutes] = useState("60");
   const [res, setRes] = useState<Simulation | null>(null);
   const [err, setErr] = useState<ApiError | null>(null);
-  const [all, setAll] = useState<{ node: string; res: Simulation | null; err: ApiError | null }[] | null>(null);
+  const [all, setAll] = useState<GraphSimulation | null>(null);
+  const [allErr, setAllErr] = useState<ApiError | null>(null);
   const run = async () => {
     setErr(null); setRes(null);
     try { setRes(await api.simulate(app, graph, { node, count: Number(count), timeMs: Number(timeMs), subWindows: sub ? Number(sub) : undefined, minutes: Number(minutes) })); }
     catch (e) { setErr(e as ApiError); }
   };
   const runAll = async () => {
-    // The whole graph: every node against the candidate document's first global budget.
-    const out: { node: string; res: Simulation | null; err: ApiError | null }[] = [];
-    for (const [name, n] of Object.entries(spec.nodes)) {
-      const b = n.budgets?.find((x) => !x.scopeBy && !x.whenOp);
-      if (!b) { out.push({ node: name, res: null, err: new ApiError(422, "no global budget in the draft for this node: nothing to replay", null) }); continue; }
-      try { out.push({ node: name, res: await api.simulate(app, graph, { node: name, count: b.count, timeMs: b.timeMs, subWindows: b.subWindows, minutes: Number(minutes) }), err: null }); }
-      catch (e) { out.push({ node: name, res: null, err: e as ApiError }); }
-    }
-    setAll(out);
+    // The whole graph: the stored document replayed by the server through its compiled plan.
+    setAllErr(null); setAll(null);
+    try { setAll(await api.simulateGraph(app, graph, spec, Number(minutes))); }
+    catch (e) { setAllErr(e as ApiError); }
   };
   return (
     <section className="card" style={{ marginTop: 14 }} data-testid="try-limit">
@@ -91,15 +87,30 @@ function TryLimit({ app, graph, spec }: { app: string; graph: string; spec: Grap
       </div>
       {err ? <ErrorState error={err} what="the simulation" /> : null}
       {res ? <SimResult r={res} /> : null}
-      {all ? (
-        <div className="tablewrap" style={{ marginTop: 12 }}><table data-testid="sim-all-table">
-          <thead><tr><th>node</th><th className="num">items</th><th className="num">delayed</th><th className="num">peak backlog</th><th className="num">drain</th><th>note</th></tr></thead>
-          <tbody>{all.map((a) => <tr key={a.node}><td>{a.node}</td>
-            {a.res ? <><td className="num">{fmt(a.res.items)}</td><td className="num">{fmt(a.res.delayedItems)} ({a.res.delayedPercent === null ? "—" : fmt(a.res.delayedPercent, 1) + "%"})</td><td className="num">{fmt(a.res.peakBacklog)}</td><td className="num">{duration(a.res.drainSeconds)}</td><td>{a.res.hasKnownGaps ? "has gaps" : ""}</td></>
-              : <td colSpan={5} className="fielderr">{a.err?.message}</td>}</tr>)}</tbody>
-        </table></div>
-      ) : null}
+      {allErr ? <ErrorState error={allErr} what="the whole-graph simulation" /> : null}
+      {all ? <GraphSimResult r={all} /> : null}
     </section>
+  );
+}
+
+function GraphSimResult({ r }: { r: GraphSimulation }) {
+  return (
+    <div style={{ marginTop: 12 }} data-testid="sim-all-result">
+      <div className="grid">
+        <Stat label="items replayed" value={fmt(r.items)} hint={`version ${r.version}`} testid="sim-all-items" />
+        <Stat label="delivered" value={fmt(r.delivered)} hint="fan-out copies count each" />
+        <Stat label="delayed" value={fmt(r.delayedItems)} />
+        <Stat label="drain time" value={r.drainSeconds === null ? `over ${duration(r.drainLimitSeconds)}` : duration(r.drainSeconds)} />
+      </div>
+      <div className="tablewrap" style={{ marginTop: 12 }}><table data-testid="sim-all-table">
+        <thead><tr><th>node</th><th className="num">arrived</th><th className="num">admitted</th><th className="num">delayed</th><th className="num">peak backlog</th><th className="num">drain</th><th>bound by</th></tr></thead>
+        <tbody>{r.nodes.map((n) => <tr key={n.node}><td>{n.node}</td><td className="num">{fmt(n.arrived)}</td><td className="num">{fmt(n.admitted)}</td><td className="num">{fmt(n.delayedItems)}</td>
+          <td className="num">{fmt(n.peakBacklog)}</td><td className="num">{n.drainSeconds === null ? "—" : duration(n.drainSeconds)}</td><td>{n.boundBy ?? "—"}</td></tr>)}</tbody>
+      </table></div>
+      {r.unsupported.length ? <ul className="small">{r.unsupported.map((u, i) => <li key={i}>{u.node} · {u.budget}: {u.reason}</li>)}</ul> : null}
+      {r.warnings.length ? <ul className="small">{r.warnings.map((w, i) => <li key={i}>{w}</li>)}</ul> : null}
+      <p className="small muted">Assumes: {r.assumes.join("; ")}.{r.hasKnownGaps ? ` Known gaps: ${fmt(r.coverage.gapSeconds)} s uncovered, ${fmt(r.coverage.lostItems)} items dropped by the recorder.` : ""}</p>
+    </div>
   );
 }
 
@@ -108,9 +119,9 @@ function SimResult({ r }: { r: Simulation }) {
   return (
     <div style={{ marginTop: 12 }} data-testid="sim-result">
       <div className="grid">
-        <Stat label="items replayed" value={fmt(r.items)} />
-        <Stat label="delayed" value={fmt(r.delayedItems)} hint={r.delayedPercent === null ? "no items" : `${fmt(r.delayedPercent, 1)}%`} />
-        <Stat label="peak backlog" value={fmt(r.peakBacklog)} hint={`${fmt(r.remainingBacklog)} left at the end`} />
+        <Stat label="items replayed" value={fmt(r.items)} testid="sim-items" />
+        <Stat label="delayed" value={fmt(r.delayedItems)} testid="sim-delayed" hint={r.delayedPercent === null ? "no items" : `${fmt(r.delayedPercent, 1)}%`} />
+        <Stat label="peak backlog" value={fmt(r.peakBacklog)} testid="sim-peak" hint={`${fmt(r.remainingBacklog)} left at the end`} />
         <Stat label="drain time" value={duration(r.drainSeconds)} hint="if nothing more arrived" />
       </div>
       <p className="small muted">Effective: {fmt(r.effective.count)} per {fmt(r.effective.seconds, 3)} s ({r.effective.subWindows} sub-windows), cost {r.effective.costPerItem} per item.
@@ -151,17 +162,15 @@ export function Traffic({ app, graph, view }: { app: string; graph: string; view
   const [minutes, setMinutes] = useQueryParam("minutes", "60");
   const [node, setNode] = useQueryParam("node", view?.nodes[0]?.node ?? "");
   const tl = useLoad(() => api.timeline(app, graph, Number(minutes)), [app, graph, minutes], 60000);
-  const to = Date.now(), from = to - Number(minutes) * 60000;
+  const to = tl.data?.until ?? Date.now(), from = tl.data?.since ?? to - Number(minutes) * 60000;
   const t = tl.data;
   const samples = (t?.samples ?? []).filter((s) => s.node === node).sort((a, b) => a.t - b.t);
-  const val = (f: (v: (typeof samples)[number]["value"]) => number | null | undefined) => samples.map((s) => ({ t: s.t, v: s.value.available === false ? null : f(s.value) ?? null }));
-  const incoming: { t: number; v: number | null }[] = [];
-  for (let i = 1; i < samples.length; i++) {
-    const a = samples[i - 1], b = samples[i];
-    const sum = (p: Record<string, number> | null | undefined) => (p ? Object.values(p).reduce((x, y) => x + y, 0) : null);
-    const pa = sum(a.value.positions), pb = sum(b.value.positions);
-    incoming.push({ t: b.t, v: pa === null || pb === null || b.t - a.t > 90000 ? null : Math.max(0, pb - pa) });
-  }
+  const val = (f: (v: Snapshot) => number | null | undefined) => samples.map((s) => {
+    const v = s.value as Snapshot;
+    return { t: s.t, v: v.available === false ? null : f(v) ?? null };
+  });
+  const inc = t?.incoming[node];
+  const incoming = (inc?.points ?? []).map((p) => ({ t: p.t, v: p.items }));
   const relayed = (t?.relayed[node] ?? []).map((r) => ({ t: r.t, v: r.total.admitted }));
   const markers = (t?.events ?? []).map((e) => ({ t: e.at, label: `${e.change.label} v${e.change.version}` }));
   return (
@@ -180,7 +189,7 @@ export function Traffic({ app, graph, view }: { app: string; graph: string; view
           <section className="card"><h2>Relayed and incoming (items / min)</h2>
             <TimeChart label="relayed and incoming items per minute" from={from} to={to} stepMs={60000} markers={markers}
               series={[{ name: "relayed", color: "var(--chart-1)", points: relayed }, { name: "incoming (estimate)", color: "var(--chart-3)", points: incoming }]} />
-            <p className="small muted">Incoming is estimated from consumer positions of a single-path ingress; unknown for shared interior queues. Retention or cursor moves distort it.</p></section>
+            <p className="small muted">Incoming is estimated from consumer positions of a single-path ingress; unknown for shared interior queues. Retention or cursor moves distort it.{inc && !inc.attributable ? ` Unknown here: ${inc.reason}.` : ""}</p></section>
           <section className="card"><h2>Backlog (items)</h2>
             <TimeChart label="relay and worker backlog" from={from} to={to} stepMs={60000} markers={markers}
               series={[{ name: "relay backlog", color: "var(--chart-2)", points: val((v) => v.before) }, { name: "worker backlog", color: "var(--chart-4)", points: val((v) => v.workers) }]} /></section>
@@ -188,7 +197,7 @@ export function Traffic({ app, graph, view }: { app: string; graph: string; view
             <TimeChart label="oldest pending age" from={from} to={to} stepMs={60000} markers={markers} unit=" s"
               series={[{ name: "oldest pending age", color: "var(--chart-5)", points: val((v) => v.oldestSeconds) }]} /></section>
           <section className="card"><h2>Changes</h2>
-            {t.events.length === 0 ? <Empty title="No configuration change in this range" /> : <ul>{t.events.map((e, i) => <li key={i}>{when(e.at)} — {e.change.label} (v{e.change.version}, {e.change.mode})</li>)}</ul>}
+            {t.events.length === 0 ? <Empty title="No configuration change in this range" /> : <ul data-testid="changes">{t.events.map((e, i) => <li key={i}>{when(e.at)} — {e.change.label} (v{e.change.version}, {e.change.mode})</li>)}</ul>}
             <p className="small muted">Missing samples stay gaps. Annotations are context, not a revision store.</p></section>
         </div>
       ) : null}

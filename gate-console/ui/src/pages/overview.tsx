@@ -16,7 +16,8 @@ export function Overview() {
   const now = Date.now();
   const series: Series[] = (flow.data?.applications ?? []).map((a, i) => ({
     name: a.application, color: colors[i % colors.length],
-    points: a.points.map((p) => ({ t: p.t, v: p.total_admitted })),
+    // One point per target and minute; total_admitted is the application's, so one per minute.
+    points: [...new Map(a.points.map((p) => [p.t, { t: p.t, v: p.total_admitted }])).values()].sort((x, y) => x.t - y.t),
   }));
   return (
     <>

@@ -72,9 +72,6 @@ export async function cleanPage(browser, { width = 1440, height = 900, theme = "
   page.on("console", (m) => {
     if (m.type() !== "error") return;
     const text = m.text(), url = m.location()?.url ?? "";
-    // A failed fetch of a route another build adds: tolerated here, and the
-    // screenshot test asserts the page shows the server's error state for it.
-    if (/^Failed to load resource: the server responded with a status of (404|503)/.test(text) && LATER.test(url)) return;
     if (!allowed.some((re) => re.test(text))) problems.push(`console error: ${text}${url ? ` (${url})` : ""}`);
   });
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
@@ -87,8 +84,19 @@ export async function cleanPage(browser, { width = 1440, height = 900, theme = "
   };
 }
 
-/** Routes the history and insight builds add (gate-runtime.md §4.3, §5.4, §6). */
-export const LATER = /\/api\/(flow|traces|rollups)(\?|$)|\/api\/apps\/[^/]+\/graphs\/[^/]+\/(watch|diagnostics|timeline|simulate)(\?|$)/;
+/** Wait until fn() returns a truthy value (polled every 500 ms), or fail naming what. */
+export async function until(what, fn, timeoutMs) {
+  const end = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < end) {
+    try { last = await fn(); if (last) return last; } catch (e) { last = e; }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`${what}: not within ${timeoutMs / 1000} s (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
+}
+
+/** A displayed number ("1,234") as a number. */
+export const num = (text) => Number(String(text).replace(/,/g, ""));
 
 export async function shot(page, name) {
   mkdirSync(shotsDir, { recursive: true });
