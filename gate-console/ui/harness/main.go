@@ -60,7 +60,7 @@ type URLs struct {
 	// mock OIDC provider that answers as SigninUser.
 	Signin     string `json:"signin"`
 	SigninUser string `json:"signinUser"`
-	Schema  string `json:"schema"`
+	Schema     string `json:"schema"`
 }
 
 // FlushMs is the recorder's flush period in the harness (the knob's
