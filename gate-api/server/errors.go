@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/wire"
 )
 
@@ -18,13 +19,24 @@ type apiError struct {
 	status int
 	body   wire.Error
 	header http.Header
+	// brokerTimedOut is set when the refusal was built from a broker call
+	// that outlived its deadline (a *queen.TimeoutError among the
+	// arguments): wrap answers it as the broker's 504, whichever deadline
+	// — the client's per-call one or the request's — fired first.
+	brokerTimedOut bool
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("HTTP %d: %v", e.status, e.body.Error) }
 
 // fail builds a refusal; args format the message like fmt.Sprintf.
 func fail(status int, format string, args ...any) *apiError {
-	return &apiError{status: status, body: wire.Error{Error: fmt.Sprintf(format, args...)}}
+	e := &apiError{status: status, body: wire.Error{Error: fmt.Sprintf(format, args...)}}
+	for _, a := range args {
+		if err, ok := a.(error); ok && queen.IsTimeout(err) {
+			e.brokerTimedOut = true
+		}
+	}
+	return e
 }
 
 // with sets one field of the body by its JSON name; a name wire.Error does

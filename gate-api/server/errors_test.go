@@ -1,12 +1,18 @@
 package server
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/wire"
 )
 
@@ -47,5 +53,18 @@ func TestErrorKeysAreWireFields(t *testing.T) {
 	}
 	if seen < 10 {
 		t.Fatalf("found only %d with() calls: the scan is broken", seen)
+	}
+}
+
+// A refusal built from a broker call that timed out is the broker's 504,
+// whichever deadline fired first: the flag wrap converts on is set from
+// the error itself, through any wrapping, and only for a timeout.
+func TestRefusalFromABrokerTimeoutIsMarked(t *testing.T) {
+	timeout := fmt.Errorf("budget: spending 1 counters: %w", &queen.TimeoutError{Method: "POST", Route: "/api/v1/kv", After: 300 * time.Millisecond, Err: context.DeadlineExceeded})
+	if e := fail(http.StatusBadGateway, "spending the window failed: %v", timeout); !e.brokerTimedOut {
+		t.Errorf("a refusal built from %v is not marked as a broker timeout", timeout)
+	}
+	if e := fail(http.StatusBadGateway, "spending the window failed: %v", errors.New("connection refused")); e.brokerTimedOut {
+		t.Error("a refusal built from a plain error is marked as a broker timeout")
 	}
 }

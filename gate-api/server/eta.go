@@ -95,8 +95,8 @@ func (s *Server) eta(q *req) *apiError {
 		}
 		return fail(http.StatusNotFound, "path '%s' does not cross node '%s': the paths through it are %s", path, n.Name, strings.Join(through, ", ")).field("path").with("paths", through)
 	}
-	ans := s.estimate(q.r.Context(), e, n, stage)
-	if q.r.Context().Err() != nil {
+	ans, complete := s.estimate(q.r.Context(), e, n, stage)
+	if !complete || q.r.Context().Err() != nil {
 		// The backlog and counter reads ran out of broker time: a number
 		// built without them would be a guess presented as a bound.
 		return fail(http.StatusServiceUnavailable, "the ETA of node '%s' needs the backlog and the counters from the broker, which did not answer; retry", n.Name)
@@ -105,18 +105,22 @@ func (s *Server) eta(q *req) *apiError {
 	return nil
 }
 
-// estimate computes the ETA answer of one stage.
-func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.Stage) wire.ETA {
+// estimate computes the ETA answer of one stage; complete is false when a
+// backlog or the counters could not be read (whichever deadline cut the
+// broker call), so the caller never answers a guess as a bound.
+func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.Stage) (_ wire.ETA, complete bool) {
 	now := s.now()
-	waitingBudget, _ := s.pending(ctx, st.Source, st.Group)
+	waitingBudget, budgetOK := s.pending(ctx, st.Source, st.Group)
 	var waitingWorkers int64
+	workersOK := true
 	if n.EgressQueue != "" {
-		waitingWorkers, _ = s.pending(ctx, n.EgressQueue, n.EgressGroup)
+		waitingWorkers, workersOK = s.pending(ctx, n.EgressQueue, n.EgressGroup)
 	}
 	costPerItem := max(n.Cost.Default, 1)
 	want := waitingBudget * costPerItem
 	keys := budget.Keys(budget.Unscoped(n))
 	live := s.readCounters(ctx, append(append([]string{}, keys...), n.BreakerKey))
+	complete = budgetOK && workersOK && live != nil
 	if live == nil {
 		live = map[string]liveRow{}
 	}
@@ -218,7 +222,7 @@ func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.
 		AheadCost: want, EtaSeconds: etaSeconds, BoundBy: boundBy, WindowResetsAt: resetsAt,
 		WaitingForBudget: waitingBudget, WaitingForWorkers: waitingWorkers,
 		Assumes: strings.Join(assumes, "; "),
-	}
+	}, complete
 }
 
 // ptr is a pointer to a copy of v (an optional wire field).

@@ -139,7 +139,7 @@ func (s *Server) wrap(name string, flat bool, limit int64, h handler) http.Handl
 		if e == nil {
 			e = h(q)
 		}
-		if e != nil && e.status >= 500 && context.Cause(r.Context()) == errBrokerDeadline && outer.Err() == nil {
+		if e != nil && e.status >= 500 && (context.Cause(r.Context()) == errBrokerDeadline || e.brokerTimedOut) && outer.Err() == nil {
 			e = s.brokerTimeout(e)
 		}
 		if e != nil {
