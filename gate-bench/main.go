@@ -20,6 +20,13 @@ func main() {
 }
 
 func run(ctx context.Context) int {
+	if len(os.Args) > 1 && os.Args[1] == scenario.BareLoopCommand {
+		if err := scenario.RunBareLoop(ctx, os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "gate-bench: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	cfg, err := scenario.Parse(os.Args[1:], nil)
 	if err != nil {
 		// Parse only fails on the command line or a BENCH_* knob.

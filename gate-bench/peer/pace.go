@@ -94,6 +94,9 @@ type Job struct {
 	Limiter Limiter
 	// Deadline bounds the run.
 	Deadline time.Duration
+	// NoStamps leaves Result.Stamps empty: a runner measured at the
+	// egress keeps no per-item state, like the relay it is compared with.
+	NoStamps bool
 }
 
 // Result is what a pacing run did.
@@ -161,7 +164,7 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 				for i := range claim.Messages {
 					m := &claim.Messages[i]
 					txn.Ack(m.AckItem(queen.AckCompleted, ""))
-					items = append(items, queen.PushItem{Queue: j.Dest, Partition: m.Partition, Payload: m.Data, TransactionID: m.TransactionID})
+					items = append(items, queen.PushItem{Queue: j.Dest, Partition: m.Partition, Payload: m.Data, TransactionID: m.TransactionID, PayloadValid: true})
 				}
 				txn.Push(items...)
 				tr, err := j.Client.Transact(ctx, &txn)
@@ -182,8 +185,10 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 					res.FirstMs = now
 				}
 				res.LastMs = max(res.LastMs, now)
-				for range items {
-					res.Stamps = append(res.Stamps, now)
+				if !j.NoStamps {
+					for range items {
+						res.Stamps = append(res.Stamps, now)
+					}
 				}
 				mu.Unlock()
 				moved.Add(int64(len(items)))

@@ -70,7 +70,7 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 			return nil, err
 		}
 		dd := b.startCounter(ctx, dst, "bench-workers", 4, 200)
-		res, err := peer.Job{Client: b.q, Source: src, Group: "bench-bare", Dest: dst, Workers: workers, Batch: 200, Total: n, Deadline: 12 * b.cfg.Seconds}.Run(ctx)
+		res, err := runBareChild(ctx, bareJob{QueenURL: b.cfg.QueenURL, Source: src, Group: "bench-bare", Dest: dst, Workers: workers, Batch: 200, Total: n, Deadline: 12 * b.cfg.Seconds})
 		waitFor(ctx, 10*time.Second, func() bool { return dd.count() >= res.Moved })
 		ats, _ := dd.close()
 		if err != nil {

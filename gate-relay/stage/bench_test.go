@@ -46,8 +46,9 @@ func BenchmarkSettleBuild(b *testing.B) {
 			Partition: "p1", LeaseID: "0198a4b2-7c1d-7e3f-9a0b-00000000l001", ConsumerGroup: "src.g"}
 	}
 	b.ReportAllocs()
+	sc := &scratch{}
 	for b.Loop() {
-		h := handler{s: s, ctx: context.Background(), msgs: msgs}
+		h := handler{s: s, ctx: context.Background(), msgs: msgs, sc: sc}
 		h.classify()
 		h.buildBatch()
 		t, end, _, _, _ := h.transaction(len(msgs))
@@ -162,7 +163,7 @@ func BenchmarkBareLoop(b *testing.B) {
 				items := make([]queen.PushItem, len(cl.Messages))
 				for i, m := range cl.Messages {
 					t.Ack(m.AckItem(queen.AckCompleted, ""))
-					items[i] = queen.PushItem{Queue: egress, Partition: m.Partition, Payload: m.Data, TransactionID: m.TransactionID}
+					items[i] = queen.PushItem{Queue: egress, Partition: m.Partition, Payload: m.Data, TransactionID: m.TransactionID, PayloadValid: true}
 				}
 				t.Push(items...)
 				if res, err := c.Transact(ctx, t); err == nil && res.Success {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/queen-mq/gate/libs/budget"
@@ -43,6 +44,21 @@ type handler struct {
 	window []entry
 	batch  budget.Batch
 	park   budget.Parking
+	// sc is the worker's reusable settle buffers (nil: fresh ones).
+	sc *scratch
+}
+
+// scratch is one worker's settle buffers, reused claim after claim (and
+// attempt after attempt within one): a worker settles one transaction at a
+// time and nothing keeps a transaction, its pushes or its payloads once
+// Transact has returned (the client encodes the bundle into a body of its
+// own before sending).
+type scratch struct {
+	window []entry
+	t      queen.Transaction
+	pushes []queen.PushItem
+	arena  []byte
+	ids    []byte
 }
 
 // call returns a context for one kv call or transaction: detached from the
@@ -84,7 +100,12 @@ func (h *handler) run() {
 func (h *handler) classify() {
 	st := &h.s.cfg.Stage
 	rule := h.s.cfg.Node.Cost
-	h.window = make([]entry, len(h.msgs))
+	if h.sc != nil {
+		h.window = slices.Grow(h.sc.window[:0], len(h.msgs))[:len(h.msgs)]
+		h.sc.window = h.window
+	} else {
+		h.window = make([]entry, len(h.msgs))
+	}
 	for i := range h.msgs {
 		m := &h.msgs[i]
 		e := entry{msg: m, item: -1}
@@ -496,25 +517,54 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 	s := h.s
 	end = h.settleEnd(admitted)
 	dests := s.cfg.Stage.Destinations
-	// One allocation each for the operations, the pushes and every stamped
-	// payload of the settle (payloads are capped slices of one arena).
-	t = &queen.Transaction{Operations: make([]queen.TxnOp, 0, end+2)}
-	now := s.cfg.Clock.Now().UnixMilli()
-	pushes := make([]queen.PushItem, 0, min(admitted, end)*len(dests))
-	stamps := make([]Stamp, len(dests))
-	size := 0
-	for i, d := range dests {
-		stamps[i] = Stamp{Graph: s.cfg.Graph, Path: s.cfg.Stage.Path, Hop: s.cfg.Stage.Hop + 1, Node: d.Node, At: now}
-		stamps[i].prepare()
-		size += stamps[i].overhead()
+	sc := h.sc
+	if sc == nil {
+		sc = &scratch{}
 	}
-	arenaSize := 0
+	t = &sc.t
+	t.Reset()
+	t.Operations = slices.Grow(t.Operations, end+2)
+	now := s.cfg.Clock.Now().UnixMilli()
+	pushes := slices.Grow(sc.pushes[:0], min(admitted, end)*len(dests))
+	var stampBuf [2]Stamp
+	stamps := stampBuf[:0]
+	if len(dests) > len(stampBuf) {
+		stamps = make([]Stamp, 0, len(dests))
+	}
+	size, derived := 0, 0
+	for _, d := range dests {
+		st := Stamp{Graph: s.cfg.Graph, Path: s.cfg.Stage.Path, Hop: s.cfg.Stage.Hop + 1, Node: d.Node, At: now}
+		st.prepare()
+		stamps = append(stamps, st)
+		size += st.overhead()
+		if d.DerivesTransactionID {
+			derived++
+		}
+	}
+	arenaSize, works := 0, 0
 	for i := 0; i < end; i++ {
 		if h.window[i].kind == work {
 			arenaSize += len(dests)*len(h.window[i].msg.Data) + size
+			works++
 		}
 	}
-	arena := make([]byte, 0, arenaSize)
+	// Every stamped payload is a capped slice of one arena, and every
+	// derived id a substring of one string: two allocations at most per
+	// settle, none once the worker's buffers have grown.
+	arena := slices.Grow(sc.arena[:0], arenaSize)
+	idBuf := slices.Grow(sc.ids[:0], works*derived*plan.TransactionIDLen)
+	for i := 0; i < end; i++ {
+		e := &h.window[i]
+		if e.kind != work {
+			continue
+		}
+		for di := range dests {
+			if dests[di].DerivesTransactionID {
+				idBuf = plan.AppendDerivedTransactionID(idBuf, e.msg.TransactionID, dests[di].Label)
+			}
+		}
+	}
+	ids := string(idBuf)
 	for i := 0; i < end; i++ {
 		e := &h.window[i]
 		t.Ack(e.msg.AckItem(queen.AckCompleted, ""))
@@ -528,20 +578,21 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 			d := &dests[di]
 			txn := e.msg.TransactionID
 			if d.DerivesTransactionID {
-				txn = plan.DeriveTransactionID(txn, d.Label)
+				txn, ids = ids[:plan.TransactionIDLen], ids[plan.TransactionIDLen:]
 			}
 			payload := []byte(e.msg.Data)
 			from := len(arena)
-			if out, ok := stamps[di].AppendTo(arena, e.msg.Data); ok {
+			if out, ok := stamps[di].appendClaimed(arena, e.msg.Data); ok {
 				arena = out
 				payload = arena[from:len(arena):len(arena)]
 			}
-			pushes = append(pushes, queen.PushItem{Queue: d.Queue, Partition: e.msg.Partition, Payload: payload, TransactionID: txn})
+			pushes = append(pushes, queen.PushItem{Queue: d.Queue, Partition: e.msg.Partition, Payload: payload, TransactionID: txn, PayloadValid: true})
 		}
 	}
 	if len(pushes) > 0 {
 		t.Push(pushes...)
 	}
+	sc.pushes, sc.arena, sc.ids = pushes, arena, idBuf
 	h.handBack(t, end)
 	return t, end, fwd, foreignN, costSum
 }

@@ -228,6 +228,7 @@ func (s *Stage) popRequest() queen.PopRequest {
 func (s *Stage) work(ctx context.Context, worker int) {
 	req := s.popRequest()
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(worker)))
+	sc := &scratch{}
 	failing := 0
 	for ctx.Err() == nil {
 		claim, err := s.cfg.Client.Pop(ctx, req)
@@ -250,7 +251,7 @@ func (s *Stage) work(ctx context.Context, worker int) {
 		if claim.Empty() {
 			continue
 		}
-		s.handleClaim(ctx, claim, rnd)
+		s.handleClaim(ctx, claim, rnd, sc)
 		s.linger(ctx, req.Batch, len(claim.Messages))
 	}
 }
@@ -258,7 +259,7 @@ func (s *Stage) work(ctx context.Context, worker int) {
 // handleClaim runs the per-claim pipeline with the lease renewed in the
 // background. A panic abandons the claim (the lease lapses), never the
 // stage.
-func (s *Stage) handleClaim(ctx context.Context, claim queen.Claim, rnd *rand.Rand) {
+func (s *Stage) handleClaim(ctx context.Context, claim queen.Claim, rnd *rand.Rand, sc *scratch) {
 	renewCtx, stopRenew := context.WithCancel(context.WithoutCancel(ctx))
 	var renewWG sync.WaitGroup
 	renewWG.Add(1)
@@ -274,7 +275,7 @@ func (s *Stage) handleClaim(ctx context.Context, claim queen.Claim, rnd *rand.Ra
 			s.log.Error("handler failed; the claim is abandoned and comes back after its lease", "panic", r)
 		}
 	}()
-	h := handler{s: s, ctx: ctx, msgs: claim.Messages, rnd: rnd}
+	h := handler{s: s, ctx: ctx, msgs: claim.Messages, rnd: rnd, sc: sc}
 	h.run()
 }
 

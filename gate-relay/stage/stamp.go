@@ -57,6 +57,22 @@ func (s Stamp) AppendTo(dst, data []byte) ([]byte, bool) {
 	if len(obj) == 0 || obj[0] != '{' || !json.Valid(obj) {
 		return dst, false
 	}
+	return s.appendObject(dst, obj), true
+}
+
+// appendClaimed is AppendTo for the Data of a claimed message, which the
+// client's decoder has already validated as one JSON value: it is not
+// scanned a second time.
+func (s Stamp) appendClaimed(dst, data []byte) ([]byte, bool) {
+	obj := bytes.TrimSpace(data)
+	if len(obj) == 0 || obj[0] != '{' {
+		return dst, false
+	}
+	return s.appendObject(dst, obj), true
+}
+
+// appendObject appends the stamped copy of obj, a valid JSON object.
+func (s Stamp) appendObject(dst, obj []byte) []byte {
 	attempt, hasAttempt := int64(0), false
 	if raw, ok := cost.Lookup(obj, cost.Root+"."+cost.Stamp+".attempt"); ok {
 		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n >= 0 {
@@ -95,7 +111,7 @@ func (s Stamp) AppendTo(dst, data []byte) ([]byte, bool) {
 	} else {
 		out = st.AppendJSON(out)
 	}
-	return append(out, '}'), true
+	return append(out, '}')
 }
 
 // isStampKey reports whether the quoted key (escapes included) names the

@@ -162,6 +162,17 @@ func FuzzStampSpliceEqualsDecodeEncode(f *testing.F) {
 		if again := prepared.Apply(data); !bytes.Equal(again, got) {
 			t.Fatalf("input %q: the prepared stamp wrote %q, the plain one %q", data, again, got)
 		}
+		// The settle path skips the second scan of claimed (decoder-validated)
+		// data and marks its output valid for the encoder: both must hold.
+		if json.Valid(data) {
+			claimed, ok := prepared.appendClaimed(nil, data)
+			if ok && !bytes.Equal(claimed, got) || !ok && !bytes.Equal(got, data) {
+				t.Fatalf("input %q: the claimed-data splice wrote %q (ok %v), Apply %q", data, claimed, ok, got)
+			}
+			if !json.Valid(got) {
+				t.Fatalf("input %q: the stamped output %q is not valid JSON", data, got)
+			}
+		}
 		wv, werr := decodeExact(want)
 		if bytes.Equal(want, data) && (werr != nil || len(bytes.TrimSpace(data)) == 0 || bytes.TrimSpace(data)[0] != '{') {
 			if !bytes.Equal(got, data) {

@@ -120,6 +120,17 @@ var transactionNamespace = [16]byte{0x6b, 0xa7, 0xb8, 0x14, 0x9d, 0xad, 0x11, 0x
 // id's bytes (hashed as a string, never parsed), the byte 0x1F and the
 // label's bytes; rendered lowercase 8-4-4-4-12.
 func DeriveTransactionID(parent, label string) string {
+	var out [TransactionIDLen]byte
+	return string(AppendDerivedTransactionID(out[:0], parent, label))
+}
+
+// TransactionIDLen is the length of a derived transaction id.
+const TransactionIDLen = 36
+
+// AppendDerivedTransactionID appends DeriveTransactionID(parent, label) to
+// dst: a settle derives many ids into one buffer and makes them strings
+// with one allocation.
+func AppendDerivedTransactionID(dst []byte, parent, label string) []byte {
 	var stack [256]byte
 	buf := append(stack[:0], transactionNamespace[:]...)
 	buf = append(buf, parent...)
@@ -129,7 +140,7 @@ func DeriveTransactionID(parent, label string) string {
 	u := sum[:16]
 	u[6] = u[6]&0x0F | 0x50
 	u[8] = u[8]&0x3F | 0x80
-	var out [36]byte
+	var out [TransactionIDLen]byte
 	hex.Encode(out[0:8], u[0:4])
 	out[8] = '-'
 	hex.Encode(out[9:13], u[4:6])
@@ -139,7 +150,7 @@ func DeriveTransactionID(parent, label string) string {
 	hex.Encode(out[19:23], u[8:10])
 	out[23] = '-'
 	hex.Encode(out[24:36], u[10:16])
-	return string(out[:])
+	return append(dst, out[:]...)
 }
 
 // TxnPartition is the partition of a Gate-owned ingress queue of width n

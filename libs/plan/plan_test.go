@@ -114,6 +114,16 @@ func TestDeriveTransactionID(t *testing.T) {
 			t.Errorf("DeriveTransactionID(%q, %q) = %s, want %s", tc.parent, tc.label, got, tc.want)
 		}
 	}
+	// Appending many ids to one buffer gives each the same value, in order.
+	var buf []byte
+	for _, tc := range cases {
+		buf = AppendDerivedTransactionID(buf, tc.parent, tc.label)
+	}
+	for i, tc := range cases {
+		if got := string(buf[i*TransactionIDLen : (i+1)*TransactionIDLen]); got != tc.want {
+			t.Errorf("appended id %d = %s, want %s", i, got, tc.want)
+		}
+	}
 }
 
 func BenchmarkDeriveTransactionID(b *testing.B) {

@@ -115,9 +115,13 @@ func appendPushItem(b []byte, it *PushItem, where string) ([]byte, error) {
 	b = append(b, '{')
 	b = strField(b, "queue", it.Queue)
 	b = strFieldOmit(b, "partition", it.Partition)
-	var err error
-	if b, err = rawField(b, "payload", it.Payload, where+": payload"); err != nil {
-		return b, err
+	if it.PayloadValid && it.Payload != nil {
+		b = append(field(b, "payload"), it.Payload...)
+	} else {
+		var err error
+		if b, err = rawField(b, "payload", it.Payload, where+": payload"); err != nil {
+			return b, err
+		}
 	}
 	b = strFieldOmit(b, "transactionId", it.TransactionID)
 	b = strFieldOmit(b, "traceId", it.TraceID)

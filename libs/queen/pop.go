@@ -75,7 +75,8 @@ type Message struct {
 	// TraceID is set only for messages pushed inside a transaction with a
 	// UUID traceId; "" otherwise.
 	TraceID string `json:"traceId"`
-	// Data is the pushed payload verbatim ("null" for an empty payload).
+	// Data is the pushed payload verbatim ("null" for an empty payload),
+	// one JSON value the decoder has validated (see PushItem.PayloadValid).
 	Data json.RawMessage `json:"data"`
 	// ProducerSub is the pusher's JWT subject when auth is on, else "".
 	ProducerSub string `json:"producerSub"`

@@ -26,6 +26,13 @@ type PushItem struct {
 	// TraceID is a UUID kept only for pushes inside a transaction (the plain
 	// push route drops it); "" is not sent.
 	TraceID string
+	// PayloadValid says Payload is already known to be one valid JSON
+	// value, so encoding copies it without checking it again: the Data of
+	// a claimed Message is (this client's decoder validated it), and so is
+	// what a splice that keeps such a value valid builds from it. Leave it
+	// false for anything else — an invalid payload sent this way is not
+	// caught here, and the broker refuses the whole request.
+	PayloadValid bool
 }
 
 // PushStatus is the broker's verdict on one pushed item.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -270,4 +271,36 @@ func TestTransactionReset(t *testing.T) {
 	body, err := encodeTransaction(b)
 	noErr(t, err)
 	jsonEqual(t, "reused bundle", body, []byte(`{"operations":[{"type":"ack","transactionId":"t","partitionId":"p","status":"completed"}]}`))
+}
+
+// A payload marked valid is copied without a second check; an unmarked one
+// is still checked, so an invalid payload is refused before it is sent.
+func TestPushPayloadValidSkipsOnlyTheCheck(t *testing.T) {
+	good := json.RawMessage(`{"a":[1,2,{"b":"c"}]}`)
+	var tx Transaction
+	tx.Push(PushItem{Queue: "q", Payload: good, PayloadValid: true}, PushItem{Queue: "q", Payload: good})
+	body, err := encodeTransaction(&tx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wire struct {
+		Operations []struct {
+			Items []struct {
+				Payload json.RawMessage `json:"payload"`
+			} `json:"items"`
+		} `json:"operations"`
+	}
+	if err := json.Unmarshal(body, &wire); err != nil {
+		t.Fatalf("the encoded bundle is not JSON: %v\n%s", err, body)
+	}
+	for i, it := range wire.Operations[0].Items {
+		if string(it.Payload) != string(good) {
+			t.Errorf("item %d payload = %s, want %s verbatim", i, it.Payload, good)
+		}
+	}
+	var bad Transaction
+	bad.Push(PushItem{Queue: "q", Payload: json.RawMessage(`{"a":`)})
+	if _, err := encodeTransaction(&bad); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Fatalf("an unmarked invalid payload was encoded (err %v); it must be refused before sending", err)
+	}
 }

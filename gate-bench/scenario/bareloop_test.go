@@ -1,0 +1,58 @@
+package scenario
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBareJobArgsRoundTrip(t *testing.T) {
+	j := bareJob{QueenURL: "http://127.0.0.1:6632", Source: "s", Group: "g", Dest: "d", Workers: 16, Batch: 200, Total: 1000, Deadline: 90 * time.Second}
+	args := j.args()
+	if args[0] != BareLoopCommand {
+		t.Fatalf("args start with %q, want the hidden command %q", args[0], BareLoopCommand)
+	}
+	got, err := parseBareJob(args[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != j {
+		t.Fatalf("round trip: got %+v, want %+v", got, j)
+	}
+}
+
+func TestBareJobRefusesIncompleteArgs(t *testing.T) {
+	ok := bareJob{QueenURL: "http://q", Source: "s", Group: "g", Dest: "d", Workers: 1, Batch: 1, Total: 1, Deadline: time.Second}.args()[1:]
+	for name, tc := range map[string]struct {
+		drop, want string
+		set        [2]string
+	}{
+		"no source":    {drop: "--source", want: "--source"},
+		"zero total":   {set: [2]string{"--total", "0"}, want: "--total"},
+		"bad deadline": {set: [2]string{"--deadline", "soon"}, want: "deadline"},
+		"unknown flag": {set: [2]string{"--nope", "1"}, want: "nope"},
+		"zero workers": {set: [2]string{"--workers", "0"}, want: "--workers"},
+		"neg deadline": {set: [2]string{"--deadline", "-1s"}, want: "--deadline"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := slices.Clone(ok)
+			if tc.drop != "" {
+				i := slices.Index(args, tc.drop)
+				args = slices.Delete(args, i, i+2)
+			}
+			if tc.set[0] != "" {
+				if i := slices.Index(args, tc.set[0]); i >= 0 {
+					args[i+1] = tc.set[1]
+				} else {
+					args = append(args, tc.set[0], tc.set[1])
+				}
+			}
+			_, err := parseBareJob(args)
+			if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("parseBareJob(%q) = %v, want a usage error naming %s", args, err, tc.want)
+			}
+		})
+	}
+}
