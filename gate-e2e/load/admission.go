@@ -95,69 +95,110 @@ type relayRef struct {
 	name, url string
 }
 
-// readAdmission reads one relay's /health admission report, retrying a
-// failed read twice (a restarted relay answers within its health wait, but
-// one slow answer must not turn the strict rule off).
-func readAdmission(ctx context.Context, hc *http.Client, ref relayRef, when string) AdmissionRead {
+// graphRef names the graph whose stages a read waits for.
+type graphRef struct {
+	app, graph string
+}
+
+// readAdmission reads one relay's /health admission report once the relay
+// runs g (a relay probes its broker before it starts any stage, and reports
+// the separate path until then), waiting up to wait; a relay that never
+// runs g within it is read as it answers last. A failed read is retried
+// until wait passes too, so one slow answer does not turn the strict rule
+// off.
+func readAdmission(ctx context.Context, hc *http.Client, ref relayRef, when string, g graphRef, wait time.Duration) AdmissionRead {
 	a := AdmissionRead{Relay: ref.name, URL: ref.url, When: when}
 	if ref.url == "" {
 		a.AtMs = time.Now().UnixMilli()
 		a.Error = "gate-e2e did not start this stack's relays and GATE_E2E_RELAYS lists none"
 		return a
 	}
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-			case <-time.After(300 * time.Millisecond):
-			}
-		}
+	deadline := time.Now().Add(wait)
+	for {
 		a.AtMs = time.Now().UnixMilli()
-		var path, why string
-		if path, why, err = fetchAdmission(ctx, hc, ref.url); err == nil {
-			a.Path, a.Why = path, why
+		h, err := fetchHealth(ctx, hc, ref.url)
+		if err == nil {
+			a.Path, a.Why, a.Error = h.path, h.why, ""
+			if h.runs(g) {
+				return a
+			}
+		} else {
+			a.Path, a.Why, a.Error = "", "", err.Error()
+		}
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
+			if err == nil && a.Why == "" {
+				a.Why = fmt.Sprintf("read before %s/%s ran on it", g.app, g.graph)
+			}
 			return a
 		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	a.Error = err.Error()
-	return a
 }
 
-// fetchAdmission GETs base/health and returns admission.path and .why. A 503
-// (broker unreachable) still carries the report, so any status with a
-// decodable body counts.
-func fetchAdmission(ctx context.Context, hc *http.Client, base string) (path, why string, err error) {
+// health is what a read takes from a relay's /health.
+type health struct {
+	path, why string
+	running   []graphRef
+}
+
+func (h health) runs(g graphRef) bool {
+	for _, r := range h.running {
+		if r == g {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchHealth GETs base/health: admission.path and .why, and the graphs
+// running there. A 503 (broker unreachable) still carries the report, so
+// any status with a decodable body counts.
+func fetchHealth(ctx context.Context, hc *http.Client, base string) (health, error) {
 	c, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(c, http.MethodGet, strings.TrimRight(base, "/")+"/health", nil)
 	if err != nil {
-		return "", "", fmt.Errorf("relay health URL %q: %w", base, err)
+		return health{}, fmt.Errorf("relay health URL %q: %w", base, err)
 	}
 	res, err := hc.Do(req)
 	if err != nil {
-		return "", "", fmt.Errorf("reading %s/health: %w", base, err)
+		return health{}, fmt.Errorf("reading %s/health: %w", base, err)
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	if err != nil {
-		return "", "", fmt.Errorf("reading %s/health: %w", base, err)
+		return health{}, fmt.Errorf("reading %s/health: %w", base, err)
 	}
 	var h struct {
 		Admission *struct {
 			Path string `json:"path"`
 			Why  string `json:"why"`
 		} `json:"admission"`
+		Graphs []struct {
+			App     string `json:"application"`
+			Graph   string `json:"graph"`
+			Running bool   `json:"running"`
+		} `json:"graphs"`
 	}
 	if err := json.Unmarshal(body, &h); err != nil {
-		return "", "", fmt.Errorf("%s/health answered %d with a body that is not JSON: %w", base, res.StatusCode, err)
+		return health{}, fmt.Errorf("%s/health answered %d with a body that is not JSON: %w", base, res.StatusCode, err)
 	}
 	if h.Admission == nil {
-		return "", "", fmt.Errorf("%s/health answered %d without an admission report (a gate-relay older than the report?)", base, res.StatusCode)
+		return health{}, fmt.Errorf("%s/health answered %d without an admission report (a gate-relay older than the report?)", base, res.StatusCode)
 	}
 	switch h.Admission.Path {
 	case knob.AdmissionRiders, knob.AdmissionSeparate:
-		return h.Admission.Path, h.Admission.Why, nil
+	default:
+		return health{}, fmt.Errorf("%s/health reports admission path %q, neither %s nor %s", base, h.Admission.Path, knob.AdmissionRiders, knob.AdmissionSeparate)
 	}
-	return "", "", fmt.Errorf("%s/health reports admission path %q, neither %s nor %s", base, h.Admission.Path, knob.AdmissionRiders, knob.AdmissionSeparate)
+	out := health{path: h.Admission.Path, why: h.Admission.Why}
+	for _, g := range h.Graphs {
+		if g.Running {
+			out.running = append(out.running, graphRef{g.App, g.Graph})
+		}
+	}
+	return out, nil
 }

@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestChargeInCommitOnlyWhenEveryRelayReportsRiders(t *testing.T) {
@@ -99,26 +101,48 @@ func TestReadAdmissionReportsWhatTheRelaySays(t *testing.T) {
 	down := httptest.NewServer(http.NotFoundHandler())
 	downURL := down.URL
 	down.Close()
+	const runs = `"graphs":[{"application":"default","graph":"load-1","version":1,"running":true}]`
+	g := graphRef{"default", "load-1"}
 	hc := &http.Client{}
 	for _, tc := range []struct {
 		name, url, path, why, errHas string
 	}{
-		{"riders", serve(200, `{"status":"ok","admission":{"path":"riders"}}`), "riders", "", ""},
-		{"separate with a reason", serve(200, `{"status":"ok","admission":{"path":"separate","why":"probe: the broker ignored the rider"}}`), "separate", "probe: the broker ignored the rider", ""},
-		{"broker down still reports", serve(503, `{"status":"unavailable","admission":{"path":"riders"}}`), "riders", "", ""},
-		{"no admission report", serve(200, `{"status":"ok","graphs":[]}`), "", "", "without an admission report"},
-		{"a path that is neither", serve(200, `{"admission":{"path":"sideways"}}`), "", "", `"sideways"`},
+		{"riders", serve(200, `{"status":"ok","admission":{"path":"riders"},`+runs+`}`), "riders", "", ""},
+		{"separate with a reason", serve(200, `{"status":"ok","admission":{"path":"separate","why":"probe: the broker ignored the rider"},`+runs+`}`), "separate", "probe: the broker ignored the rider", ""},
+		{"broker down still reports", serve(503, `{"status":"unavailable","admission":{"path":"riders"},`+runs+`}`), "riders", "", ""},
+		{"never runs the graph", serve(200, `{"admission":{"path":"separate"},"graphs":[{"application":"default","graph":"other","running":true}]}`), "separate", "read before default/load-1 ran on it", ""},
+		{"no admission report", serve(200, `{"status":"ok",`+runs+`}`), "", "", "without an admission report"},
+		{"a path that is neither", serve(200, `{"admission":{"path":"sideways"},`+runs+`}`), "", "", `"sideways"`},
 		{"not JSON", serve(200, `ok`), "", "", "not JSON"},
 		{"nobody listening", downURL, "", "", "reading"},
 		{"not listed", "", "", "", "GATE_E2E_RELAYS"},
 	} {
-		a := readAdmission(context.Background(), hc, relayRef{name: tc.name, url: tc.url}, "start")
+		a := readAdmission(context.Background(), hc, relayRef{name: tc.name, url: tc.url}, "start", g, 300*time.Millisecond)
 		if a.Path != tc.path || a.Why != tc.why || (tc.errHas == "") != (a.Error == "") || !strings.Contains(a.Error, tc.errHas) {
 			t.Errorf("%s: read %+v, want path %q why %q error containing %q", tc.name, a, tc.path, tc.why, tc.errHas)
 		}
 		if a.Relay != tc.name || a.When != "start" || a.AtMs == 0 {
 			t.Errorf("%s: read %+v does not say which relay and when", tc.name, a)
 		}
+	}
+}
+
+// A relay reports the separate path until its probe ran, and runs no stage
+// before it: the read waits until the relay runs the graph.
+func TestReadAdmissionWaitsUntilTheRelayRunsTheGraph(t *testing.T) {
+	t.Parallel()
+	var reads atomic.Int64
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if reads.Add(1) < 3 {
+			_, _ = w.Write([]byte(`{"status":"ok","admission":{"path":"separate"},"graphs":[]}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"ok","admission":{"path":"riders"},"graphs":[{"application":"default","graph":"chaos-1","running":true}]}`))
+	}))
+	defer s.Close()
+	a := readAdmission(context.Background(), &http.Client{}, relayRef{name: "gate-relay-1", url: s.URL}, "after restart 1", graphRef{"default", "chaos-1"}, 5*time.Second)
+	if a.Path != "riders" || a.Why != "" || a.Error != "" || reads.Load() != 3 {
+		t.Fatalf("read %+v after %d reads, want riders on the third, once the graph ran", a, reads.Load())
 	}
 }
 

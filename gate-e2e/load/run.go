@@ -511,11 +511,14 @@ func (r *runner) relayRefs() []relayRef {
 	return refs
 }
 
+// admissionWait bounds how long a read waits for a relay to run the graph.
+const admissionWait = 15 * time.Second
+
 // readAdmission records what each relay reports running, and says so.
 func (r *runner) readAdmission(ctx context.Context, when string, refs ...relayRef) {
 	hc := &http.Client{Timeout: 5 * time.Second}
 	for _, ref := range refs {
-		a := readAdmission(ctx, hc, ref, when)
+		a := readAdmission(ctx, hc, ref, when, graphRef{r.cfg.App, r.graph}, admissionWait)
 		what := a.Path
 		if what == "" {
 			what = "unknown: " + a.Error
