@@ -213,7 +213,7 @@ func (s *Server) targetsList(q *req) *apiError {
 				keys = append(keys, c.Key)
 			}
 		}
-		live := s.readCounters(ctx, keys)
+		live, liveErr := s.limiter().ReadKeys(ctx, keys)
 		best := -1.0
 		for _, n := range e.plan.Nodes {
 			for _, b := range n.Budgets {
@@ -221,11 +221,11 @@ func (s *Server) targetsList(q *req) *apiError {
 				if b.Confidence == graph.ConfidenceAssumed {
 					row.AssumedBudgets++
 				}
-				if b.ScopeBy != "" || live == nil {
+				if b.ScopeBy != "" || liveErr != nil {
 					continue
 				}
 				ceiling := b.WidestCeiling()
-				used := live[b.Key].value
+				used := live[b.Key].Value
 				if u := budget.Utilisation(used, max(1, ceiling)); u > best {
 					best = u
 					row.WorstBudgetID, row.WorstUsed, row.WorstCap = ptr(b.ID), ptr(used), ptr(ceiling)
@@ -408,15 +408,15 @@ func (s *Server) sharedBudgets(q *req) *apiError {
 	for _, r := range rows {
 		keys = append(keys, r.Key)
 	}
-	live := s.readCounters(q.r.Context(), keys)
+	live, liveErr := s.limiter().ReadKeys(q.r.Context(), keys)
 	out := make([]wire.SharedBudget, 0, len(rows))
 	for _, k := range order {
 		r := rows[k]
-		if live != nil {
+		if liveErr == nil {
 			row := live[r.Key]
-			r.Used = ptr(row.value)
-			if row.found && !row.expiresAt.IsZero() {
-				r.ExpiresAt = ptr(row.expiresAt.UnixMilli())
+			r.Used = ptr(row.Value)
+			if end, ok := row.WindowEnd(); ok {
+				r.ExpiresAt = ptr(end)
 			}
 		}
 		out = append(out, *r)

@@ -286,10 +286,9 @@ func (s *Server) nodeStates(ctx context.Context, e *entry, now time.Time) (map[s
 			keys = append(keys, c.Key)
 		}
 	}
-	live := s.readCounters(ctx, keys)
-	if live == nil {
+	live, err := s.limiter().ReadKeys(ctx, keys)
+	if err != nil {
 		problems = append(problems, "the live budget counters (kv getMany failed)")
-		live = map[string]liveRow{}
 	}
 	breakers, err := s.readBreakers(ctx, p)
 	if err != nil {
@@ -316,8 +315,7 @@ func (s *Server) nodeStates(ctx context.Context, e *entry, now time.Time) (map[s
 			ns.waitingWorkers = w
 		}
 		for _, c := range budget.Unscoped(n) {
-			row := live[c.Key]
-			if c.Ceiling > 0 && row.found && budget.Utilisation(row.value, c.Ceiling) >= 1 && row.expiresAt.After(now) {
+			if live[c.Key].Spent(c.Ceiling, now) {
 				ns.budgetSpent = true
 			}
 		}

@@ -6,42 +6,12 @@ import (
 	"math"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/wire"
 )
-
-// liveRow is one counter as kv shows it now.
-type liveRow struct {
-	value     int64
-	expiresAt time.Time // zero: no expiry (or absent)
-	found     bool
-}
-
-// readCounters reads keys with one getMany; a failed read returns nil.
-func (s *Server) readCounters(ctx context.Context, keys []string) map[string]liveRow {
-	keys = dedupe(keys)
-	if len(keys) == 0 {
-		return map[string]liveRow{}
-	}
-	res, err := s.client.KV(ctx, queen.KVGetMany(s.cfg.KVNamespace, keys...))
-	if err != nil || res.Refused() || len(res.Results) != 1 {
-		return nil
-	}
-	out := make(map[string]liveRow, len(keys))
-	for _, r := range res.Results[0].Rows {
-		lr := liveRow{found: true}
-		lr.value, _ = r.Int64()
-		if t, err := r.ExpiresAt.Time(); err == nil {
-			lr.expiresAt = t
-		}
-		out[r.Key] = lr
-	}
-	return out
-}
 
 // eta is GET …/nodes/{node}/eta?path=… (and the target form, which answers
 // for the first node in name order that has an egress queue): a bound on
@@ -119,10 +89,12 @@ func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.
 	costPerItem := max(n.Cost.Default, 1)
 	want := waitingBudget * costPerItem
 	keys := budget.Keys(budget.Unscoped(n))
-	live := s.readCounters(ctx, append(append([]string{}, keys...), n.BreakerKey))
-	complete = budgetOK && workersOK && live != nil
-	if live == nil {
-		live = map[string]liveRow{}
+	// The breaker record rides the same read: only whether it exists and
+	// when its row expires matter here.
+	live, err := s.limiter().ReadKeys(ctx, append(append([]string{}, keys...), n.BreakerKey))
+	complete = budgetOK && workersOK && err == nil
+	if err != nil {
+		live = map[string]budget.Reading{}
 	}
 	share := n.Shares[st.Path]
 	var (
@@ -145,25 +117,22 @@ func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.
 		anyBudget = true
 		capacity := b.Ceiling(st.Path)
 		row := live[b.Key]
-		var resetsIn time.Duration
-		if row.found && !row.expiresAt.IsZero() {
-			resetsIn = row.expiresAt.Sub(now)
-		}
+		resetsIn := row.ResetsIn(now)
 		if capacity <= 0 {
 			if !unknown {
-				unknown, boundBy, resetsAt = true, ptr(b.ID), ptr(now.Add(max(resetsIn, 0)).UnixMilli())
+				unknown, boundBy, resetsAt = true, ptr(b.ID), ptr(now.Add(resetsIn).UnixMilli())
 			}
 			continue
 		}
-		head := budget.Headroom(row.value, capacity)
+		head := budget.Headroom(row.Value, capacity)
 		secs := 0.0
 		if want > head {
 			windows := (want - head + capacity - 1) / capacity
-			secs = max(resetsIn, 0).Seconds() + float64(max(0, windows-1))*float64(b.WindowSubSeconds)
+			secs = resetsIn.Seconds() + float64(max(0, windows-1))*float64(b.WindowSubSeconds)
 		}
 		if !unknown && (worst == nil || secs > *worst) {
 			v := secs
-			worst, boundBy, resetsAt = &v, ptr(b.ID), ptr(now.Add(max(resetsIn, 0)).UnixMilli())
+			worst, boundBy, resetsAt = &v, ptr(b.ID), ptr(now.Add(resetsIn).UnixMilli())
 		}
 	}
 	var etaSeconds *int64
@@ -187,10 +156,10 @@ func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.
 	if len(scoped) > 0 {
 		assumes = append(assumes, fmt.Sprintf("per-key budgets %s are not in the number: the backlog per key is not resolved", strings.Join(scoped, ", ")))
 	}
-	if row, ok := live[n.BreakerKey]; ok && row.found {
+	if row, ok := live[n.BreakerKey]; ok && row.Found {
 		until := now.UnixMilli()
-		if !row.expiresAt.IsZero() {
-			until = row.expiresAt.UnixMilli()
+		if end, ok := row.WindowEnd(); ok {
+			until = end
 		}
 		assumes = append(assumes, fmt.Sprintf("a backoff holds the node until %d (epoch ms): the number is that deadline", until))
 	}

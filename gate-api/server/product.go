@@ -32,12 +32,10 @@ func (s *Server) productMetrics(q *req) *apiError {
 		var keys []string
 		for _, n := range e.plan.Nodes {
 			k := budget.Keys(budget.Unscoped(&n))
-			keys = append(append(keys, k...), n.BreakerKey)
+			keys = append(keys, k...)
 		}
-		live := s.readCounters(ctx, keys)
-		if live == nil {
-			live = map[string]liveRow{}
-		}
+		// A failed read shows every counter at 0, as an idle one.
+		live, _ := s.limiter().ReadKeys(ctx, keys)
 		breakers := s.breakerRecords(q, e.plan)
 		for _, n := range e.plan.Nodes {
 			var waitingBudget int64
@@ -63,7 +61,7 @@ func (s *Server) productMetrics(q *req) *apiError {
 					continue
 				}
 				ceiling := b.WidestCeiling()
-				v := live[b.Key].value
+				v := live[b.Key].Value
 				u := budget.Utilisation(v, ceiling)
 				if u > best {
 					best = u

@@ -65,13 +65,9 @@ func (s *Server) graphView(q *req, e *entry) wire.GraphView {
 	for _, n := range p.Nodes {
 		k := budget.Keys(budget.Unscoped(&n))
 		keys = append(keys, k...)
-		keys = append(keys, n.BreakerKey)
 	}
-	live := s.readCounters(ctx, keys)
-	liveOK := live != nil
-	if live == nil {
-		live = map[string]liveRow{}
-	}
+	live, err := s.limiter().ReadKeys(ctx, keys)
+	liveOK := err == nil
 	rawRows := s.breakerRecords(q, p)
 
 	waiting := map[string]int64{}
@@ -114,12 +110,12 @@ func (s *Server) graphView(q *req, e *entry) wire.GraphView {
 			}
 			if b.ScopeBy == "" && liveOK {
 				row := live[b.Key]
-				vb.Value = ptr(row.value)
-				if row.found && !row.expiresAt.IsZero() {
-					vb.ExpiresAt = ptr(row.expiresAt.UnixMilli())
+				vb.Value = ptr(row.Value)
+				if end, ok := row.WindowEnd(); ok {
+					vb.ExpiresAt = ptr(end)
 				}
 				if c := b.WidestCeiling(); c > 0 {
-					vb.Utilisation = ptr(budget.Utilisation(row.value, c))
+					vb.Utilisation = ptr(budget.Utilisation(row.Value, c))
 				}
 			}
 			budgets = append(budgets, vb)

@@ -77,6 +77,10 @@ type Config struct {
 	Progress bool
 	// RelayCmd starts extra relays for replicas/chaos (GATE_E2E_RELAY_CMD).
 	RelayCmd string
+	// RelayURLs are the ops base URLs (GATE_RELAY_BIND) of relays gate-e2e
+	// did not start, read for the admission path they run
+	// (GATE_E2E_RELAYS, comma-separated).
+	RelayURLs []string
 	// Kills is how many times chaos kills a relay (GATE_E2E_KILLS, default 2).
 	Kills int
 	// BackoffSeconds is the Retry-After of the backoff scenario
@@ -106,6 +110,7 @@ const Usage = `usage: gate-e2e [--embedded] [--json] [--direct] [--no-progress] 
 
 env: GATE_URL (http://127.0.0.1:8788), QUEEN_URL (http://127.0.0.1:6632),
      GATE_APP (default), GATE_KV_NAMESPACE (gate), GATE_E2E_RELAY_CMD,
+     GATE_E2E_RELAYS (ops URLs of relays gate-e2e did not start, comma-separated),
      GATE_E2E_KILLS (2), GATE_E2E_BACKOFF_SECONDS (4), GATE_E2E_SEED,
      GATE_E2E_PRODUCERS (8), GATE_E2E_CONSUMERS (12), GATE_E2E_PARTITIONS (40)
 exit: 0 every gate passed, 1 a gate failed, 2 usage or setup error
@@ -176,6 +181,16 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 	cfg.QueenURL = getenv("QUEEN_URL")
 	cfg.KVNamespace = getenv("GATE_KV_NAMESPACE")
 	cfg.RelayCmd = getenv("GATE_E2E_RELAY_CMD")
+	for _, u := range strings.Split(getenv("GATE_E2E_RELAYS"), ",") {
+		u = strings.TrimSpace(u)
+		if u == "" {
+			continue
+		}
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return Config{}, fmt.Errorf("%w: GATE_E2E_RELAYS entry %q is not a URL; list the relays' ops base URLs, e.g. http://127.0.0.1:8790", ErrUsage, u)
+		}
+		cfg.RelayURLs = append(cfg.RelayURLs, u)
+	}
 	for _, e := range []struct {
 		name string
 		dst  *int

@@ -2,6 +2,7 @@ package load
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -79,5 +80,27 @@ func TestDocumentDeclaresTheCeilingAndShares(t *testing.T) {
 	paths := d["paths"].([]any)
 	if paths[0].(map[string]any)["share"] != 1.0 || paths[1].(map[string]any)["share"] != 0.5 {
 		t.Fatalf("paths = %v, want shares 1.0 and 0.5", paths)
+	}
+}
+
+func TestParseListsTheRelaysToReadTheAdmissionPathOf(t *testing.T) {
+	t.Parallel()
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "GATE_E2E_RELAYS" {
+				return v
+			}
+			return ""
+		}
+	}
+	cfg, err := Parse([]string{"load"}, env(" http://127.0.0.1:8790, ,http://10.0.0.2:8790 "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.RelayURLs) != 2 || cfg.RelayURLs[0] != "http://127.0.0.1:8790" || cfg.RelayURLs[1] != "http://10.0.0.2:8790" {
+		t.Fatalf("RelayURLs = %q, want the two URLs trimmed, the empty entry dropped", cfg.RelayURLs)
+	}
+	if _, err := Parse([]string{"load"}, env("127.0.0.1:8790")); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "GATE_E2E_RELAYS") {
+		t.Fatalf("a relay entry without a scheme: %v, want a usage error naming GATE_E2E_RELAYS", err)
 	}
 }

@@ -57,10 +57,12 @@ type Observation struct {
 	Backoff *Event
 	// ExpectAll says every pushed item must be delivered exactly once.
 	ExpectAll bool
-	// ChargeInCommit says the relays charge inside their settle
-	// transaction (GATE_ADMISSION riders): a kill cannot separate a charge
-	// from its forward, so a lost charge fails even under chaos.
-	ChargeInCommit bool
+	// Admission is every read of the relays' /health admission report
+	// (start, after each restart, end). When every read says riders the
+	// relays charge inside their settle transaction: a kill cannot separate
+	// a charge from its forward, so a lost charge fails even under chaos
+	// (ChargeInCommit).
+	Admission []AdmissionRead
 }
 
 // Params are the declared numbers a run is judged against.
@@ -136,6 +138,10 @@ type Report struct {
 	FastAdmittedWhileRefused int               `json:"fastAdmittedWhileRefused"`
 	Duplicates               int               `json:"duplicates"`
 	Missing                  int               `json:"missing"`
+	// Admission is what the relays reported running; ChargeInCommit says
+	// the strict rule applied (every read reported riders).
+	Admission      []AdmissionRead `json:"admission"`
+	ChargeInCommit bool            `json:"chargeInCommit"`
 }
 
 // AccountingSummary is window.Accounting without the windows.
@@ -157,7 +163,8 @@ func Judge(o Observation, p Params) Report {
 	if p.SkipSeconds == 0 {
 		p.SkipSeconds = 2
 	}
-	r := Report{Params: p, PushedTotal: len(o.Pushed), Events: append([]Event(nil), o.Events...)}
+	r := Report{Params: p, PushedTotal: len(o.Pushed), Events: append([]Event(nil), o.Events...),
+		Admission: append([]AdmissionRead(nil), o.Admission...), ChargeInCommit: ChargeInCommit(o.Admission)}
 	if o.Backoff != nil {
 		r.Events = append(r.Events, *o.Backoff)
 	}
@@ -264,7 +271,7 @@ func Judge(o Observation, p Params) Report {
 		Lost: acc.Lost, OverCeiling: acc.OverCeiling, MaxFinal: acc.MaxFinal, MaxForwarded: acc.MaxForwarded,
 		Shifted: acc.Shifted, Skipped: acc.Skipped,
 	}
-	lostOK := acc.Lost == 0 || len(o.Events) > 0 && o.ExpectAll && !o.ChargeInCommit
+	lostOK := acc.Lost == 0 || len(o.Events) > 0 && o.ExpectAll && !r.ChargeInCommit
 	ceilingPass := int64(r.WorstWindow) <= r.SlidingBound && acc.OverCeiling == 0 && acc.Judged > 0 && acc.Uncharged == 0 && lostOK
 	pct := 100 * float64(r.WorstWindow) / float64(p.Count)
 	boundPct := 100 * float64(r.SlidingBound) / float64(p.Count)
@@ -273,7 +280,7 @@ func Judge(o Observation, p Params) Report {
 		p.WindowS, r.WorstWindow, p.Count, pct, r.SlidingBound, boundPct, p.WindowS+1, p.CountSub,
 		acc.Judged, acc.Exact, acc.Uncharged, acc.Lost, acc.OverCeiling, acc.MaxFinal, acc.MaxForwarded, p.CountSub, acc.Shifted, acc.Skipped)
 	if acc.Lost > 0 && lostOK {
-		detail += " (lost charges are expected where a relay on the separate kv path was killed between charge and commit: over-counting, never over-admitting)"
+		detail += " (lost charges excused: a relay was killed and not every relay reported the riders path, so a charge can precede a commit that never happened: over-counting, never over-admitting)"
 	}
 	if acc.Judged == 0 {
 		detail += "; no sub-window could be judged, so nothing is proven"

@@ -39,6 +39,14 @@ func WriteText(w io.Writer, cfg Config, r Report) {
 		fmt.Fprintf(w, "event: %s at t+%.1f s, disturbing until t+%.1f s (those seconds are not judged for throughput or reserve)\n",
 			e.What, float64(e.AtMs-start)/1000, float64(e.UntilMs-start)/1000)
 	}
+	for _, line := range AdmissionSummary(r.Admission) {
+		fmt.Fprintf(w, "admission: %s\n", line)
+	}
+	if r.ChargeInCommit {
+		fmt.Fprintln(w, "admission rule: strict — every relay reported riders (the charge rides the settle), so a lost charge fails the ceiling even after a kill")
+	} else {
+		fmt.Fprintln(w, "admission rule: lenient — not every relay reported riders (separate, unknown or mixed), so a lost charge after a kill is excused as over-counting")
+	}
 	fmt.Fprintf(w, "pushed %d; ADMITTED p50 %.0f/s (judged seconds with a fast backlog), peak %d/s, total %d\n", r.PushedTotal, r.AdmittedP50, r.AdmittedPeak, r.AdmittedTotal)
 	fmt.Fprintf(w, "drained p50 %.0f/s, peak %d/s, total %d, mean %.1f/s\n", r.DrainedP50, r.DrainedPeak, r.DrainedTotal, r.DrainedMean)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/stack"
@@ -169,7 +168,7 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 
 	r.obs.StartMs = time.Now().UnixMilli()
 	r.obs.ExpectAll = cfg.Scenario == ScenarioChaos
-	r.obs.ChargeInCommit = os.Getenv(knob.Admission.Name) != knob.AdmissionSeparate
+	r.readAdmission(ctx, "start", r.relayRefs()...)
 	fmt.Fprintf(cfg.Log, "gate-e2e: %s on %s/%s: ceiling %d per %d s (%d per %d ms sub-window; fast ≤ %d, bulk ≤ %d), pushing %d with %d producers over %d partitions\n",
 		cfg.Scenario, cfg.App, r.graph, count, cfg.WindowS, countSub, r.params.TTLMs, r.params.FastCeiling, r.params.BulkCeiling, cfg.Total, cfg.Producers, cfg.Partitions)
 	prog := newProgress(cfg, cfg.Total)
@@ -221,6 +220,9 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	if err := ctx.Err(); err != nil {
 		return Report{}, fmt.Errorf("interrupted: %w", err)
 	}
+	// The end read: a relay that switched from riders to separate during
+	// the run says so now (chaos restarts are done by here).
+	r.readAdmission(ctx, "end", r.relayRefs()...)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rep := Judge(r.obs, r.params)
@@ -476,11 +478,54 @@ func (r *runner) chaos(ctx context.Context) {
 		cancel()
 		until := time.Now().UnixMilli()
 		fmt.Fprintf(r.cfg.Log, "gate-e2e: chaos: killed relay %d (SIGKILL), restarted after %.1f s (err=%v)\n", idx, float64(until-at)/1000, err)
+		// The restarted relay probes again and may land on the other path.
+		if rs := r.stack.Relays(); err == nil && idx < len(rs) {
+			r.readAdmission(context.WithoutCancel(ctx), fmt.Sprintf("after restart %d", k+1), relayRef{name: rs[idx].Name, url: rs[idx].HealthURL})
+		}
 		// The claims the killed relay held come back only when their lease
 		// lapses: the disturbance lasts at least that long.
 		until = max(until, at+leaseMs())
 		r.mu.Lock()
 		r.obs.Events = append(r.obs.Events, Event{AtMs: at, What: "relay killed", UntilMs: until})
+		r.mu.Unlock()
+	}
+}
+
+// relayRefs lists every relay the run uses: the ones the stack started (all
+// of them when embedded, the extra one when attached to somebody else's
+// stack) and those GATE_E2E_RELAYS names; a stack gate-e2e did not start
+// and whose relays are not listed is one unknown entry.
+func (r *runner) relayRefs() []relayRef {
+	var refs []relayRef
+	if r.stack != nil {
+		for _, p := range r.stack.Relays() {
+			refs = append(refs, relayRef{name: p.Name, url: p.HealthURL})
+		}
+	}
+	for _, u := range r.cfg.RelayURLs {
+		refs = append(refs, relayRef{name: u, url: u})
+	}
+	if !r.cfg.Embedded && len(r.cfg.RelayURLs) == 0 {
+		refs = append(refs, relayRef{name: "the stack's own relays"})
+	}
+	return refs
+}
+
+// admissionWait bounds how long a read waits for a relay to run the graph.
+const admissionWait = 15 * time.Second
+
+// readAdmission records what each relay reports running, and says so.
+func (r *runner) readAdmission(ctx context.Context, when string, refs ...relayRef) {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	for _, ref := range refs {
+		a := readAdmission(ctx, hc, ref, when, graphRef{r.cfg.App, r.graph}, admissionWait)
+		what := a.Path
+		if what == "" {
+			what = "unknown: " + a.Error
+		}
+		fmt.Fprintf(r.cfg.Log, "gate-e2e: admission %s: %s runs %s\n", when, a.Relay, what)
+		r.mu.Lock()
+		r.obs.Admission = append(r.obs.Admission, a)
 		r.mu.Unlock()
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
@@ -97,42 +96,6 @@ func (l *Limiter) Lift(ctx context.Context, cs []NodeCounter, extra ...string) e
 		return fmt.Errorf("%w: lifting %d counters: %w", ErrCall, len(cs), err)
 	}
 	return nil
-}
-
-// Reading is a counter as read: its value (0 when absent) and window end
-// (zero when absent or forever).
-type Reading struct {
-	Value     int64
-	ExpiresAt time.Time
-	Found     bool
-}
-
-// ReadKeys reads counters in one getMany. A key that is not a number reads
-// as absent.
-func (l *Limiter) ReadKeys(ctx context.Context, keys []string) (map[string]Reading, error) {
-	out := make(map[string]Reading, len(keys))
-	if len(keys) == 0 {
-		return out, nil
-	}
-	res, err := l.KV.KV(ctx, queen.KVGetMany(l.NS, dedupe(keys)...))
-	if err == nil && res.Refused() {
-		err = res.Err()
-	}
-	if err == nil && len(res.Results) != 1 {
-		err = fmt.Errorf("the broker answered %d results for one getMany", len(res.Results))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: reading %d counters: %w", ErrCall, len(keys), err)
-	}
-	for _, row := range res.Results[0].Rows {
-		v, err := row.Int64()
-		if err != nil {
-			continue
-		}
-		exp, _ := row.ExpiresAt.Time()
-		out[row.Key] = Reading{Value: v, ExpiresAt: exp, Found: true}
-	}
-	return out, nil
 }
 
 func dedupe(keys []string) []string {

@@ -1,0 +1,85 @@
+package budget
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/queen-mq/gate/libs/queen"
+)
+
+// Reading is one kv key as a counter read shows it now.
+type Reading struct {
+	// Value is the counter (0 when absent, or when the key holds something
+	// that is not a whole number, such as a breaker record read in the same
+	// call).
+	Value int64
+	// ExpiresAt is the end of the counter's window (zero when absent or
+	// without expiry).
+	ExpiresAt time.Time
+	// Found says the key exists, whatever it holds.
+	Found bool
+}
+
+// WindowEnd is the window end in epoch milliseconds, when the key exists
+// and expires.
+func (r Reading) WindowEnd() (ms int64, ok bool) {
+	if !r.Found || r.ExpiresAt.IsZero() {
+		return 0, false
+	}
+	return r.ExpiresAt.UnixMilli(), true
+}
+
+// ResetsIn is how long until the window ends, seen at now: 0 when absent,
+// without expiry or already past.
+func (r Reading) ResetsIn(now time.Time) time.Duration {
+	if !r.Found || r.ExpiresAt.IsZero() {
+		return 0
+	}
+	return max(r.ExpiresAt.Sub(now), 0)
+}
+
+// Spent reports whether the counter stands at or above ceiling in a window
+// still live at now (nothing more fits until it ends). A ceiling of 0 or
+// less is never spent: there is no ceiling to judge against.
+func (r Reading) Spent(ceiling int64, now time.Time) bool {
+	return ceiling > 0 && r.Found && Utilisation(r.Value, ceiling) >= 1 && r.ExpiresAt.After(now)
+}
+
+// ReadCounters reads keys of namespace ns (deduplicated) in one getMany,
+// without writing anything. A key absent from the answer is absent from the
+// map (its zero Reading says value 0, no window). No keys make no call. A
+// failed, refused or malformed answer is an error wrapping ErrCall.
+func ReadCounters(ctx context.Context, kv KV, ns string, keys []string) (map[string]Reading, error) {
+	keys = dedupe(keys)
+	out := make(map[string]Reading, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	res, err := kv.KV(ctx, queen.KVGetMany(ns, keys...))
+	if err == nil && res.Refused() {
+		err = res.Err()
+	}
+	if err == nil && len(res.Results) != 1 {
+		err = fmt.Errorf("the broker answered %d results for one getMany", len(res.Results))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading %d counters: %w", ErrCall, len(keys), err)
+	}
+	for _, row := range res.Results[0].Rows {
+		rd := Reading{Found: true}
+		if v, err := row.Int64(); err == nil {
+			rd.Value = v
+		}
+		if t, err := row.ExpiresAt.Time(); err == nil {
+			rd.ExpiresAt = t
+		}
+		out[row.Key] = rd
+	}
+	return out, nil
+}
+
+// ReadKeys is ReadCounters in the limiter's namespace.
+func (l *Limiter) ReadKeys(ctx context.Context, keys []string) (map[string]Reading, error) {
+	return ReadCounters(ctx, l.KV, l.NS, keys)
+}
