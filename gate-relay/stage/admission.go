@@ -21,6 +21,7 @@ type Admission struct {
 	log      *slog.Logger
 	mu       sync.Mutex
 	why      string
+	probed   bool
 	switched atomic.Int64
 }
 
@@ -47,8 +48,16 @@ func (a *Admission) Mode() (mode, why string) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.enabled && !a.probed && a.why == "" {
+		return "separate", NotProbedYet
+	}
 	return "separate", a.why
 }
+
+// NotProbedYet is Mode's reason while riders are wanted but the broker has
+// not answered the first probe: the relay is on the separate path only
+// until then, unlike a relay configured for it (whose reason is "").
+const NotProbedYet = "riders wanted (GATE_ADMISSION riders) but not yet probed; the separate kv call is used until the broker proves it applies them"
 
 // Switches counts the switches from riders to the separate path.
 func (a *Admission) Switches() int64 {
@@ -79,7 +88,11 @@ func (a *Admission) Probe(ctx context.Context, l *budget.Limiter, tx budget.Tran
 	if a == nil || !a.enabled {
 		return nil
 	}
-	if err := l.ProbeRiders(ctx, tx, key); err != nil {
+	err := l.ProbeRiders(ctx, tx, key)
+	a.mu.Lock()
+	a.probed = true
+	a.mu.Unlock()
+	if err != nil {
 		a.mu.Lock()
 		known := a.why == err.Error()
 		a.why = err.Error()
