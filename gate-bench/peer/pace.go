@@ -160,6 +160,7 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 					}
 				}
 				txn.Reset()
+				txn.Lean = true
 				items := make([]queen.PushItem, 0, len(claim.Messages))
 				for i := range claim.Messages {
 					m := &claim.Messages[i]

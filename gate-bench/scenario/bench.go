@@ -342,6 +342,22 @@ func (b *Bench) fill(ctx context.Context, queue string, n, partitions int, paylo
 
 func seqPayload(i int) []byte { return []byte(`{"i":` + strconv.Itoa(i) + `}`) }
 
+// paddedPayload returns seqPayload, or with size > 0 a payload of about
+// size bytes: {"i":N,"pad":"xx…"}.
+func paddedPayload(size int) func(i int) []byte {
+	if size <= 0 {
+		return seqPayload
+	}
+	return func(i int) []byte {
+		b := append([]byte(`{"i":`), strconv.Itoa(i)...)
+		b = append(b, `,"pad":"`...)
+		for len(b) < size-2 {
+			b = append(b, 'x')
+		}
+		return append(b, `"}`...)
+	}
+}
+
 // drainer pops queue (group, autoAck) with workers until stopped, keeping
 // each item's _gate.at and _gate-free "sent" field.
 type drainer struct {

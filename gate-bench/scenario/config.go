@@ -32,6 +32,11 @@ type Config struct {
 	Seconds, Warmup, IdleSeconds time.Duration
 	// Backlog is BENCH_BACKLOG (30000).
 	Backlog int
+	// PayloadBytes is BENCH_PAYLOAD_BYTES (0): the overhead job's payload
+	// size; 0 is the minimal {"i":N}, a larger value pads it to about that
+	// many bytes (at most MaxPayloadBytes), so the share of the _gate stamp
+	// in what broker and consumers handle can be seen at real sizes.
+	PayloadBytes int
 	// Conc is BENCH_CONC (1,8,32,128); Batches is BENCH_BATCHES
 	// (1,25,200,500).
 	Conc, Batches []int
@@ -47,6 +52,9 @@ type Config struct {
 	Out, Log io.Writer
 }
 
+// MaxPayloadBytes bounds BENCH_PAYLOAD_BYTES.
+const MaxPayloadBytes = 65536
+
 // Usage is gate-bench's help text.
 const Usage = `usage: gate-bench [--embedded] [--json FILE] all | NAME[,NAME...]
 
@@ -56,6 +64,7 @@ env: GATE_URL (http://127.0.0.1:8788)  GATE_APP (bench)  QUEEN_URL (http://127.0
      GATE_KV_NAMESPACE (gate)  BENCH_REDIS (127.0.0.1:6379)  BENCH_THREADS (4)
      BENCH_SECONDS (10)  BENCH_WARMUP (3)  BENCH_BACKLOG (30000)  BENCH_IDLE_SECONDS (60)
      BENCH_CONC (1,8,32,128)  BENCH_BATCHES (1,25,200,500)  BENCH_PEER_RATE (2000)
+     BENCH_PAYLOAD_BYTES (0: the overhead job's minimal {"i":N}; up to 65536)
 exit: 0 every scenario completed, 1 one failed (listed under "== incomplete"), 2 usage
 `
 
@@ -125,6 +134,13 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 		if *e.dst, err = positive(e.k, getenv(e.k), e.def); err != nil {
 			return Config{}, err
 		}
+	}
+	if v := getenv("BENCH_PAYLOAD_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > MaxPayloadBytes {
+			return Config{}, fmt.Errorf("%w: BENCH_PAYLOAD_BYTES must be a whole number from 0 (the minimal {\"i\":N} payload) to %d, got %q", ErrUsage, MaxPayloadBytes, v)
+		}
+		cfg.PayloadBytes = n
 	}
 	secs := []struct {
 		k   string

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -38,9 +39,34 @@ func TestParseRefusesBadInput(t *testing.T) {
 		{[]string{"--fast", "all"}, nil},
 		{[]string{"all"}, map[string]string{"BENCH_BACKLOG": "0"}},
 		{[]string{"all"}, map[string]string{"BENCH_CONC": "1,x"}},
+		{[]string{"all"}, map[string]string{"BENCH_PAYLOAD_BYTES": "-1"}},
+		{[]string{"all"}, map[string]string{"BENCH_PAYLOAD_BYTES": "65537"}},
+		{[]string{"all"}, map[string]string{"BENCH_PAYLOAD_BYTES": "1k"}},
 	} {
 		if _, err := Parse(tc.args, func(k string) string { return tc.env[k] }); !errors.Is(err, ErrUsage) {
 			t.Errorf("Parse(%v, %v) = %v, want a usage error", tc.args, tc.env, err)
+		}
+	}
+}
+
+// A padded payload is one JSON object of about the asked size that keeps
+// the sequence number, so the counting consumers still see distinct items.
+func TestPaddedPayload(t *testing.T) {
+	t.Parallel()
+	if got := string(paddedPayload(0)(7)); got != `{"i":7}` {
+		t.Fatalf("size 0 = %s, want the minimal payload", got)
+	}
+	for _, size := range []int{1, 64, 512, 4096} {
+		p := paddedPayload(size)(123456)
+		var v struct {
+			I   int    `json:"i"`
+			Pad string `json:"pad"`
+		}
+		if err := json.Unmarshal(p, &v); err != nil || v.I != 123456 {
+			t.Fatalf("size %d: %s is not {\"i\":123456,…} (%v)", size, p, err)
+		}
+		if size >= 32 && len(p) != size {
+			t.Errorf("size %d: payload is %d bytes", size, len(p))
 		}
 	}
 }

@@ -40,7 +40,8 @@ type gateRun struct {
 // the first-to-last span.
 func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 	n := fullClaims(4*b.cfg.Backlog, 16, 200)
-	t := stats.Table{Title: fmt.Sprintf("overhead — the same relay job (%d items, batch 200, 16 partitions) with and without Gate, median of %d runs each", n, overheadRounds),
+	size := len(paddedPayload(b.cfg.PayloadBytes)(n / 2))
+	t := stats.Table{Title: fmt.Sprintf("overhead — the same relay job (%d items of about %d B, batch 200, 16 partitions) with and without Gate, median of %d runs each", n, size, overheadRounds),
 		Header: []string{"runner", "workers", "items/s", "commits", "items/commit", "admission kv calls/claim", "broker calls/claim", "share of bare loop"}}
 	modes := []string{"riders"}
 	if b.st != nil {
@@ -66,7 +67,7 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 			workers = g.workers
 		}
 		src, dst := fmt.Sprintf("bench.%s.bare-%s-%d.src", b.cfg.App, b.runID, round), fmt.Sprintf("bench.%s.bare-%s-%d.out", b.cfg.App, b.runID, round)
-		if _, err := b.fill(ctx, src, n, 16, seqPayload); err != nil {
+		if _, err := b.fill(ctx, src, n, 16, paddedPayload(b.cfg.PayloadBytes)); err != nil {
 			return nil, err
 		}
 		dd := b.startCounter(ctx, dst, "bench-workers", 4, 200)
@@ -140,7 +141,7 @@ func (b *Bench) overheadGate(ctx context.Context, n, round int, mode string) (ga
 	var g gateRun
 	graph := b.graphName("ovh-" + mode + strconv.Itoa(round))
 	egress := b.egressQueue(graph, "")
-	if _, err := b.fill(ctx, plan.IngressQueue(b.cfg.App, graph, "n"), n, 16, seqPayload); err != nil {
+	if _, err := b.fill(ctx, plan.IngressQueue(b.cfg.App, graph, "n"), n, 16, paddedPayload(b.cfg.PayloadBytes)); err != nil {
 		return g, err
 	}
 	d := b.startCounter(ctx, egress, "bench-workers", 4, 200)

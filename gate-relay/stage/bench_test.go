@@ -159,7 +159,7 @@ func BenchmarkBareLoop(b *testing.B) {
 				if err != nil || cl.Empty() {
 					continue
 				}
-				t := &queen.Transaction{}
+				t := &queen.Transaction{Lean: true}
 				items := make([]queen.PushItem, len(cl.Messages))
 				for i, m := range cl.Messages {
 					t.Ack(m.AckItem(queen.AckCompleted, ""))

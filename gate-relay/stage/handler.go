@@ -523,6 +523,8 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 	}
 	t = &sc.t
 	t.Reset()
+	// The settle reads only the verdict and its rider slots.
+	t.Lean = true
 	t.Operations = slices.Grow(t.Operations, end+2)
 	now := s.cfg.Clock.Now().UnixMilli()
 	pushes := slices.Grow(sc.pushes[:0], min(admitted, end)*len(dests))

@@ -81,7 +81,7 @@ func BenchmarkRelayCodec(b *testing.B) {
 		if _, err := encodeTransaction(&t); err != nil {
 			b.Fatal(err)
 		}
-		res, err := decodeTxn(commit, t.Slots())
+		res, err := decodeTxn(commit, t.Slots(), false)
 		if err != nil || !res.Success {
 			b.Fatalf("commit: %v", err)
 		}

@@ -229,6 +229,18 @@ func (s *scanner) str(dst *string) error {
 	return s.strShared(dst, dst)
 }
 
+// strSkip checks a string (or null) value without keeping it.
+func (s *scanner) strSkip() error {
+	if s.null() {
+		return nil
+	}
+	if s.peek() != '"' {
+		return s.fail("expected a string")
+	}
+	_, _, err := s.stringToken()
+	return err
+}
+
 // strShared is str with a reuse slot for values that repeat across
 // elements (partition ids, lease ids, queue names).
 func (s *scanner) strShared(dst, shared *string) error {
@@ -687,7 +699,7 @@ func decodeKVFast(body []byte, w *kvWire) error {
 // ---- transaction ----
 
 // decodeTxnFast decodes a transaction answer into w.
-func decodeTxnFast(body []byte, w *txnWire) error {
+func decodeTxnFast(body []byte, w *txnWire, lean bool) error {
 	s := &scanner{buf: body}
 	var queueName string
 	var kv KVResult // scratch for one slot; copied out only for KV riders
@@ -713,10 +725,19 @@ func decodeTxnFast(body []byte, w *txnWire) error {
 					case "success":
 						return s.boolean(&r.Success)
 					case "transactionId":
+						if lean {
+							return s.strSkip()
+						}
 						return s.str(&r.TransactionID)
 					case "messageId":
+						if lean {
+							return s.strSkip()
+						}
 						return s.str(&r.MessageID)
 					case "queueName":
+						if lean {
+							return s.strSkip()
+						}
 						return s.strShared(&r.QueueName, &queueName)
 					case "duplicate":
 						return s.boolean(&r.Duplicate)

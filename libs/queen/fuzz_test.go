@@ -62,7 +62,25 @@ func FuzzDecoders(f *testing.F) {
 		if cl, err := decodeClaim("/p", 204, b, 0); err != nil || !cl.Empty() {
 			t.Fatalf("204 must be an empty claim whatever the body: %v", err)
 		}
-		if res, err := decodeTxn(b, 1); err == nil {
+		full, ferr := decodeTxn(b, 1, false)
+		lean, lerr := decodeTxn(b, 1, true)
+		if (ferr == nil) != (lerr == nil) {
+			t.Fatalf("txn: full decode err %v, lean decode err %v; lean must check as strictly", ferr, lerr)
+		}
+		if ferr == nil {
+			blank := full
+			if full.Results != nil {
+				blank.Results = make([]TxnItemResult, 0, len(full.Results))
+			}
+			for _, r := range full.Results {
+				r.TransactionID, r.MessageID, r.QueueName = "", "", ""
+				blank.Results = append(blank.Results, r)
+			}
+			if !reflect.DeepEqual(blank, lean) {
+				t.Fatalf("txn: lean decode %+v differs from the full one without its strings %+v", lean, blank)
+			}
+		}
+		if res, err := full, ferr; err == nil {
 			if res.Success == (res.Refusal != nil) {
 				t.Fatalf("txn: success=%v with refusal=%v", res.Success, res.Refusal)
 			}
@@ -240,7 +258,7 @@ func FuzzFastDecodersMatchEncodingJSON(f *testing.F) {
 		var gk, wk kvWire
 		compare("kv", decodeKVFast(b, &gk), json.Unmarshal(b, &wk), gk, wk)
 		var gt txnWire
-		gtErr := decodeTxnFast(b, &gt)
+		gtErr := decodeTxnFast(b, &gt, false)
 		wt, wtErr := refTxn(b)
 		compare("txn", gtErr, wtErr, gt, wt)
 	})

@@ -51,6 +51,12 @@ type Transaction struct {
 	KV []KVOp
 	// Timers are timer rider ops as raw JSON objects (sent verbatim).
 	Timers []json.RawMessage
+	// Lean keeps a committed answer's slots without the strings a caller
+	// that only checks the verdict and its riders never reads: each push
+	// and ack slot comes back without TransactionID, MessageID and
+	// QueueName (KV and timer slots are whole). The answer is still
+	// checked as strictly. Reset leaves it as it is.
+	Lean bool
 }
 
 // Ack appends an ack operation.
@@ -184,7 +190,7 @@ func (c *Client) Transact(ctx context.Context, t *Transaction) (TxnResult, error
 	var res TxnResult
 	err = c.call(ctx, http.MethodPost, path, "", body, func(_ int, b []byte) error {
 		var err error
-		res, err = decodeTxn(b, t.Slots())
+		res, err = decodeTxn(b, t.Slots(), t.Lean)
 		return err
 	})
 	if err != nil {
@@ -194,13 +200,14 @@ func (c *Client) Transact(ctx context.Context, t *Transaction) (TxnResult, error
 }
 
 // decodeTxn reads a 2xx transaction answer: a commit, or a refusal
-// envelope; slots (the expected result count) sizes the results up front.
-func decodeTxn(b []byte, slots int) (TxnResult, error) {
+// envelope; slots (the expected result count) sizes the results up front;
+// lean is Transaction.Lean.
+func decodeTxn(b []byte, slots int, lean bool) (TxnResult, error) {
 	var w txnWire
 	if slots > 0 {
 		w.Results = make([]TxnItemResult, 0, min(slots, 4096))
 	}
-	if err := decodeTxnFast(b, &w); err != nil {
+	if err := decodeTxnFast(b, &w, lean); err != nil {
 		return TxnResult{}, err
 	}
 	if w.Success != nil && !*w.Success || w.OK != nil && !*w.OK {
