@@ -98,9 +98,10 @@ function TryLimit({ app, graph, spec, version }: { app: string; graph: string; s
         <div className="notice" style={{ marginTop: 8 }} data-testid="sim-draft">
           You have an unsaved draft of this graph: version {draftDoc?.version ?? "?"}, {draftDoc?.watch ? "still in Watch" : "enforcing limits"}, last edited {when(draft.at)}.{" "}
           <Link to={graphHref(app, graph, "edit")}>Continue editing</Link>
-          <div className="row" role="radiogroup" aria-label="document to simulate" style={{ marginTop: 6 }}>
-            <label><input type="radio" name="sim-source" checked={replay === "draft"} onChange={() => setSource("draft")} data-testid="sim-source-draft" /> simulate your unsaved draft</label>
-            <label><input type="radio" name="sim-source" checked={replay === "saved"} onChange={() => setSource("saved")} data-testid="sim-source-saved" /> simulate the saved document (version {spec.version})</label>
+          <div className="row" role="radiogroup" aria-label="document the whole-graph simulation replays" style={{ marginTop: 6 }}>
+            <span>Simulate the whole graph replays:</span>
+            <label><input type="radio" name="sim-source" checked={replay === "draft"} onChange={() => setSource("draft")} data-testid="sim-source-draft" /> your unsaved draft</label>
+            <label><input type="radio" name="sim-source" checked={replay === "saved"} onChange={() => setSource("saved")} data-testid="sim-source-saved" /> the saved document (version {spec.version})</label>
           </div>
         </div>
       ) : (
