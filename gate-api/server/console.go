@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
@@ -133,7 +135,8 @@ func (s *Server) overview(q *req) *apiError {
 	out := wire.Overview{Queen: wire.QueenState{URL: s.cfg.QueenURL, Reachable: ok, Version: ver}}
 	totals := s.totals()
 	now := s.now()
-	for _, e := range s.compiled(q) {
+	graphs := s.compiled(q)
+	for _, e := range graphs {
 		out.Graphs++
 		a, d, r, _ := totals[graphKey{e.app, e.graph}].sums(e.plan)
 		out.AdmittedTotal += a
@@ -150,8 +153,94 @@ func (s *Server) overview(q *req) *apiError {
 		}
 	}
 	out.Targets = out.Graphs
+	out.AdmittedPerSec, out.AdmittedPerSecReason = s.admittedRate(q.r.Context(), graphs, now)
 	writeJSON(q.w, http.StatusOK, out)
 	return nil
+}
+
+// The overview's admitted rate (gate-runtime §3.9, §4.3).
+const (
+	// overviewRateTimeout bounds the overview's one history read: the
+	// page polls every few seconds and is better answered without the
+	// rate than late.
+	overviewRateTimeout = 2 * time.Second
+	// minRateSeconds is the least a filling minute's count is divided
+	// by, so its first seconds do not read as a spike.
+	minRateSeconds = 5
+)
+
+// firstHop is one path's first stage as the roll-ups name it: the
+// application, the target (graph.node) and the lane (the path).
+type firstHop struct{ app, target, lane string }
+
+// admittedRate is the fleet's admitted items per second, counted where
+// admitted_total counts them (each path's first hop) from the minute
+// roll-ups of the graphs with counters on: per first-hop node the last
+// complete minute's admitted / 60, else the filling minute's admitted /
+// max(5, elapsed seconds), else 0; summed. When the rate cannot be known
+// it is nil and the reason says why and what to do.
+func (s *Server) admittedRate(ctx context.Context, graphs []*entry, now time.Time) (*float64, *string) {
+	db := s.historyDB()
+	if db == nil {
+		return nil, ptr("no history: this server runs without PostgreSQL, so no minute roll-ups are kept; set PG_HOST (and run gate-recorder) to see the admitted rate")
+	}
+	counted := map[firstHop]bool{}
+	for _, e := range graphs {
+		if e.plan.CountersWindowSeconds == 0 {
+			continue
+		}
+		for _, st := range e.plan.Stages {
+			if st.Hop == 0 {
+				counted[firstHop{e.app, e.graph + "." + st.Node, st.Path}] = true
+			}
+		}
+	}
+	if len(counted) == 0 {
+		return nil, ptr(`no graph records minute roll-ups: declare "counters": {"windowSeconds": 60} on a graph (Watch turns them on) to see the admitted rate`)
+	}
+	ms := now.UnixMilli()
+	filling := ms - ((ms%60000)+60000)%60000
+	rctx, cancel := context.WithTimeout(ctx, overviewRateTimeout)
+	defer cancel()
+	rows, err := db.Rollups(rctx, "", "", filling-60000, filling+60000)
+	if err != nil {
+		return nil, ptr(fmt.Sprintf("the history could not be read, so the admitted rate is unknown: %v; check that PostgreSQL answers", err))
+	}
+	type minutes struct {
+		last, fill       int64
+		hasLast, hasFill bool
+	}
+	per := map[[2]string]*minutes{}
+	var order [][2]string
+	for _, r := range rows {
+		if !counted[firstHop{r.App, r.Target, r.Lane}] {
+			continue
+		}
+		k := [2]string{r.App, r.Target}
+		m := per[k]
+		if m == nil {
+			m = &minutes{}
+			per[k] = m
+			order = append(order, k)
+		}
+		switch r.Minute {
+		case filling - 60000:
+			m.last, m.hasLast = m.last+r.Admitted, true
+		case filling:
+			m.fill, m.hasFill = m.fill+r.Admitted, true
+		}
+	}
+	elapsed := max(minRateSeconds, float64(ms-filling)/1000)
+	rate := 0.0
+	for _, k := range order {
+		switch m := per[k]; {
+		case m.hasLast:
+			rate += float64(m.last) / 60
+		case m.hasFill:
+			rate += float64(m.fill) / elapsed
+		}
+	}
+	return &rate, nil
 }
 
 // asOfStale reports whether an asOf date (YYYY-MM-DD or RFC 3339) is older

@@ -3,8 +3,11 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/store"
 	"github.com/queen-mq/gate/libs/wire"
 )
@@ -37,7 +40,10 @@ func TestConsoleReadRoutes(t *testing.T) {
 
 	ov := decodeAs[wire.Overview](t, h.expect(h.do(http.MethodGet, "/api/overview", nil), http.StatusOK))
 	if ov.Graphs != 2 || ov.Targets != 2 || ov.AdmittedTotal != 50 || ov.DeniedTotal != 6 || ov.AdmittedPerSec != nil {
-		t.Errorf("overview = %+v; want 2 graphs, admitted 40+10 at first hops, denied 3+1+2", ov)
+		t.Errorf("overview = %+v; want 2 graphs, admitted 40+10 at first hops, denied 3+1+2, no rate without history", ov)
+	}
+	if r := ov.AdmittedPerSecReason; r == nil || !strings.Contains(*r, "PG_HOST") {
+		t.Errorf("overview without history: admitted_per_sec_reason = %v, want one naming PG_HOST", r)
 	}
 
 	apps := decodeAs[[]wire.AppRow](t, h.expect(h.do(http.MethodGet, "/api/apps", nil), http.StatusOK))
@@ -98,5 +104,90 @@ func TestConsoleReadRoutes(t *testing.T) {
 	me := decodeAs[wire.Me](t, h.expect(h.do(http.MethodGet, "/api/me", nil), http.StatusOK))
 	if me.Actor != "internal" || me.Role != "admin" || me.Email != nil {
 		t.Errorf("internal me = %+v", me)
+	}
+}
+
+// The overview's admitted rate with history (gate-runtime §3.9): per
+// first-hop node of a graph with counters, the last complete minute's
+// admitted / 60, else the filling minute's / max(5, elapsed seconds);
+// second hops, older minutes and graphs without counters do not count.
+// Without counters, or with history unreadable, the rate is null and the
+// reason says what to do.
+func TestOverviewAdmittedRate(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	// 12:34:30 on a fixed day: the filling minute began 30 s ago.
+	filling := time.Date(2026, 3, 2, 12, 34, 0, 0, time.UTC)
+	clock := filling.Add(30 * time.Second)
+	h.srv.now = func() time.Time { return clock }
+	db := withHistory(t, h)
+	overview := func() wire.Overview {
+		t.Helper()
+		return decodeAs[wire.Overview](t, h.expect(h.do(http.MethodGet, "/api/overview", nil), http.StatusOK))
+	}
+	wantRate := func(ov wire.Overview, want float64, why string) {
+		t.Helper()
+		if ov.AdmittedPerSec == nil || *ov.AdmittedPerSec != want || ov.AdmittedPerSecReason != nil {
+			reason := "<nil>"
+			if ov.AdmittedPerSecReason != nil {
+				reason = *ov.AdmittedPerSecReason
+			}
+			var got any = ov.AdmittedPerSec
+			if ov.AdmittedPerSec != nil {
+				got = *ov.AdmittedPerSec
+			}
+			t.Fatalf("admitted_per_sec = %v (reason %q), want %v: %s", got, reason, want, why)
+		}
+	}
+
+	// A graph without counters: history alone gives no rate, and says why.
+	h.expect(h.do(http.MethodPut, "/v1/apps/"+h.app+"/targets/quiet", h.target("quiet", 10)), http.StatusOK)
+	ov := overview()
+	if ov.AdmittedPerSec != nil || ov.AdmittedPerSecReason == nil || !strings.Contains(*ov.AdmittedPerSecReason, `"counters"`) {
+		t.Fatalf("no graph with counters: overview %+v, want a null rate with a reason naming counters", ov)
+	}
+
+	withCounters := func(d map[string]any) map[string]any {
+		d["counters"] = map[string]any{"windowSeconds": 60}
+		return d
+	}
+	h.expect(h.do(http.MethodPut, h.graphURL("airbnb"), withCounters(h.airbnb(2))), http.StatusOK)
+	h.expect(h.do(http.MethodPut, "/v1/apps/"+h.app+"/targets/solo", withCounters(h.target("solo", 10))), http.StatusOK)
+	wantRate(overview(), 0, "counters on, nothing recorded yet")
+
+	last, older := filling.Add(-time.Minute).UnixMilli(), filling.Add(-2*time.Minute).UnixMilli()
+	roll := func(rec, target, lane string, minute, admitted int64) history.RollupCount {
+		return history.RollupCount{Recorder: rec, App: h.app, Target: target, Lane: lane, Minute: minute, Admitted: admitted}
+	}
+	if err := db.Write(t.Context(), history.Batch{Rollups: []history.RollupCount{
+		// airbnb: first hops prices (path prices) and photos (path photos)
+		// in the last complete minute, 120 + 60; the filling minute's 900
+		// is not used while the last minute has rows.
+		roll("r-prices", "airbnb.prices", "prices", last, 120),
+		roll("r-photos", "airbnb.photos", "photos", last, 60),
+		roll("r-prices", "airbnb.prices", "prices", filling.UnixMilli(), 900),
+		// The second hop (ip) saw the same items again: never counted.
+		roll("r-ip", "airbnb.ip", "prices", last, 500),
+		roll("r-ip", "airbnb.ip", "photos", last, 500),
+		// solo has only its filling minute, 45 items in 30 s, and an
+		// older minute that no rule reads.
+		roll("r-solo", "solo.limit", "main", filling.UnixMilli(), 45),
+		roll("r-solo", "solo.limit", "main", older, 6000),
+		// quiet has no counters now: its rows are not part of the rate.
+		roll("r-quiet", "quiet.limit", "main", last, 6000),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	wantRate(overview(), (120+60)/60.0+45/30.0, "airbnb (120+60)/60 from the last complete minute plus solo 45/30 from the filling one")
+
+	// Two seconds into the minute the filling minute is divided by 5, not 2.
+	clock = filling.Add(2 * time.Second)
+	wantRate(overview(), (120+60)/60.0+45/5.0, "the filling minute's divisor is at least 5 s")
+
+	// History unreadable: no rate, and the reason says so.
+	db.Close()
+	ov = overview()
+	if ov.AdmittedPerSec != nil || ov.AdmittedPerSecReason == nil || !strings.Contains(*ov.AdmittedPerSecReason, "could not be read") {
+		t.Fatalf("history closed: overview %+v, want a null rate with a reason saying history could not be read", ov)
 	}
 }

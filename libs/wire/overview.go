@@ -13,9 +13,16 @@ type Overview struct {
 	AdmittedTotal int64 `json:"admitted_total"`
 	// DeniedTotal is Σ deferred + released over every stage.
 	DeniedTotal int64 `json:"denied_total"`
-	// AdmittedPerSec is null without history.
+	// AdmittedPerSec is the fleet's admitted items per second at the
+	// graphs' first hops, from the minute roll-ups: the last complete
+	// minute's admitted / 60, else the filling minute's admitted /
+	// max(5, elapsed seconds), else 0 (summed per first-hop node). Null
+	// when it cannot be known; AdmittedPerSecReason then says why.
 	AdmittedPerSec *float64 `json:"admitted_per_sec"`
-	BudgetsAssumed int      `json:"budgets_assumed"`
+	// AdmittedPerSecReason is why AdmittedPerSec is null (no history, no
+	// graph with counters, or history unreadable); null when it is known.
+	AdmittedPerSecReason *string `json:"admitted_per_sec_reason"`
+	BudgetsAssumed       int     `json:"budgets_assumed"`
 	// BudgetsStale counts budgets whose asOf is older than 90 days.
 	BudgetsStale int `json:"budgets_stale"`
 }

@@ -935,8 +935,19 @@ export interface Overview {
   admitted_total: number;
   /** DeniedTotal is Σ deferred + released over every stage. */
   denied_total: number;
-  /** AdmittedPerSec is null without history. */
+  /**
+   * AdmittedPerSec is the fleet's admitted items per second at the
+   * graphs' first hops, from the minute roll-ups: the last complete
+   * minute's admitted / 60, else the filling minute's admitted /
+   * max(5, elapsed seconds), else 0 (summed per first-hop node). Null
+   * when it cannot be known; AdmittedPerSecReason then says why.
+   */
   admitted_per_sec: number | null;
+  /**
+   * AdmittedPerSecReason is why AdmittedPerSec is null (no history, no
+   * graph with counters, or history unreadable); null when it is known.
+   */
+  admitted_per_sec_reason: string | null;
   budgets_assumed: number;
   /** BudgetsStale counts budgets whose asOf is older than 90 days. */
   budgets_stale: number;

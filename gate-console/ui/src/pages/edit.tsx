@@ -4,12 +4,13 @@
 import { useEffect, useMemo, useState } from "react";
 import type { GraphView, Problem } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
-import { cloneDoc, docToForm, formToDoc, isV1, type FormModel, type GraphDoc } from "../lib/doc";
+import { cloneDoc, docToForm, formToDoc, isV1, jsonEqual, type FormModel, type GraphDoc } from "../lib/doc";
+import { dropDraft, keepDraft, readDraft } from "../lib/draft";
 import { GraphForm, ProblemsContext } from "../lib/form";
 import { graphHref, navigate, useQueryParam } from "../lib/router";
 import { graphValidator } from "../lib/schema";
 import { reviewDraft } from "../lib/agent";
-import { ErrorState, Loading, useCanWrite } from "../lib/ui";
+import { ErrorState, Loading, useCanWrite, when } from "../lib/ui";
 
 const starter: GraphDoc = {
   application: "", graph: "", version: 1, counters: { windowSeconds: 60 },
@@ -37,11 +38,18 @@ function Editor({ view, clone }: { view: GraphView | null; clone: boolean }) {
   const isNew = !view || clone;
   const [cloneNote, setCloneNote] = useState<{ shared: string[]; egress: string[] } | null>(null);
   const [notes, setNotes] = useState<string[]>([]);
+  // An existing graph's unsaved draft is kept per tab (lib/draft) so the Watch page can simulate it;
+  // opening the editor again restores it while the stored version is still the one it was made from.
+  const drafted = !isNew && view ? { app: view.application, graph: view.graph, base: view.version, spec: view.spec } : null;
+  const [restored] = useState(() => {
+    const d = drafted ? readDraft(drafted.app, drafted.graph, drafted.base) : null;
+    return d && !jsonEqual(d.doc, drafted!.spec) ? d : null;
+  });
   const [model, setModel] = useState<FormModel>(() => {
     if (!view) return docToForm((fromAI && reviewDraft()) || starter);
     const spec = view.spec as GraphDoc;
     if (clone) return docToForm(cloneDoc(spec, `${view.graph}-copy`).doc);
-    const m = docToForm(spec);
+    const m = docToForm(restored ? restored.doc : spec);
     if (mode === "enforce" && m.mode === "watch") {
       // Configure limits: enforcement selected, and the version bumped because a mode change needs it.
       return { ...m, mode: "enforce", watchSeconds: null, watchStartedAt: null, version: Math.max(m.version ?? 0, view.version) + 1 };
@@ -59,6 +67,11 @@ function Editor({ view, clone }: { view: GraphView | null; clone: boolean }) {
   const [saving, setSaving] = useState(false);
 
   const doc = useMemo(() => formToDoc(model), [model]);
+  useEffect(() => {
+    if (!drafted) return;
+    if (jsonEqual(doc, drafted.spec)) dropDraft(drafted.app, drafted.graph);
+    else keepDraft(drafted.app, drafted.graph, drafted.base, doc, Date.now());
+  }, [doc]); // eslint-disable-line react-hooks/exhaustive-deps
   const schemaProblems: Problem[] = useMemo(() => (isV1(doc) ? [] : graphValidator.validate(doc).map((p) => ({ rule: "schema", message: p.message, at: p.at }))), [doc]);
   const problems = [...serverProblems, ...schemaProblems];
 
@@ -100,6 +113,7 @@ function Editor({ view, clone }: { view: GraphView | null; clone: boolean }) {
           await api.declare(t.app, t.graph, body);
         } else throw e;
       }
+      if (drafted) dropDraft(drafted.app, drafted.graph);
       navigate(isNew ? graphHref(t.app, t.graph, "guide", "created=1") : graphHref(t.app, t.graph, "", "saved=1"));
     } catch (e) {
       const ae = e as ApiError;
@@ -130,6 +144,11 @@ function Editor({ view, clone }: { view: GraphView | null; clone: boolean }) {
           {cloneNote.shared.length ? <> Shared keys kept: {cloneNote.shared.map((k) => <code key={k}>{k} </code>)} — the clone spends the same application-wide allowance as the original. Review them.</> : null}
         </div>
       ) : null}
+      {restored ? (
+        <div className="notice" data-testid="draft-restored">
+          Your unsaved draft from {when(restored.at)} is restored (made from the stored version {restored.base}). Save to activate it; Cancel discards it.
+        </div>
+      ) : null}
       {notes.map((n, i) => <div key={i} className="notice" data-testid="version-note">{n}</div>)}
       {view && !clone && view.running === false ? <div className="notice warn">No relay is running this graph right now; saving stores it and a relay starts it when one runs.</div> : null}
       {saveErr ? (
@@ -152,7 +171,11 @@ function Editor({ view, clone }: { view: GraphView | null; clone: boolean }) {
       <div className="row" style={{ marginTop: 14 }}>
         {canWrite ? <button type="button" className="primary" disabled={saving} onClick={save} data-testid="save">{saving ? "Saving…" : isNew ? "Create graph" : "Save"}</button>
           : <span className="muted">Read-only: your account is not an administrator (GATE_ADMIN_EMAILS).</span>}
-        {view ? <a href={graphHref(view.application, view.graph)} className="button" onClick={(e) => { e.preventDefault(); navigate(graphHref(view.application, view.graph)); }}>Cancel</a> : null}
+        {drafted && (view!.spec as GraphDoc).watch ? (
+          <button type="button" onClick={() => navigate(graphHref(view!.application, view!.graph, "watch"))} data-testid="simulate-draft"
+            title="Replays the Watch recording through this draft on the Watch page; nothing is saved">Simulate this draft</button>
+        ) : null}
+        {view ? <a href={graphHref(view.application, view.graph)} className="button" data-testid="cancel" onClick={(e) => { e.preventDefault(); if (drafted) dropDraft(drafted.app, drafted.graph); navigate(graphHref(view.application, view.graph)); }}>Cancel</a> : null}
         {schemaProblems.length ? <span className="small muted">{schemaProblems.length} schema problem{schemaProblems.length > 1 ? "s" : ""} shown at their fields</span> : null}
       </div>
     </ProblemsContext.Provider>

@@ -1,10 +1,11 @@
 // Watch, "Why is traffic waiting?" and "Traffic over time": read-only pages
 // over the recorder and history routes (gate-runtime.md §5.4, §6.1–6.3).
-import { useState } from "react";
+import { useMemo, useState } from "react";
 import type { GraphSimulation, GraphView, Simulation, Snapshot } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
 import { TimeChart, type Series } from "../lib/chart";
 import type { GraphDoc } from "../lib/doc";
+import { readDraft } from "../lib/draft";
 import { graphHref, useQueryParam } from "../lib/router";
 import { duration, Empty, ErrorState, fmt, Link, Loading, Stat, useCanWrite, when } from "../lib/ui";
 
@@ -42,22 +43,32 @@ export function WatchPage({ app, graph, view }: { app: string; graph: string; vi
           </div>
         </>
       ) : null}
-      {spec ? <TryLimit app={app} graph={graph} spec={spec} /> : null}
+      {spec && view ? <TryLimit app={app} graph={graph} spec={spec} version={view.version} /> : null}
     </>
   );
 }
 
-function TryLimit({ app, graph, spec }: { app: string; graph: string; spec: GraphDoc }) {
+/** Which document a whole-graph simulation replayed. */
+type Simulated = { r: GraphSimulation; source: "draft" | "saved" };
+
+function TryLimit({ app, graph, spec, version }: { app: string; graph: string; spec: GraphDoc; version: number }) {
   const nodes = Object.keys(spec.nodes);
   const [node, setNode] = useQueryParam("node", nodes[0] ?? "");
-  const first = spec.nodes[node]?.budgets?.find((b) => !b.scopeBy && !b.whenOp);
+  // The unsaved draft of this graph (Configure limits, or any edit not yet saved), made from the stored version.
+  const draft = useMemo(() => readDraft(app, graph, version), [app, graph, version]);
+  const draftDoc = draft?.doc as GraphDoc | undefined;
+  const [source, setSource] = useState<"draft" | "saved">("draft");
+  const replay = draft && source === "draft" ? "draft" : "saved";
+  const unconditional = (d: GraphDoc | undefined) => d?.nodes?.[node]?.budgets?.find((b) => !b.scopeBy && !b.whenOp);
+  const fromDraft = unconditional(draftDoc);
+  const first = fromDraft ?? unconditional(spec);
   const [count, setCount] = useState(String(first?.count ?? 100));
   const [timeMs, setTimeMs] = useState(String(first?.timeMs ?? 1000));
   const [sub, setSub] = useState(first?.subWindows ? String(first.subWindows) : "");
   const [minutes, setMinutes] = useState("60");
   const [res, setRes] = useState<Simulation | null>(null);
   const [err, setErr] = useState<ApiError | null>(null);
-  const [all, setAll] = useState<GraphSimulation | null>(null);
+  const [all, setAll] = useState<Simulated | null>(null);
   const [allErr, setAllErr] = useState<ApiError | null>(null);
   const run = async () => {
     setErr(null); setRes(null);
@@ -65,9 +76,11 @@ function TryLimit({ app, graph, spec }: { app: string; graph: string; spec: Grap
     catch (e) { setErr(e as ApiError); }
   };
   const runAll = async () => {
-    // The whole graph: the stored document replayed by the server through its compiled plan.
+    // The whole graph: the chosen candidate (the unsaved draft, else the stored document)
+    // compiled and replayed by the server through its plan; nothing is saved.
+    const chosen = replay;
     setAllErr(null); setAll(null);
-    try { setAll(await api.simulateGraph(app, graph, spec, Number(minutes))); }
+    try { setAll({ r: await api.simulateGraph(app, graph, chosen === "draft" ? draft!.doc : spec, Number(minutes)), source: chosen }); }
     catch (e) { setAllErr(e as ApiError); }
   };
   return (
@@ -76,11 +89,24 @@ function TryLimit({ app, graph, spec }: { app: string; graph: string; spec: Grap
       <p className="small muted">Replays the recorded traffic against one global allowance, without changing the graph: FIFO, an empty queue at the start, all arrivals of a second together. One full-share path and a fixed cost only.</p>
       <div className="fields">
         <label className="field"><span className="name">node</span><select value={node} onChange={(e) => setNode(e.target.value)}>{nodes.map((n) => <option key={n}>{n}</option>)}</select></label>
-        <label className="field"><span className="name">count</span><input value={count} onChange={(e) => setCount(e.target.value)} inputMode="numeric" data-testid="sim-count" /></label>
+        <label className="field"><span className="name">count</span><input value={count} onChange={(e) => setCount(e.target.value)} inputMode="numeric" data-testid="sim-count" title={fromDraft ? "prefilled from your unsaved draft" : undefined} /></label>
         <label className="field"><span className="name">window (ms)</span><input value={timeMs} onChange={(e) => setTimeMs(e.target.value)} inputMode="numeric" /></label>
         <label className="field"><span className="name">sub-windows</span><input value={sub} onChange={(e) => setSub(e.target.value)} inputMode="numeric" placeholder="default" /></label>
         <label className="field"><span className="name">replay minutes</span><select value={minutes} onChange={(e) => setMinutes(e.target.value)}>{["15", "60", "360", "1440"].map((m) => <option key={m} value={m}>{duration(Number(m) * 60)}</option>)}</select></label>
       </div>
+      {draft ? (
+        <div className="notice" style={{ marginTop: 8 }} data-testid="sim-draft">
+          You have an unsaved draft of this graph: version {draftDoc?.version ?? "?"}, {draftDoc?.watch ? "still in Watch" : "enforcing limits"}, last edited {when(draft.at)}.{" "}
+          <Link to={graphHref(app, graph, "edit")}>Continue editing</Link>
+          <div className="row" role="radiogroup" aria-label="document the whole-graph simulation replays" style={{ marginTop: 6 }}>
+            <span>Simulate the whole graph replays:</span>
+            <label><input type="radio" name="sim-source" checked={replay === "draft"} onChange={() => setSource("draft")} data-testid="sim-source-draft" /> your unsaved draft</label>
+            <label><input type="radio" name="sim-source" checked={replay === "saved"} onChange={() => setSource("saved")} data-testid="sim-source-saved" /> the saved document (version {spec.version})</label>
+          </div>
+        </div>
+      ) : (
+        <p className="small muted" data-testid="sim-no-draft">Simulate the whole graph replays the saved document (version {spec.version}). To simulate limits before saving them, edit them in Configure limits and come back here.</p>
+      )}
       <div className="row" style={{ marginTop: 8 }}>
         <button type="button" className="primary" onClick={run} data-testid="sim-run">Try this limit</button>
         <button type="button" onClick={runAll} data-testid="sim-all">Simulate the whole graph</button>
@@ -88,23 +114,25 @@ function TryLimit({ app, graph, spec }: { app: string; graph: string; spec: Grap
       {err ? <ErrorState error={err} what="the simulation" /> : null}
       {res ? <SimResult r={res} /> : null}
       {allErr ? <ErrorState error={allErr} what="the whole-graph simulation" /> : null}
-      {all ? <GraphSimResult r={all} /> : null}
+      {all ? <GraphSimResult r={all.r} source={all.source} /> : null}
     </section>
   );
 }
 
-function GraphSimResult({ r }: { r: GraphSimulation }) {
+function GraphSimResult({ r, source }: { r: GraphSimulation; source: "draft" | "saved" }) {
   return (
-    <div style={{ marginTop: 12 }} data-testid="sim-all-result">
+    <div style={{ marginTop: 12 }} data-testid="sim-all-result" data-source={source}>
+      <p data-testid="sim-all-source"><strong>{source === "draft" ? `Simulated your unsaved draft (version ${r.version})` : `Simulated the saved document (version ${r.version})`}</strong>
+        {source === "draft" ? " — nothing was saved; save it in Configure limits to make it run." : ""}</p>
       <div className="grid">
         <Stat label="items replayed" value={fmt(r.items)} hint={`version ${r.version}`} testid="sim-all-items" />
-        <Stat label="delivered" value={fmt(r.delivered)} hint="fan-out copies count each" />
-        <Stat label="delayed" value={fmt(r.delayedItems)} />
-        <Stat label="drain time" value={r.drainSeconds === null ? `over ${duration(r.drainLimitSeconds)}` : duration(r.drainSeconds)} />
+        <Stat label="delivered" value={fmt(r.delivered)} hint="fan-out copies count each" testid="sim-all-delivered" />
+        <Stat label="delayed" value={fmt(r.delayedItems)} testid="sim-all-delayed" />
+        <Stat label="drain time" value={r.drainSeconds === null ? `over ${duration(r.drainLimitSeconds)}` : duration(r.drainSeconds)} testid="sim-all-drain" />
       </div>
       <div className="tablewrap" style={{ marginTop: 12 }}><table data-testid="sim-all-table">
         <thead><tr><th>node</th><th className="num">arrived</th><th className="num">admitted</th><th className="num">delayed</th><th className="num">peak backlog</th><th className="num">drain</th><th>bound by</th></tr></thead>
-        <tbody>{r.nodes.map((n) => <tr key={n.node}><td>{n.node}</td><td className="num">{fmt(n.arrived)}</td><td className="num">{fmt(n.admitted)}</td><td className="num">{fmt(n.delayedItems)}</td>
+        <tbody>{r.nodes.map((n) => <tr key={n.node} data-node={n.node}><td>{n.node}</td><td className="num" data-testid="arrived">{fmt(n.arrived)}</td><td className="num" data-testid="admitted">{fmt(n.admitted)}</td><td className="num" data-testid="delayed">{fmt(n.delayedItems)}</td>
           <td className="num">{fmt(n.peakBacklog)}</td><td className="num">{n.drainSeconds === null ? "—" : duration(n.drainSeconds)}</td><td>{n.boundBy ?? "—"}</td></tr>)}</tbody>
       </table></div>
       {r.unsupported.length ? <ul className="small">{r.unsupported.map((u, i) => <li key={i}>{u.node} · {u.budget}: {u.reason}</li>)}</ul> : null}

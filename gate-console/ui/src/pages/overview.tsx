@@ -34,7 +34,7 @@ export function Overview() {
           hint={`${o.queen.url}${o.queen.version ? ` · Queen ${o.queen.version}` : ""}`} />
         <Stat testid="stat-gate" label="Gate" value={ver.data?.gate ?? "—"} hint="console build" />
         <Stat testid="stat-graphs" label="Graphs" value={fmt(o.graphs)} hint={`${fmt(o.targets)} targets`} />
-        <Stat testid="stat-admitted" label="Admitted" value={fmt(o.admitted_total)} hint={o.admitted_per_sec === null ? "rate needs history and counters" : `${fmt(o.admitted_per_sec, 1)}/s now`} />
+        <Stat testid="stat-admitted" label="Admitted" value={fmt(o.admitted_total)} hint={o.admitted_per_sec === null ? <span data-testid="rate-reason">rate unknown: {o.admitted_per_sec_reason ?? "the server gave no reason"}</span> : <span data-testid="rate">{fmt(o.admitted_per_sec, 1)}/s now</span>} />
         <Stat testid="stat-denied" label="Denied (waited)" value={fmt(o.denied_total)} hint="windows cut short plus claims released" />
         <Stat testid="stat-budgets" label="Budgets to verify" value={fmt(o.budgets_assumed)} hint={`assumed · ${fmt(o.budgets_stale)} stale (older than 90 days)`} />
       </div>

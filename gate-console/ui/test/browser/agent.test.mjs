@@ -60,6 +60,8 @@ describe("AI agent panel in chromium", { skip, timeout: 900000 }, () => {
     await pg.waitForURL("**/graphs");
     await pg.getByTestId("nav-agent").click();
     await panel.waitFor();
+    // The reopened panel reads the agent's status again and shows the conversation once it has it.
+    await pg.getByTestId("agent-model").waitFor();
     assert.equal(await pg.getByTestId("agent-turn-user").count(), 1);
     assert.equal(await pg.getByTestId("agent-turn-assistant").count(), 1);
     assert.equal(await pg.getByTestId("agent-app").inputValue(), app);
@@ -96,6 +98,7 @@ describe("AI agent panel in chromium", { skip, timeout: 900000 }, () => {
     await pg.reload();
     await pg.getByTestId("nav-agent").click();
     await panel.waitFor();
+    await pg.getByTestId("agent-model").waitFor();
     assert.equal(await pg.getByTestId("agent-turn-user").count(), 0);
     assert.equal(await pg.getByTestId("agent-draft").count(), 0);
     assert.equal(await pg.getByTestId("agent-app").inputValue(), "");

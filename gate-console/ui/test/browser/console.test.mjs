@@ -285,7 +285,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await p.close();
   });
 
-  test("Watch → recorded items appear → Try a limit answers with the server's numbers → Configure limits → enforcing", async () => {
+  test("Watch → recorded items → Try a limit → whole graph (saved) → Configure limits, unsaved tight draft → whole graph simulates the draft → saved → enforcing", async () => {
     await trialFed;
     const p = await open(stack.console, `/graphs/${app}/trial/watch`);
     const pg = p.page;
@@ -313,12 +313,43 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.equal(num(await pg.getByTestId("sim-delayed").locator(".value").innerText()), sim.json.delayedItems);
     assert.equal(num(await pg.getByTestId("sim-peak").locator(".value").innerText()), sim.json.peakBacklog);
 
-    // The whole graph through the server's replay of the stored document.
+    // The whole graph, with no draft: the page says it replays the saved
+    // document, and shows what the server computes for that document.
+    const stored = (await apiCall(stack.api, "GET", `/v1/apps/${app}/graphs/trial`)).json.spec;
+    const simPost = async (doc) => {
+      const r = await apiCall(stack.api, "POST", `/api/apps/${app}/graphs/trial/simulate?minutes=60`, doc);
+      assert.equal(r.status, 200, r.text);
+      return r.json;
+    };
+    await pg.getByTestId("sim-no-draft").waitFor();
     await pg.getByTestId("sim-all").click();
     await pg.getByTestId("sim-all-result").waitFor({ timeout: 30000 });
-    assert.equal(num(await pg.getByTestId("sim-all-items").locator(".value").innerText()), trialItems);
-    assert.match(await pg.getByTestId("sim-all-table").innerText(), /api/);
+    const savedSim = await simPost(stored);
+    assert.equal(savedSim.items, trialItems, JSON.stringify(savedSim));
+    assert.equal(savedSim.delayedItems, 0, `the Watch document has no budget, so nothing waits: ${JSON.stringify(savedSim)}`);
+    const shown = async () => {
+      const res = pg.getByTestId("sim-all-result");
+      const row = res.locator('[data-node="api"]');
+      return {
+        source: await res.getAttribute("data-source"), label: await pg.getByTestId("sim-all-source").innerText(),
+        items: num(await pg.getByTestId("sim-all-items").locator(".value").innerText()),
+        delivered: num(await pg.getByTestId("sim-all-delivered").locator(".value").innerText()),
+        delayed: num(await pg.getByTestId("sim-all-delayed").locator(".value").innerText()),
+        nodeAdmitted: num(await row.getByTestId("admitted").innerText()), nodeDelayed: num(await row.getByTestId("delayed").innerText()),
+      };
+    };
+    const sameAs = (ui, sim, what) => {
+      const api = sim.nodes.find((n) => n.node === "api");
+      assert.deepEqual({ items: ui.items, delivered: ui.delivered, delayed: ui.delayed, nodeAdmitted: ui.nodeAdmitted, nodeDelayed: ui.nodeDelayed },
+        { items: sim.items, delivered: sim.delivered, delayed: sim.delayedItems, nodeAdmitted: api.admitted, nodeDelayed: api.delayedItems }, what);
+    };
+    let ui = await shown();
+    assert.equal(ui.source, "saved");
+    assert.match(ui.label, /saved document \(version 3\)/);
+    sameAs(ui, savedSim, "the saved document's simulation on the page differs from the server's");
 
+    // Configure limits: enforcement selected, version bumped; a tight limit
+    // (2 per second) entered and NOT saved.
     await pg.getByTestId("configure-limits").click();
     await pg.waitForURL(`**/graphs/${app}/trial/edit?mode=enforce`);
     await pg.getByTestId("graph-form").waitFor();
@@ -326,8 +357,54 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.equal(await pg.getByTestId("f-version").inputValue(), "4");
     await pg.getByTestId("version-note").waitFor();
     await pg.getByRole("button", { name: "Add budget" }).click();
-    await pg.getByTestId("budget-count").fill("25");
+    await pg.getByTestId("budget-count").fill("2");
     await pg.locator('[data-at="/nodes/api/budgets/0/timeMs"]').fill("1000");
+    await pg.getByTestId("simulate-draft").click();
+    await pg.waitForURL(`**/graphs/${app}/trial/watch`);
+
+    // The Watch page offers the draft and simulates it by default. The
+    // oracle: the same edit applied by this test to the stored document,
+    // POSTed to the simulate route directly.
+    await pg.getByTestId("sim-draft").waitFor();
+    assert.match(await pg.getByTestId("sim-draft").innerText(), /unsaved draft of this graph: version 4, enforcing limits/);
+    assert.equal(await pg.getByTestId("sim-source-draft").isChecked(), true);
+    const candidate = structuredClone(stored);
+    delete candidate.watch;
+    candidate.version = 4;
+    candidate.nodes.api.budgets = [{ count: 2, timeMs: 1000, confidence: "assumed" }];
+    const draftSim = await simPost(candidate);
+    assert.equal(draftSim.version, 4);
+    assert.ok(draftSim.delayedItems > 0 && draftSim.nodes.find((n) => n.node === "api").delayedItems > 0,
+      `${trialItems} items at 2 per second must wait: ${JSON.stringify(draftSim)}`);
+    await pg.getByTestId("sim-all").click();
+    await pg.waitForFunction(() => document.querySelector('[data-testid="sim-all-result"]')?.getAttribute("data-source") === "draft", null, { timeout: 30000 });
+    ui = await shown();
+    assert.match(ui.label, /unsaved draft \(version 4\)/);
+    sameAs(ui, draftSim, "the draft's simulation on the page differs from the server's for the same draft");
+    assert.ok(ui.delayed > savedSim.delayedItems, `the draft's tight limit delays items (${ui.delayed}) where the saved Watch document delays ${savedSim.delayedItems}`);
+    await shot(pg, "watch-draft-simulated-1440-light");
+
+    // Switching back to the saved document simulates it again, and says so.
+    await pg.getByTestId("sim-source-saved").check();
+    await pg.getByTestId("sim-all").click();
+    await pg.waitForFunction(() => document.querySelector('[data-testid="sim-all-result"]')?.getAttribute("data-source") === "saved", null, { timeout: 30000 });
+    sameAs(await shown(), savedSim, "the saved document's simulation after switching back");
+
+    // Try a limit keeps working with a draft: prefilled with the draft's 2 per second.
+    assert.equal(await pg.getByTestId("sim-count").inputValue(), "2");
+    await pg.getByTestId("sim-run").click();
+    await pg.getByTestId("sim-result").waitFor({ timeout: 30000 });
+    const sim2 = await apiCall(stack.api, "GET", `/api/apps/${app}/graphs/trial/simulate?node=api&count=2&timeMs=1000&minutes=60`);
+    assert.equal(sim2.status, 200, sim2.text);
+    assert.equal(num(await pg.getByTestId("sim-delayed").locator(".value").innerText()), sim2.json.delayedItems);
+    assert.equal(num(await pg.getByTestId("sim-peak").locator(".value").innerText()), sim2.json.peakBacklog);
+
+    // Back to the editor: the draft is restored; raise the limit and save it.
+    await pg.getByRole("link", { name: "Continue editing" }).click();
+    await pg.getByTestId("draft-restored").waitFor();
+    assert.equal(await pg.getByTestId("f-mode").inputValue(), "enforce");
+    assert.equal(await pg.getByTestId("budget-count").inputValue(), "2");
+    await pg.getByTestId("budget-count").fill("25");
     await pg.getByTestId("save").click();
     await pg.waitForURL(`**/graphs/${app}/trial?saved=1`);
     await pg.getByText("enforcing", { exact: true }).waitFor();
@@ -335,6 +412,21 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.equal(v.json.version, 4);
     assert.equal(v.json.watching, false);
     assert.equal(v.json.nodes[0].budgets[0].count, 25);
+    assert.deepEqual(await pg.evaluate(() => Object.keys(sessionStorage).filter((k) => k.startsWith("gate-draft:"))), [], "the saved draft was kept");
+    p.assertClean();
+    await p.close();
+  });
+
+  test("the overview shows the admitted rate the server computes from history (graphs with counters ran)", async () => {
+    // The stack runs PostgreSQL history and gate-recorder, and trial records minute roll-ups (counters on).
+    const ov = await apiCall(stack.console, "GET", "/api/overview");
+    assert.equal(ov.status, 200, ov.text);
+    assert.equal(ov.json.admitted_per_sec_reason, null, `the rate is knowable here: ${ov.text}`);
+    assert.equal(typeof ov.json.admitted_per_sec, "number", ov.text);
+    const p = await open(stack.console, "/");
+    await p.page.getByTestId("stat-admitted").getByTestId("rate").waitFor();
+    assert.match(await p.page.getByTestId("rate").innerText(), /^[\d,.]+\/s now$/);
+    assert.equal(await p.page.getByTestId("rate-reason").count(), 0);
     p.assertClean();
     await p.close();
   });
