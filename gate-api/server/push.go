@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -127,7 +126,9 @@ func (s *Server) push(q *req) *apiError {
 		}
 	}
 	if node.Shed {
-		if wait, full := s.full(q.r.Context(), node, itemCost); full {
+		// A failed read never sheds: the item queues and the relay's
+		// charge judges it as it would any other.
+		if wait, full, _ := s.limiter().Full(q.r.Context(), budget.Unscoped(node), itemCost, s.now()); full {
 			return fail(http.StatusTooManyRequests, "node '%s' of graph '%s/%s' is at its ceiling on every budget: retry after %d second(s); nothing was charged or queued", node.Name, e.app, e.graph, wait).
 				with("node", node.Name).with("retryAfterSeconds", wait).retryAfter(wait)
 		}
@@ -295,50 +296,7 @@ func setPath(m map[string]json.RawMessage, segs []string, v json.RawMessage) {
 	}
 }
 
-// full reads a shedding node's unscoped counters and reports whether every
-// one of them lacks room for cost at the widest share, with the wait until
-// the slowest of them rotates. A failed read or an absent key never sheds.
-func (s *Server) full(ctx context.Context, n *plan.Node, itemCost int64) (int64, bool) {
-	var keys []string
-	for _, b := range n.Budgets {
-		if b.ScopeBy == "" {
-			keys = append(keys, b.Key)
-		}
-	}
-	if len(keys) == 0 {
-		return 0, false
-	}
-	res, err := s.client.KV(ctx, queen.KVGetMany(s.cfg.KVNamespace, dedupe(keys)...))
-	if err != nil || res.Refused() || len(res.Results) != 1 {
-		return 0, false
-	}
-	rows := map[string]queen.KVRow{}
-	for _, r := range res.Results[0].Rows {
-		rows[r.Key] = r
-	}
-	now := s.now()
-	var wait int64 = 1
-	for _, b := range n.Budgets {
-		if b.ScopeBy != "" {
-			continue
-		}
-		row, ok := rows[b.Key]
-		if !ok {
-			return 0, false
-		}
-		v, err := row.Int64()
-		if err != nil || budget.Fits(v, itemCost, b.WidestCeiling()) {
-			return 0, false
-		}
-		w := int64(1)
-		if t, err := row.ExpiresAt.Time(); err == nil && !t.IsZero() {
-			w = max(1, (t.Sub(now).Milliseconds()+999)/1000)
-		}
-		wait = max(wait, w)
-	}
-	return wait, true
-}
-
+// dedupe drops repeated keys, keeping the first of each in order.
 func dedupe(keys []string) []string {
 	seen := make(map[string]bool, len(keys))
 	out := keys[:0:0]

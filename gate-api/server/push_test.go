@@ -120,6 +120,16 @@ func TestPushFrontDoor(t *testing.T) {
 	// An op the scoped budget does not charge needs no scope value.
 	h.expect(h.do(http.MethodPost, push, map[string]any{"partition": "y", "op": "refund"}), http.StatusOK)
 
+	// A counter key holding something other than a number cannot be
+	// judged, so it never sheds: the push is queued.
+	if _, err := h.client.KV(context.Background(), queen.KVPut(h.ns, "b:"+h.app+":shop:entry:global", json.RawMessage(`{"at":1}`), queen.PutOpts{TTLSeconds: 7})); err != nil {
+		t.Fatal(err)
+	}
+	h.expect(h.do(http.MethodPost, push, map[string]any{"partition": "w"}), http.StatusOK)
+	if n := len(h.partition(queue, "w")); n != 1 {
+		t.Fatalf("a push beside an unreadable counter queued %d messages, want 1", n)
+	}
+
 	// Shed: the only unscoped counter at its ceiling → 429 with Retry-After.
 	if _, err := h.client.KV(context.Background(), queen.KVPut(h.ns, "b:"+h.app+":shop:entry:global", json.RawMessage("10"), queen.PutOpts{TTLSeconds: 7})); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,11 @@ type Reading struct {
 	ExpiresAt time.Time
 	// Found says the key exists, whatever it holds.
 	Found bool
+	// NotANumber says the key exists and holds something other than a
+	// whole number (a breaker record read in the same call, a row another
+	// writer put): Value reads 0 but is no count, so nothing judges it as
+	// one.
+	NotANumber bool
 }
 
 // WindowEnd is the window end in epoch milliseconds, when the key exists
@@ -70,6 +75,8 @@ func ReadCounters(ctx context.Context, kv KV, ns string, keys []string) (map[str
 		rd := Reading{Found: true}
 		if v, err := row.Int64(); err == nil {
 			rd.Value = v
+		} else {
+			rd.NotANumber = true
 		}
 		if t, err := row.ExpiresAt.Time(); err == nil {
 			rd.ExpiresAt = t
@@ -82,4 +89,35 @@ func ReadCounters(ctx context.Context, kv KV, ns string, keys []string) (map[str
 // ReadKeys is ReadCounters in the limiter's namespace.
 func (l *Limiter) ReadKeys(ctx context.Context, keys []string) (map[string]Reading, error) {
 	return ReadCounters(ctx, l.KV, l.NS, keys)
+}
+
+// Full reads a node's unscoped counters (cs as Unscoped gives them, each at
+// the plan's widest ceiling) and reports whether not one of them has room
+// for an item of cost, and wait, the whole seconds (at least 1) until the
+// last of their windows ends, seen at now. It is a front door's shedding
+// check, so what cannot be judged never sheds: no counters, an absent key
+// or one holding something other than a number answer not full, and so
+// does a failed read, with its error (wrapping ErrCall).
+func (l *Limiter) Full(ctx context.Context, cs []NodeCounter, cost int64, now time.Time) (wait int64, full bool, err error) {
+	if len(cs) == 0 {
+		return 0, false, nil
+	}
+	live, err := l.ReadKeys(ctx, Keys(cs))
+	if err != nil {
+		return 0, false, err
+	}
+	wait = 1
+	for _, c := range cs {
+		r := live[c.Key]
+		if !r.Found || r.NotANumber || Fits(r.Value, cost, c.Ceiling) {
+			return 0, false, nil
+		}
+		wait = max(wait, wholeSeconds(r.ResetsIn(now)))
+	}
+	return wait, true, nil
+}
+
+// wholeSeconds is d rounded up to whole seconds.
+func wholeSeconds(d time.Duration) int64 {
+	return (d.Milliseconds() + 999) / 1000
 }

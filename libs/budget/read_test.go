@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 )
 
@@ -53,8 +57,11 @@ func TestReadCountersReadsValueAndWindowEndOfEveryKeyInOneGetMany(t *testing.T) 
 	}
 	// A key that holds something other than a number (a breaker record read
 	// in the same call) exists, with value 0 and its row's expiry.
-	if r := got["breaker"]; r.Value != 0 || !r.Found || !r.ExpiresAt.Equal(end) {
-		t.Errorf("breaker = %+v, want found, value 0, ending at %s", r, end)
+	if r := got["breaker"]; r.Value != 0 || !r.Found || !r.NotANumber || !r.ExpiresAt.Equal(end) {
+		t.Errorf("breaker = %+v, want found, not a number, value 0, ending at %s", r, end)
+	}
+	if got["live"].NotANumber || got["forever"].NotANumber || got["gone"].NotANumber {
+		t.Errorf("a counter or an absent key reads as not a number: %+v", got)
 	}
 	if r, ok := got["gone"]; ok || r.Found || r.Value != 0 {
 		t.Errorf("a missing key read %+v (present %v), want absent", r, ok)
@@ -142,5 +149,204 @@ func TestReadingJudgesItsWindowAgainstACeilingFromThePlan(t *testing.T) {
 		if got := tc.r.Spent(tc.ceiling, tc.at); got != tc.want {
 			t.Errorf("%s: spent = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// rowsKV answers a getMany with those of its rows the op names, and records
+// the ops.
+type rowsKV struct {
+	rows  []queen.KVRow
+	calls [][]queen.KVOp
+}
+
+func (f *rowsKV) KV(_ context.Context, ops ...queen.KVOp) (queen.KVResponse, error) {
+	f.calls = append(f.calls, ops)
+	res := queen.KVResult{Op: queen.OpGetMany}
+	for _, k := range ops[0].Keys {
+		found := false
+		for _, r := range f.rows {
+			if r.Key == k {
+				res.Rows, found = append(res.Rows, r), true
+			}
+		}
+		if !found {
+			res.Missing = append(res.Missing, k)
+		}
+	}
+	return queen.KVResponse{Results: []queen.KVResult{res}}, nil
+}
+
+func counterRow(key, value string, end time.Time) queen.KVRow {
+	r := queen.KVRow{Key: key, Value: json.RawMessage(value)}
+	if !end.IsZero() {
+		r.ExpiresAt = queen.Timestamp(end.Format(time.RFC3339Nano))
+	}
+	return r
+}
+
+// shedNode has two unscoped counters, g (two budgets: ceilings 10 and 4 on
+// one path, 12 on the other, so 12 is its widest) and m (ceiling 6), and a
+// scoped one that shedding never reads.
+func shedNode() *plan.Node {
+	return &plan.Node{Name: "entry", Budgets: []plan.Budget{
+		{ID: "global", Key: "g", Ceilings: map[string]int64{"main": 10, "slow": 4}},
+		{ID: "m", Key: "m", Ceilings: map[string]int64{"main": 6}},
+		{ID: "per-acct", Key: "sc", ScopeBy: "payload.acct", Ceilings: map[string]int64{"main": 1}},
+		{ID: "burst", Key: "g", Ceilings: map[string]int64{"slow": 12}},
+	}}
+}
+
+func TestFullShedsOnlyWhenNoCounterHasRoomAndWaitsForTheLastWindow(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 8, 21, 8, 0, 0, 0, time.UTC)
+	const cost = 2
+	for _, tc := range []struct {
+		name     string
+		rows     []queen.KVRow
+		wantFull bool
+		wantWait int64
+	}{
+		{"both without room, the later window ends in 6.2 s",
+			[]queen.KVRow{counterRow("g", "11", now.Add(6200*time.Millisecond)), counterRow("m", "5", now.Add(900*time.Millisecond))}, true, 7},
+		{"both over their ceilings",
+			[]queen.KVRow{counterRow("g", "40", now.Add(3*time.Second)), counterRow("m", "6", now.Add(2*time.Second))}, true, 3},
+		// 10 + 2 fits g's widest ceiling 12, though not its narrower 10.
+		{"the item fits g exactly at its widest ceiling",
+			[]queen.KVRow{counterRow("g", "10", now.Add(time.Second)), counterRow("m", "6", now.Add(time.Second))}, false, 0},
+		{"m has room",
+			[]queen.KVRow{counterRow("g", "12", now.Add(time.Second)), counterRow("m", "4", now.Add(time.Second))}, false, 0},
+		{"m was never charged",
+			[]queen.KVRow{counterRow("g", "12", now.Add(time.Second))}, false, 0},
+		{"m holds a record, not a number",
+			[]queen.KVRow{counterRow("g", "12", now.Add(time.Second)), counterRow("m", `{"at":1}`, now.Add(time.Second))}, false, 0},
+		{"m holds a fraction",
+			[]queen.KVRow{counterRow("g", "12", now.Add(time.Second)), counterRow("m", "5.5", now.Add(time.Second))}, false, 0},
+		{"neither window expires",
+			[]queen.KVRow{counterRow("g", "12", time.Time{}), counterRow("m", "6", time.Time{})}, true, 1},
+		{"both windows already ended",
+			[]queen.KVRow{counterRow("g", "12", now.Add(-2*time.Second)), counterRow("m", "6", now.Add(-time.Millisecond))}, true, 1},
+		{"a window ends in 1 ms",
+			[]queen.KVRow{counterRow("g", "12", now.Add(time.Millisecond)), counterRow("m", "6", time.Time{})}, true, 1},
+		{"a window ends in exactly 2 s",
+			[]queen.KVRow{counterRow("g", "12", now.Add(2*time.Second)), counterRow("m", "6", time.Time{})}, true, 2},
+	} {
+		kv := &rowsKV{rows: append(tc.rows, counterRow("sc", "99", now.Add(time.Minute)))}
+		l := &budget.Limiter{KV: kv, NS: "gate"}
+		wait, full, err := l.Full(context.Background(), budget.Unscoped(shedNode()), cost, now)
+		if err != nil || full != tc.wantFull || wait != tc.wantWait {
+			t.Errorf("%s: wait %d full %v err %v, want wait %d full %v", tc.name, wait, full, err, tc.wantWait, tc.wantFull)
+		}
+		if len(kv.calls) != 1 || len(kv.calls[0]) != 1 || kv.calls[0][0].NS != "gate" || strings.Join(kv.calls[0][0].Keys, ",") != "g,m" {
+			t.Errorf("%s: sent %+v, want one getMany of g,m in gate", tc.name, kv.calls)
+		}
+	}
+}
+
+func TestFullNeverShedsWithoutCountersOrOnAFailedRead(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 8, 21, 8, 0, 0, 0, time.UTC)
+	idle := &answerKV{err: errors.New("must not be called")}
+	scopedOnly := &plan.Node{Budgets: []plan.Budget{{ID: "s", Key: "s", ScopeBy: "payload.acct", Ceilings: map[string]int64{"main": 1}}}}
+	wait, full, err := (&budget.Limiter{KV: idle, NS: "gate"}).Full(context.Background(), budget.Unscoped(scopedOnly), 1, now)
+	if full || wait != 0 || err != nil || len(idle.calls) != 0 {
+		t.Errorf("only scoped budgets: wait %d full %v err %v after %d calls; want not full and no call", wait, full, err, len(idle.calls))
+	}
+	for name, kv := range map[string]*answerKV{
+		"transport": {err: errors.New("connection reset")},
+		"refused":   {res: queen.KVResponse{Refusal: &queen.Refusal{Message: "kv_disabled"}}},
+	} {
+		wait, full, err := (&budget.Limiter{KV: kv, NS: "gate"}).Full(context.Background(), budget.Unscoped(shedNode()), 1, now)
+		if full || wait != 0 || !errors.Is(err, budget.ErrCall) {
+			t.Errorf("%s: wait %d full %v err %v; want not full and an error wrapping ErrCall", name, wait, full, err)
+		}
+	}
+}
+
+// shedReference is the push front door's shedding check as gate-api wrote
+// it before it moved here, over raw kv rows and every unscoped budget one
+// by one: the behaviour Full keeps.
+func shedReference(rows []queen.KVRow, n *plan.Node, cost int64, now time.Time) (int64, bool) {
+	byKey := map[string]queen.KVRow{}
+	for _, r := range rows {
+		byKey[r.Key] = r
+	}
+	unscoped := 0
+	var wait int64 = 1
+	for _, b := range n.Budgets {
+		if b.ScopeBy != "" {
+			continue
+		}
+		unscoped++
+		row, ok := byKey[b.Key]
+		if !ok {
+			return 0, false
+		}
+		var widest int64
+		for _, c := range b.Ceilings {
+			widest = max(widest, c)
+		}
+		v, err := row.Int64()
+		if err != nil || v+cost <= widest {
+			return 0, false
+		}
+		w := int64(1)
+		if t, err := row.ExpiresAt.Time(); err == nil && !t.IsZero() {
+			w = max(1, (t.Sub(now).Milliseconds()+999)/1000)
+		}
+		wait = max(wait, w)
+	}
+	if unscoped == 0 {
+		return 0, false
+	}
+	return wait, true
+}
+
+func TestFullAgreesWithTheFrontDoorsFormerCheckOnRandomNodesAndRows(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 8, 21, 8, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(7, 11))
+	keys := []string{"a", "b", "c"}
+	fulls := 0
+	for i := range 4000 {
+		n := &plan.Node{}
+		for j := range 1 + rng.IntN(4) {
+			b := plan.Budget{ID: fmt.Sprint("b", j), Key: keys[rng.IntN(len(keys))], Ceilings: map[string]int64{}}
+			if rng.IntN(5) == 0 {
+				b.ScopeBy = "payload.acct"
+			}
+			for _, p := range []string{"main", "slow"}[:1+rng.IntN(2)] {
+				b.Ceilings[p] = rng.Int64N(11)
+			}
+			n.Budgets = append(n.Budgets, b)
+		}
+		var rows []queen.KVRow
+		for _, k := range keys {
+			var end time.Time
+			switch rng.IntN(4) {
+			case 1:
+				end = now.Add(time.Duration(rng.Int64N(9000)) * time.Millisecond)
+			case 2:
+				end = now.Add(-time.Duration(1+rng.Int64N(3000)) * time.Millisecond)
+			}
+			switch rng.IntN(8) {
+			case 0: // never charged
+			case 1:
+				rows = append(rows, counterRow(k, `{"at":1,"retryAfterSeconds":4}`, end))
+			default:
+				rows = append(rows, counterRow(k, fmt.Sprint(rng.Int64N(15)), end))
+			}
+		}
+		cost := 1 + rng.Int64N(5)
+		wantWait, wantFull := shedReference(rows, n, cost, now)
+		wait, full, err := (&budget.Limiter{KV: &rowsKV{rows: rows}, NS: "gate"}).Full(context.Background(), budget.Unscoped(n), cost, now)
+		if err != nil || full != wantFull || wait != wantWait {
+			t.Fatalf("case %d: cost %d, budgets %+v, rows %+v: wait %d full %v err %v, want wait %d full %v", i, cost, n.Budgets, rows, wait, full, err, wantWait, wantFull)
+		}
+		if full {
+			fulls++
+		}
+	}
+	if fulls < 100 || fulls > 3900 {
+		t.Fatalf("%d of 4000 random cases were full: the cases do not exercise both answers", fulls)
 	}
 }

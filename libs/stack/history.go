@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -49,20 +50,7 @@ func (s *Stack) startRecorder(ctx context.Context) error {
 		return err
 	}
 	p := s.newProcess("gate-recorder", []string{s.bins["gate-recorder"]}, "http://"+dialable(bind), []string{"GATE_RECORDER_BIND=" + bind})
-	s.mu.Lock()
-	s.recorder = p
-	s.mu.Unlock()
-	if err := p.start(); err != nil {
-		return err
-	}
-	if err := p.waitHealthy(ctx, s.cfg.HealthTimeout); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.started = append(s.started, "gate-recorder (history to PostgreSQL) health at "+p.HealthURL)
-	s.mu.Unlock()
-	s.log.Info("gate-recorder healthy", "url", p.HealthURL, "pid", p.Pid())
-	return nil
+	return s.launch(ctx, p, func(p *Process) { s.recorder = p }, "gate-recorder (history to PostgreSQL) health at "+p.HealthURL, slog.LevelInfo, "gate-recorder healthy")
 }
 
 // HistoryEnv is the history environment the stack gives its children (nil

@@ -246,19 +246,9 @@ func (s *Stack) start(ctx context.Context) error {
 	}
 	s.gateURL = "http://" + dialable(gateBind)
 	api := s.newProcess("gate-api", []string{bins["gate-api"]}, s.gateURL, []string{"GATE_BIND=" + gateBind})
-	s.mu.Lock()
-	s.api = api
-	s.mu.Unlock()
-	if err := api.start(); err != nil {
+	if err := s.launch(ctx, api, func(p *Process) { s.api = p }, "gate-api at "+s.gateURL, slog.LevelInfo, "gate-api healthy"); err != nil {
 		return err
 	}
-	if err := api.waitHealthy(ctx, s.cfg.HealthTimeout); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.started = append(s.started, "gate-api at "+s.gateURL)
-	s.mu.Unlock()
-	s.log.Info("gate-api healthy", "url", s.gateURL)
 	if s.history != nil {
 		if err := s.startRecorder(ctx); err != nil {
 			return err
@@ -298,18 +288,7 @@ func (s *Stack) startQueen(ctx context.Context) error {
 	}
 	s.queenURL = "http://" + dialable(addr)
 	p := s.newProcess("miniqueen", []string{s.bins["miniqueen"], "--addr", addr, "--default-subscription-mode", "new"}, s.queenURL, nil)
-	s.mu.Lock()
-	s.queen = p
-	s.mu.Unlock()
-	if err := p.start(); err != nil {
-		return err
-	}
-	if err := p.waitHealthy(ctx, s.cfg.HealthTimeout); err != nil {
-		return err
-	}
-	s.started = append(s.started, "miniqueen at "+s.queenURL)
-	s.log.Info("miniqueen healthy", "url", s.queenURL)
-	return nil
+	return s.launch(ctx, p, func(p *Process) { s.queen = p }, "miniqueen at "+s.queenURL, slog.LevelInfo, "miniqueen healthy")
 }
 
 func (s *Stack) startNATS(ctx context.Context) error {
@@ -362,20 +341,8 @@ func (s *Stack) startConsole(ctx context.Context) error {
 		"GATE_PUBLIC_BIND=" + s.cfg.ConsoleBind, "GATE_PUBLIC_URL=" + s.consoleURL,
 		"GATE_DEV_EMAIL=" + email, "GATE_ADMIN_EMAILS=" + email,
 	})
-	s.mu.Lock()
-	s.console = p
-	s.mu.Unlock()
-	if err := p.start(); err != nil {
-		return err
-	}
-	if err := p.waitHealthy(ctx, s.cfg.HealthTimeout); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.started = append(s.started, "gate-console at "+s.consoleURL+" (sign-in bypassed as "+email+")")
-	s.mu.Unlock()
-	s.log.Warn("gate-console healthy with the dev sign-in bypass", "url", s.consoleURL, "email", email)
-	return nil
+	return s.launch(ctx, p, func(p *Process) { s.console = p }, "gate-console at "+s.consoleURL+" (sign-in bypassed as "+email+")",
+		slog.LevelWarn, "gate-console healthy with the dev sign-in bypass", "email", email)
 }
 
 // ConsoleURL is gate-console's URL ("" when the stack did not start one).
@@ -410,6 +377,30 @@ func (s *Stack) newProcess(name string, argv []string, healthURL string, extraEn
 		env:       s.childEnv(extraEnv),
 		dir:       s.cfg.Root,
 	}
+}
+
+// launch is how the stack starts each child: record keeps p where Stop
+// finds it (called under s.mu, before the start, so a child whose start or
+// health wait fails is still stopped), then p starts and its /health is
+// awaited for HealthTimeout. Once healthy, started (unless "") joins
+// Started and msg is logged at level with the child's url, pid and attrs.
+func (s *Stack) launch(ctx context.Context, p *Process, record func(*Process), started string, level slog.Level, msg string, attrs ...any) error {
+	s.mu.Lock()
+	record(p)
+	s.mu.Unlock()
+	if err := p.start(); err != nil {
+		return err
+	}
+	if err := p.waitHealthy(ctx, s.cfg.HealthTimeout); err != nil {
+		return err
+	}
+	if started != "" {
+		s.mu.Lock()
+		s.started = append(s.started, started)
+		s.mu.Unlock()
+	}
+	s.log.Log(ctx, level, msg, append([]any{"url", p.HealthURL, "pid", p.Pid()}, attrs...)...)
+	return nil
 }
 
 // StartRelay starts one more gate-relay replica on a free port and waits for
@@ -453,16 +444,10 @@ func (s *Stack) startRelay(ctx context.Context, bind string, env []string) (*Pro
 		argv = []string{"sh", "-c", s.cfg.RelayCmd}
 	}
 	p := s.newProcess(name, argv, "http://"+dialable(bind), append([]string{"GATE_RELAY_BIND=" + bind}, env...))
-	s.mu.Lock()
-	s.relays = append(s.relays, p)
-	s.mu.Unlock()
-	if err := p.start(); err != nil {
+	// Relays are listed by Relays, not Started.
+	if err := s.launch(ctx, p, func(p *Process) { s.relays = append(s.relays, p) }, "", slog.LevelInfo, "relay healthy", "name", name); err != nil {
 		return nil, err
 	}
-	if err := p.waitHealthy(ctx, s.cfg.HealthTimeout); err != nil {
-		return nil, err
-	}
-	s.log.Info("relay healthy", "name", name, "url", p.HealthURL, "pid", p.Pid())
 	return p, nil
 }
 

@@ -1,9 +1,14 @@
 package stack
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,5 +152,70 @@ func TestLiveStackStartsKillsRestartsAndStopsEverything(t *testing.T) {
 	}
 	if _, err := st.StartRelay(ctx); err == nil {
 		t.Fatal("a stopped stack started a relay")
+	}
+}
+
+// TestLaunchRecordsStartsAwaitsAndReportsAChild runs launch on small
+// children: a healthy one is recorded where Stop finds it, listed by
+// Started and logged; one that exits before answering, or cannot start at
+// all, is an error that still left it recorded and added nothing to
+// Started.
+func TestLaunchRecordsStartsAwaitsAndReportsAChild(t *testing.T) {
+	t.Parallel()
+	health := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/health" {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer health.Close()
+	var logs bytes.Buffer
+	dir := t.TempDir()
+	s, err := prepare(Config{Root: dir, LogDir: dir, HealthTimeout: 10 * time.Second, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	ok := s.newProcess("sleeper", []string{"sleep", "30"}, health.URL, nil)
+	if err := s.launch(ctx, ok, func(p *Process) { s.relays = append(s.relays, p) }, "sleeper at "+health.URL, slog.LevelWarn, "sleeper healthy", "why", "a test"); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.relays) != 1 || s.relays[0] != ok || !ok.Running() {
+		t.Fatalf("recorded %v, running %v; want the sleeper recorded and running", s.relays, ok.Running())
+	}
+	if got := s.Started(); len(got) != 1 || got[0] != "sleeper at "+health.URL {
+		t.Fatalf("Started = %q, want the sleeper's line", got)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(logs.Bytes(), &rec); err != nil {
+		t.Fatalf("log %q: %v", logs.String(), err)
+	}
+	if rec["level"] != "WARN" || rec["msg"] != "sleeper healthy" || rec["url"] != health.URL || rec["pid"] != float64(ok.Pid()) || rec["why"] != "a test" {
+		t.Fatalf("logged %v, want WARN sleeper healthy with its url, pid %d and why", rec, ok.Pid())
+	}
+
+	dead, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exited, missing *Process
+	quitter := s.newProcess("quitter", []string{"sh", "-c", "exit 3"}, "http://"+dead, nil)
+	if err := s.launch(ctx, quitter, func(p *Process) { exited = p }, "quitter line", slog.LevelInfo, "quitter healthy"); !errors.Is(err, ErrExited) || exited != quitter {
+		t.Fatalf("a child that exits: %v, recorded %v; want ErrExited and the child recorded", err, exited)
+	}
+	absent := s.newProcess("absent", []string{filepath.Join(dir, "no-such-binary")}, "http://"+dead, nil)
+	if err := s.launch(ctx, absent, func(p *Process) { missing = p }, "absent line", slog.LevelInfo, "absent healthy"); err == nil || missing != absent {
+		t.Fatalf("a child that cannot start: %v, recorded %v; want an error and the child recorded", err, missing)
+	}
+	if got := s.Started(); len(got) != 1 {
+		t.Fatalf("Started = %q after two failed launches, want only the sleeper", got)
+	}
+
+	pid := ok.Pid()
+	s.Stop()
+	if alive(pid) {
+		t.Fatalf("the launched sleeper (pid %d) survived Stop", pid)
 	}
 }
