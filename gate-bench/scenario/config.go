@@ -32,6 +32,9 @@ type Config struct {
 	Seconds, Warmup, IdleSeconds time.Duration
 	// Backlog is BENCH_BACKLOG (30000).
 	Backlog int
+	// Rounds is BENCH_ROUNDS (3): how many times the overhead job runs per
+	// runner; medians are reported.
+	Rounds int
 	// PayloadBytes is BENCH_PAYLOAD_BYTES (0): the overhead job's payload
 	// size; 0 is the minimal {"i":N}, a larger value pads it to about that
 	// many bytes (at most MaxPayloadBytes), so the share of the _gate stamp
@@ -64,7 +67,7 @@ env: GATE_URL (http://127.0.0.1:8788)  GATE_APP (bench)  QUEEN_URL (http://127.0
      GATE_KV_NAMESPACE (gate)  BENCH_REDIS (127.0.0.1:6379)  BENCH_THREADS (4)
      BENCH_SECONDS (10)  BENCH_WARMUP (3)  BENCH_BACKLOG (30000)  BENCH_IDLE_SECONDS (60)
      BENCH_CONC (1,8,32,128)  BENCH_BATCHES (1,25,200,500)  BENCH_PEER_RATE (2000)
-     BENCH_PAYLOAD_BYTES (0: the overhead job's minimal {"i":N}; up to 65536)
+     BENCH_ROUNDS (3)  BENCH_PAYLOAD_BYTES (0: the overhead job's minimal {"i":N}; up to 65536)
 exit: 0 every scenario completed, 1 one failed (listed under "== incomplete"), 2 usage
 `
 
@@ -128,7 +131,7 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 		def int
 		dst *int
 	}{
-		{"BENCH_THREADS", 4, &cfg.Threads}, {"BENCH_BACKLOG", 30000, &cfg.Backlog}, {"BENCH_PEER_RATE", 2000, &cfg.PeerRate},
+		{"BENCH_THREADS", 4, &cfg.Threads}, {"BENCH_ROUNDS", 3, &cfg.Rounds}, {"BENCH_BACKLOG", 30000, &cfg.Backlog}, {"BENCH_PEER_RATE", 2000, &cfg.PeerRate},
 	}
 	for _, e := range ints {
 		if *e.dst, err = positive(e.k, getenv(e.k), e.def); err != nil {

@@ -25,7 +25,7 @@ func TestLiveBenchRunsOnTheEmbeddedStack(t *testing.T) {
 	cfg := Config{
 		Scenarios: []string{"health", "push", "throughput", "throttled", "idle", "overhead"},
 		GateURL:   "http://127.0.0.1:1", App: "bench", QueenURL: "http://127.0.0.1:1", KVNamespace: "gate", RedisAddr: "127.0.0.1:6379",
-		Threads: 2, Seconds: time.Second, Warmup: 0, IdleSeconds: 2 * time.Second, Backlog: 2000,
+		Threads: 2, Seconds: time.Second, Warmup: 0, IdleSeconds: 2 * time.Second, Backlog: 2000, Rounds: 2,
 		Conc: []int{1, 4}, Batches: []int{200}, PeerRate: 500, Embedded: true, Out: &out, Log: &log,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -18,10 +18,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// overheadRounds is how many times each runner does the job; the medians
-// are reported, because a shared machine makes single runs noisy.
-const overheadRounds = 3
-
 // gateRun is one gate-relay run of the overhead job.
 type gateRun struct {
 	rate         float64
@@ -35,13 +31,15 @@ type gateRun struct {
 // client (pop 200 under a lease → one transaction ack + push, no budgets),
 // (b) gate-relay charging as transaction riders and (c) gate-relay charging
 // with the separate kv call, a budget wide enough never to refuse, the same
-// workers, overheadRounds rounds each. Every runner's items/s is measured
+// workers, BENCH_ROUNDS rounds each (the medians are reported: single
+// runs on two shared cores are noisy). Every runner's items/s is measured
 // the same way: arrivals at the same non-decoding egress consumers, over
 // the first-to-last span.
 func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 	n := fullClaims(4*b.cfg.Backlog, 16, 200)
+	rounds := max(1, b.cfg.Rounds)
 	size := len(paddedPayload(b.cfg.PayloadBytes)(n / 2))
-	t := stats.Table{Title: fmt.Sprintf("overhead — the same relay job (%d items of about %d B, batch 200, 16 partitions) with and without Gate, median of %d runs each", n, size, overheadRounds),
+	t := stats.Table{Title: fmt.Sprintf("overhead — the same relay job (%d items of about %d B, batch 200, 16 partitions) with and without Gate, median of %d runs each", n, size, rounds),
 		Header: []string{"runner", "workers", "items/s", "commits", "items/commit", "admission kv calls/claim", "broker calls/claim", "share of bare loop"}}
 	modes := []string{"riders"}
 	if b.st != nil {
@@ -52,8 +50,22 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 	var bares []float64
 	var bareCommits []int
 	workers := 16
-	for round := 0; round < overheadRounds; round++ {
-		for _, mode := range modes {
+	// Each round runs every runner once, in an order rotated round by
+	// round, and each run's queues are dropped after it: no runner always
+	// goes first or always meets the broker with the others' leftovers.
+	runners := append(slices.Clone(modes), "bare")
+	for round := 0; round < rounds; round++ {
+		for k := range runners {
+			mode := runners[(k+round)%len(runners)]
+			if mode == "bare" {
+				rate, commits, err := b.overheadBare(ctx, n, round, workers)
+				if err != nil {
+					return []stats.Table{t}, err
+				}
+				bares = append(bares, rate)
+				bareCommits = append(bareCommits, commits)
+				continue
+			}
 			if b.st != nil {
 				if err := b.useRelay(ctx, mode); err != nil {
 					return []stats.Table{t}, fmt.Errorf("overhead: starting the %s relay: %w", mode, err)
@@ -66,19 +78,6 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 			gates[mode] = append(gates[mode], g)
 			workers = g.workers
 		}
-		src, dst := fmt.Sprintf("bench.%s.bare-%s-%d.src", b.cfg.App, b.runID, round), fmt.Sprintf("bench.%s.bare-%s-%d.out", b.cfg.App, b.runID, round)
-		if _, err := b.fill(ctx, src, n, 16, paddedPayload(b.cfg.PayloadBytes)); err != nil {
-			return nil, err
-		}
-		dd := b.startCounter(ctx, dst, "bench-workers", 4, 200)
-		res, err := runBareChild(ctx, bareJob{QueenURL: b.cfg.QueenURL, Source: src, Group: "bench-bare", Dest: dst, Workers: workers, Batch: 200, Total: n, Deadline: 12 * b.cfg.Seconds})
-		waitFor(ctx, 10*time.Second, func() bool { return dd.count() >= res.Moved })
-		ats, _ := dd.close()
-		if err != nil {
-			return []stats.Table{t}, fmt.Errorf("overhead: bare loop: %w", err)
-		}
-		bares = append(bares, spanRate(ats))
-		bareCommits = append(bareCommits, res.Commits)
 	}
 	slices.Sort(bares)
 	bare := bares[len(bares)/2]
@@ -135,12 +134,41 @@ func cmpF(x, y float64) int {
 	return 0
 }
 
+// overheadBare is one bare-loop run, in a child process: prefill a source
+// queue, move it to a destination the same egress consumers count.
+func (b *Bench) overheadBare(ctx context.Context, n, round, workers int) (float64, int, error) {
+	src, dst := fmt.Sprintf("bench.%s.bare-%s-%d.src", b.cfg.App, b.runID, round), fmt.Sprintf("bench.%s.bare-%s-%d.out", b.cfg.App, b.runID, round)
+	defer b.dropQueues(src, dst)
+	if _, err := b.fill(ctx, src, n, 16, paddedPayload(b.cfg.PayloadBytes)); err != nil {
+		return 0, 0, err
+	}
+	dd := b.startCounter(ctx, dst, "bench-workers", 4, 200)
+	res, err := runBareChild(ctx, bareJob{QueenURL: b.cfg.QueenURL, Source: src, Group: "bench-bare", Dest: dst, Workers: workers, Batch: 200, Total: n, Deadline: 12 * b.cfg.Seconds})
+	waitFor(ctx, 10*time.Second, func() bool { return dd.count() >= res.Moved })
+	ats, _ := dd.close()
+	if err != nil {
+		return 0, 0, fmt.Errorf("overhead: bare loop: %w", err)
+	}
+	return spanRate(ats), res.Commits, nil
+}
+
+// dropQueues deletes queues a finished run leaves behind, so the broker's
+// memory does not grow run after run (best effort).
+func (b *Bench) dropQueues(queues ...string) {
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, q := range queues {
+		_, _ = b.q.DeleteQueue(c, q)
+	}
+}
+
 // overheadGate is one gate-relay run: prefill the ingress, declare a wide
 // budget, wait until every item reached the egress.
 func (b *Bench) overheadGate(ctx context.Context, n, round int, mode string) (gateRun, error) {
 	var g gateRun
 	graph := b.graphName("ovh-" + mode + strconv.Itoa(round))
 	egress := b.egressQueue(graph, "")
+	defer b.dropQueues(plan.IngressQueue(b.cfg.App, graph, "n"), egress)
 	if _, err := b.fill(ctx, plan.IngressQueue(b.cfg.App, graph, "n"), n, 16, paddedPayload(b.cfg.PayloadBytes)); err != nil {
 		return g, err
 	}
