@@ -225,11 +225,7 @@ func (s *Server) minuteCeiling(q *req, app, target string) *float64 {
 		if !b.Unconditional() || b.WindowSubSeconds <= 0 {
 			continue
 		}
-		var widest int64
-		for _, c := range b.Ceilings {
-			widest = max(widest, c)
-		}
-		v := float64(widest) * 60 / float64(b.WindowSubSeconds)
+		v := float64(b.WidestCeiling()) * 60 / float64(b.WindowSubSeconds)
 		if best == nil || v < *best {
 			best = &v
 		}
