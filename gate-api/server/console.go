@@ -315,7 +315,7 @@ func (s *Server) targetsList(q *req) *apiError {
 				}
 				ceiling := b.WidestCeiling()
 				used := live[b.Key].Value
-				if u := budget.Utilisation(used, max(1, ceiling)); u > best {
+				if u := budget.Utilisation(used, ceiling); u > best {
 					best = u
 					row.WorstBudgetID, row.WorstUsed, row.WorstCap = ptr(b.ID), ptr(used), ptr(ceiling)
 					row.WorstPeriodSeconds = ptr(b.WindowSubSeconds)

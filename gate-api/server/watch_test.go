@@ -172,6 +172,30 @@ func TestFlowMeasuresAMinuteAgainstTheWidestShare(t *testing.T) {
 	}
 }
 
+// A target whose tightest budget no path has a share of admits 0 a
+// minute: the flow shows that ceiling and no utilisation (null, never a
+// division by 0 that fails the whole answer).
+func TestFlowShowsAZeroCeilingWithoutUtilisation(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	minute := time.Date(2026, 3, 2, 12, 34, 0, 0, time.UTC)
+	h.srv.now = func() time.Time { return minute.Add(20 * time.Second) }
+	db := withHistory(t, h)
+	zeroShare(t, h)
+	if err := db.Write(t.Context(), history.Batch{Rollups: []history.RollupCount{
+		{Recorder: "r", App: h.app, Target: "trickle.limit", Lane: "main", Minute: minute.UnixMilli(), Admitted: 12},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	flow := decodeAs[wire.Flow](t, h.expect(h.do("GET", "/api/flow?minutes=2", nil), 200))
+	if len(flow.Applications) != 1 || len(flow.Applications[0].Points) != 1 {
+		t.Fatalf("flow %+v, want one point", flow)
+	}
+	if p := flow.Applications[0].Points[0]; p.Admitted != 12 || p.Ceiling == nil || *p.Ceiling != 0 || p.Utilisation != nil {
+		t.Errorf("point %+v (ceiling %v, utilisation %v), want 12 admitted against a ceiling of 0 and no utilisation", p, deref(p.Ceiling), deref(p.Utilisation))
+	}
+}
+
 func deref[T any](p *T) any {
 	if p == nil {
 		return nil
