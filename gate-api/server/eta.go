@@ -9,7 +9,6 @@ import (
 
 	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/plan"
-	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/wire"
 )
 
@@ -203,6 +202,3 @@ func sortedCopy(in []string) []string {
 	}
 	return out
 }
-
-// kvGetMany is queen.KVGetMany over a slice.
-func kvGetMany(ns string, keys []string) queen.KVOp { return queen.KVGetMany(ns, dedupe(keys)...) }
