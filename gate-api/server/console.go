@@ -156,51 +156,41 @@ func (s *Server) overview(q *req) *apiError {
 	return nil
 }
 
-// The overview's admitted rate (gate-runtime §3.9, §4.3).
+// The admitted rates of the minute roll-ups (gate-runtime §3.9, §4.3).
 const (
-	// overviewRateTimeout bounds the overview's one history read: the
-	// page polls every few seconds and is better answered without the
-	// rate than late.
-	overviewRateTimeout = 2 * time.Second
+	// rateReadTimeout bounds the one history read behind a rate: the
+	// overview and the product metrics are polled every few seconds and
+	// are better answered without the rate than late.
+	rateReadTimeout = 2 * time.Second
 	// minRateSeconds is the least a filling minute's count is divided
 	// by, so its first seconds do not read as a spike.
 	minRateSeconds = 5
 )
 
-// firstHop is one path's first stage as the roll-ups name it: the
+// rollupStage is one stage as the minute roll-ups name it: the
 // application, the target (graph.node) and the lane (the path).
-type firstHop struct{ app, target, lane string }
+type rollupStage struct{ app, target, lane string }
 
-// admittedRate is the fleet's admitted items per second, counted where
-// admitted_total counts them (each path's first hop) from the minute
-// roll-ups of the graphs with counters on: per first-hop node the last
-// complete minute's admitted / 60, else the filling minute's admitted /
-// max(5, elapsed seconds), else 0; summed. When the rate cannot be known
-// it is nil and the reason says why and what to do.
-func (s *Server) admittedRate(ctx context.Context, graphs []*entry, now time.Time) (*float64, *string) {
+// admittedRates is the admitted items per second of each stage asked for,
+// from one read of the minute roll-ups (app "" reads every application):
+// the last complete minute's admitted / 60, else the filling minute's
+// admitted / max(5, elapsed seconds), else 0. Callers sum the stages as
+// their figure needs. When no rate can be known the map is nil and the
+// reason says why and what to do: no history, no stage asked for (no graph
+// records roll-ups), or the history could not be read.
+func (s *Server) admittedRates(ctx context.Context, app string, stages []rollupStage, now time.Time) (map[rollupStage]float64, *string) {
 	db := s.historyDB()
 	if db == nil {
 		return nil, ptr("no history: this server runs without PostgreSQL, so no minute roll-ups are kept; set PG_HOST (and run gate-recorder) to see the admitted rate")
 	}
-	counted := map[firstHop]bool{}
-	for _, e := range graphs {
-		if e.plan.CountersWindowSeconds == 0 {
-			continue
-		}
-		for _, st := range e.plan.Stages {
-			if st.Hop == 0 {
-				counted[firstHop{e.app, e.graph + "." + st.Node, st.Path}] = true
-			}
-		}
-	}
-	if len(counted) == 0 {
+	if len(stages) == 0 {
 		return nil, ptr(`no graph records minute roll-ups: declare "counters": {"windowSeconds": 60} on a graph (Watch turns them on) to see the admitted rate`)
 	}
 	ms := now.UnixMilli()
 	filling := ms - ((ms%60000)+60000)%60000
-	rctx, cancel := context.WithTimeout(ctx, overviewRateTimeout)
+	rctx, cancel := context.WithTimeout(ctx, rateReadTimeout)
 	defer cancel()
-	rows, err := db.Rollups(rctx, "", "", filling-60000, filling+60000)
+	rows, err := db.Rollups(rctx, app, "", filling-60000, filling+60000)
 	if err != nil {
 		return nil, ptr(fmt.Sprintf("the history could not be read, so the admitted rate is unknown: %v; check that PostgreSQL answers", err))
 	}
@@ -208,18 +198,14 @@ func (s *Server) admittedRate(ctx context.Context, graphs []*entry, now time.Tim
 		last, fill       int64
 		hasLast, hasFill bool
 	}
-	per := map[[2]string]*minutes{}
-	var order [][2]string
+	per := make(map[rollupStage]*minutes, len(stages))
+	for _, k := range stages {
+		per[k] = &minutes{}
+	}
 	for _, r := range rows {
-		if !counted[firstHop{r.App, r.Target, r.Lane}] {
-			continue
-		}
-		k := [2]string{r.App, r.Target}
-		m := per[k]
+		m := per[rollupStage{r.App, r.Target, r.Lane}]
 		if m == nil {
-			m = &minutes{}
-			per[k] = m
-			order = append(order, k)
+			continue
 		}
 		switch r.Minute {
 		case filling - 60000:
@@ -229,16 +215,48 @@ func (s *Server) admittedRate(ctx context.Context, graphs []*entry, now time.Tim
 		}
 	}
 	elapsed := max(minRateSeconds, float64(ms-filling)/1000)
-	rate := 0.0
-	for _, k := range order {
-		switch m := per[k]; {
+	out := make(map[rollupStage]float64, len(per))
+	for k, m := range per {
+		switch {
 		case m.hasLast:
-			rate += float64(m.last) / 60
+			out[k] = float64(m.last) / 60
 		case m.hasFill:
-			rate += float64(m.fill) / elapsed
+			out[k] = float64(m.fill) / elapsed
+		default:
+			out[k] = 0
 		}
 	}
-	return &rate, nil
+	return out, nil
+}
+
+// admittedRate is the fleet's admitted items per second, counted where
+// admitted_total counts them (each path's first hop) in the graphs with
+// counters on: the stages' admittedRates, summed. When the rate cannot be
+// known it is nil and the reason says why and what to do.
+func (s *Server) admittedRate(ctx context.Context, graphs []*entry, now time.Time) (*float64, *string) {
+	var first []rollupStage
+	seen := map[rollupStage]bool{}
+	for _, e := range graphs {
+		if e.plan.CountersWindowSeconds == 0 {
+			continue
+		}
+		for _, st := range e.plan.Stages {
+			k := rollupStage{e.app, e.graph + "." + st.Node, st.Path}
+			if st.Hop == 0 && !seen[k] {
+				seen[k] = true
+				first = append(first, k)
+			}
+		}
+	}
+	rates, reason := s.admittedRates(ctx, "", first, now)
+	if rates == nil {
+		return nil, reason
+	}
+	total := 0.0
+	for _, k := range first {
+		total += rates[k]
+	}
+	return &total, nil
 }
 
 // asOfStale reports whether an asOf date (YYYY-MM-DD or RFC 3339) is older
