@@ -1,13 +1,11 @@
 package server
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 
 	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/plan"
-	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
 	"github.com/queen-mq/gate/libs/wire"
 )
@@ -80,7 +78,6 @@ func (s *Server) backoff(q *req) *apiError {
 		return fail(http.StatusUnprocessableEntity, "node '%s' has only per-key (scoped) budgets, so it has no window to spend: back off in your worker, or add an unscoped budget to the node", n.Name).field("node")
 	}
 	ctx := q.r.Context()
-	ns := s.cfg.KVNamespace
 	var refund int64
 	if b.RefundCost != nil {
 		refund = *b.RefundCost
@@ -94,12 +91,8 @@ func (s *Server) backoff(q *req) *apiError {
 	}
 	at := s.now().UnixMilli()
 	rec := store.Breaker{At: at, RetryAfterSeconds: seconds, By: by, Application: e.app, Graph: e.graph, Node: n.Name}
-	body, _ := json.Marshal(rec)
-	if res, err := s.client.KV(ctx, queen.KVPut(ns, n.BreakerKey, body, queen.PutOpts{TTLSeconds: seconds})); err != nil || res.Refused() {
-		if err == nil {
-			err = res.Err()
-		}
-		return fail(http.StatusBadGateway, "the window of node '%s' is spent, but writing its breaker record failed: %v; retry so the fleet can see it", n.Name, err)
+	if err := s.store.PutBreaker(ctx, n.BreakerKey, rec); err != nil {
+		return fail(http.StatusBadGateway, "the window of node '%s' is spent, but %v; retry so the fleet can see it", n.Name, err)
 	}
 	s.log.Warn("backoff: node held", "application", e.app, "graph", e.graph, "node", n.Name, "retryAfterSeconds", seconds, "by", by, "keys", keys)
 	writeJSON(q.w, http.StatusOK, wire.Backoff{

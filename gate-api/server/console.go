@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -14,7 +13,6 @@ import (
 	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/graph"
 	"github.com/queen-mq/gate/libs/plan"
-	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
 	"github.com/queen-mq/gate/libs/wire"
 )
@@ -333,7 +331,7 @@ func (s *Server) targetsList(q *req) *apiError {
 				}
 				ceiling := b.WidestCeiling()
 				used := live[b.Key].Value
-				if u := budget.Utilisation(used, max(1, ceiling)); u > best {
+				if u := budget.Utilisation(used, ceiling); u > best {
 					best = u
 					row.WorstBudgetID, row.WorstUsed, row.WorstCap = ptr(b.ID), ptr(used), ptr(ceiling)
 					row.WorstPeriodSeconds = ptr(b.WindowSubSeconds)
@@ -456,25 +454,15 @@ func (s *Server) recentBreaches(q *req) *apiError {
 	if bad != nil {
 		return bad
 	}
-	res, err := s.client.KV(q.r.Context(), queen.KVGetPrefix(s.cfg.KVNamespace, plan.BreakerPrefix, queen.PrefixOpts{Limit: maxBreachLimit}))
-	if err != nil || res.Refused() || len(res.Results) != 1 {
-		if err == nil {
-			err = res.Err()
-		}
-		return fail(http.StatusBadGateway, "reading the breaker records from the broker failed: %v; retry", err)
+	recs, err := s.store.RecentBreakers(q.r.Context())
+	if err != nil {
+		return fail(http.StatusBadGateway, "%v; retry", err)
 	}
-	rows := []wire.Breach{}
-	for _, r := range res.Results[0].Rows {
-		var b store.Breaker
-		if json.Unmarshal(r.Value, &b) != nil || b.Node == "" {
-			continue
-		}
+	recs = recs[:min(len(recs), limit)]
+	rows := make([]wire.Breach, 0, len(recs))
+	for _, b := range recs {
 		rows = append(rows, wire.Breach{At: b.At, Application: b.Application, Target: b.Graph + "." + b.Node,
 			Graph: b.Graph, Node: b.Node, RetryAfterSeconds: b.RetryAfterSeconds, Until: b.Until(), By: b.By})
-	}
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].At > rows[j].At })
-	if len(rows) > limit {
-		rows = rows[:limit]
 	}
 	writeJSON(q.w, http.StatusOK, rows)
 	return nil

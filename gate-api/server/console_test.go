@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/libs/history"
+	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
 	"github.com/queen-mq/gate/libs/wire"
 )
@@ -19,6 +20,78 @@ func decodeAs[T any](t *testing.T, a answer) T {
 		t.Fatalf("decoding %T: %v in %.300s", v, err, a.raw)
 	}
 	return v
+}
+
+// zeroShare declares "trickle", a one-node graph with budgets "trickle"
+// (10 per second) and "global" (100 per second) on its one path, then gives
+// the served plan a ceiling of 0 on trickle: a counter no path has a share
+// of. Declare refuses such a share (share-rounds-out), so the plan is
+// edited in place to reach the views' rule for it. It returns the two
+// counter keys.
+func zeroShare(t *testing.T, h *harness) (trickle, global string) {
+	t.Helper()
+	doc := map[string]any{
+		"version": 1,
+		"nodes": map[string]any{"limit": map[string]any{
+			"ingress": true,
+			"budgets": []any{
+				map[string]any{"id": "trickle", "count": 10, "timeMs": 1000},
+				map[string]any{"id": "global", "count": 100, "timeMs": 1000},
+			},
+			"egress": h.app + ".trickle.out",
+		}},
+		"paths": []any{map[string]any{"name": "main", "nodes": []any{"limit"}}},
+	}
+	h.expect(h.do(http.MethodPut, h.graphURL("trickle"), doc), http.StatusOK)
+	e := h.srv.cat.get(t.Context(), h.app, "trickle")
+	if e == nil || e.plan == nil || len(e.plan.Nodes) != 1 || len(e.plan.Nodes[0].Budgets) != 2 {
+		t.Fatalf("the declared trickle graph is not served as one node with two budgets: %+v", e)
+	}
+	bs := e.plan.Nodes[0].Budgets
+	if bs[0].ID != "trickle" || bs[0].Ceilings["main"] != 10 || bs[1].Ceilings["main"] != 100 {
+		t.Fatalf("budgets %+v, want trickle at 10 and global at 100", bs)
+	}
+	bs[0].Ceilings = map[string]int64{"main": 0}
+	return bs[0].Key, bs[1].Key
+}
+
+// A budget no path has a share of (a ceiling of 0) has no utilisation,
+// whatever its counter holds: the console's worst budget, the product
+// metrics' binding budget and the graph view agree that the filling
+// budget is the one to watch (budget.Utilisation's rule).
+func TestAZeroCeilingIsNeverTheWorstBudget(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	trickle, global := zeroShare(t, h)
+	// Another spender of the keys (a shared key, an older plan) left 3 on
+	// trickle and 10 on global.
+	for key, v := range map[string]string{trickle: "3", global: "10"} {
+		if _, err := h.client.KV(t.Context(), queen.KVPut(h.ns, key, json.RawMessage(v), queen.PutOpts{TTLSeconds: 60})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	targets := decodeAs[[]wire.TargetRow](t, h.expect(h.do(http.MethodGet, "/api/targets", nil), http.StatusOK))
+	if len(targets) != 1 {
+		t.Fatalf("targets %+v, want the one graph", targets)
+	}
+	if w := targets[0]; w.WorstBudgetID == nil || *w.WorstBudgetID != "global" || *w.WorstUsed != 10 || *w.WorstCap != 100 {
+		t.Errorf("worst budget %v at %v of %v, want global at 10 of 100, not trickle's 3 over a ceiling of 0", deref(w.WorstBudgetID), deref(w.WorstUsed), deref(w.WorstCap))
+	}
+	metrics := decodeAs[wire.ProductMetrics](t, h.expect(h.do(http.MethodGet, "/v1/apps/"+h.app+"/metrics", nil), http.StatusOK))
+	if len(metrics.Targets) != 1 || metrics.Targets[0].BindingBudget == nil || metrics.Targets[0].BindingBudget.ID != "global" || metrics.Targets[0].BindingBudget.Utilisation != 0.1 {
+		t.Errorf("metrics %+v, want global binding at 0.1", metrics.Targets)
+	}
+	view := decodeAs[wire.GraphView](t, h.expect(h.do(http.MethodGet, h.graphURL("trickle"), nil), http.StatusOK))
+	n, _ := view.Node("limit")
+	if len(n.Budgets) != 2 {
+		t.Fatalf("view budgets %+v, want two", n.Budgets)
+	}
+	if b := n.Budgets[0]; b.Value == nil || *b.Value != 3 || b.Utilisation != nil {
+		t.Errorf("trickle in the view: value %v utilisation %v, want 3 and null", deref(b.Value), deref(b.Utilisation))
+	}
+	if b := n.Budgets[1]; b.Utilisation == nil || *b.Utilisation != 0.1 {
+		t.Errorf("global in the view: utilisation %v, want 0.1", deref(b.Utilisation))
+	}
 }
 
 // The console read routes of §4.3 on the internal plane: one declared

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/queen-mq/gate/libs/budget"
-	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/store"
 	"github.com/queen-mq/gate/libs/wire"
 )
@@ -290,7 +288,7 @@ func (s *Server) nodeStates(ctx context.Context, e *entry, now time.Time) (map[s
 	if err != nil {
 		problems = append(problems, "the live budget counters (kv getMany failed)")
 	}
-	breakers, err := s.readBreakers(ctx, p)
+	breakers, err := s.store.Breakers(ctx, p)
 	if err != nil {
 		problems = append(problems, "the backoff records ("+err.Error()+")")
 	}
@@ -328,27 +326,4 @@ func (s *Server) nodeStates(ctx context.Context, e *entry, now time.Time) (map[s
 		problems = append(problems, fmt.Sprintf("the read took longer than %s", diagViewTimeout))
 	}
 	return out, strings.Join(problems, "; ")
-}
-
-// readBreakers reads the backoff records of every node of p.
-func (s *Server) readBreakers(ctx context.Context, p *plan.Plan) (map[string]store.Breaker, error) {
-	out := map[string]store.Breaker{}
-	keys := make([]string, 0, len(p.Nodes))
-	for _, n := range p.Nodes {
-		keys = append(keys, n.BreakerKey)
-	}
-	res, err := s.client.KV(ctx, kvGetMany(s.cfg.KVNamespace, keys))
-	if err != nil {
-		return out, err
-	}
-	if res.Refused() || len(res.Results) != 1 {
-		return out, fmt.Errorf("the broker refused the read")
-	}
-	for _, r := range res.Results[0].Rows {
-		var b store.Breaker
-		if json.Unmarshal(r.Value, &b) == nil {
-			out[r.Key] = b
-		}
-	}
-	return out, nil
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/plan"
-	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/wire"
 )
 
@@ -115,21 +114,16 @@ func (s *Server) estimate(ctx context.Context, e *entry, n *plan.Node, st *plan.
 			shared = append(shared, b.ID)
 		}
 		anyBudget = true
-		capacity := b.Ceiling(st.Path)
 		row := live[b.Key]
 		resetsIn := row.ResetsIn(now)
-		if capacity <= 0 {
+		wait, ok := row.ClearsIn(want, &b, st.Path, now)
+		if !ok {
 			if !unknown {
 				unknown, boundBy, resetsAt = true, ptr(b.ID), ptr(now.Add(resetsIn).UnixMilli())
 			}
 			continue
 		}
-		head := budget.Headroom(row.Value, capacity)
-		secs := 0.0
-		if want > head {
-			windows := (want - head + capacity - 1) / capacity
-			secs = resetsIn.Seconds() + float64(max(0, windows-1))*float64(b.WindowSubSeconds)
-		}
+		secs := wait.Seconds()
 		if !unknown && (worst == nil || secs > *worst) {
 			v := secs
 			worst, boundBy, resetsAt = &v, ptr(b.ID), ptr(now.Add(resetsIn).UnixMilli())
@@ -208,6 +202,3 @@ func sortedCopy(in []string) []string {
 	}
 	return out
 }
-
-// kvGetMany is queen.KVGetMany over a slice.
-func kvGetMany(ns string, keys []string) queen.KVOp { return queen.KVGetMany(ns, dedupe(keys)...) }

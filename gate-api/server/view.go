@@ -160,23 +160,10 @@ func viewPaths(e *entry) []wire.ViewPath {
 	return paths
 }
 
-// breakerRecords reads the breaker records of every node of p.
+// breakerRecords is the live breaker records of p's nodes, by BreakerKey;
+// a failed read shows none (the view and the metrics answer without them).
 func (s *Server) breakerRecords(q *req, p *plan.Plan) map[string]store.Breaker {
-	out := map[string]store.Breaker{}
-	keys := make([]string, 0, len(p.Nodes))
-	for _, n := range p.Nodes {
-		keys = append(keys, n.BreakerKey)
-	}
-	res, err := s.client.KV(q.r.Context(), kvGetMany(s.cfg.KVNamespace, keys))
-	if err != nil || res.Refused() || len(res.Results) != 1 {
-		return out
-	}
-	for _, r := range res.Results[0].Rows {
-		var b store.Breaker
-		if json.Unmarshal(r.Value, &b) == nil {
-			out[r.Key] = b
-		}
-	}
+	out, _ := s.store.Breakers(q.r.Context(), p)
 	return out
 }
 

@@ -194,8 +194,13 @@ func (s *Server) flow(q *req) *apiError {
 		a := &out.Applications[len(out.Applications)-1]
 		p := wire.FlowPoint{T: k.t, Target: k.target, Admitted: admitted[k], TotalAdmitted: totals[k.app][k.t]}
 		if c := s.minuteCeiling(q, k.app, k.target); c != nil {
-			u := float64(p.Admitted) / *c
-			p.Ceiling, p.Utilisation = c, &u
+			p.Ceiling = c
+			// A ceiling of 0 (no path has a share of the budget) has no
+			// utilisation to show: null, as budget.Utilisation's rule says.
+			if *c > 0 {
+				u := float64(p.Admitted) / *c
+				p.Utilisation = &u
+			}
 		}
 		a.Points = append(a.Points, p)
 	}
@@ -225,11 +230,7 @@ func (s *Server) minuteCeiling(q *req, app, target string) *float64 {
 		if !b.Unconditional() || b.WindowSubSeconds <= 0 {
 			continue
 		}
-		var widest int64
-		for _, c := range b.Ceilings {
-			widest = max(widest, c)
-		}
-		v := float64(widest) * 60 / float64(b.WindowSubSeconds)
+		v := float64(b.WidestCeiling()) * 60 / float64(b.WindowSubSeconds)
 		if best == nil || v < *best {
 			best = &v
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/queen-mq/gate/libs/gatetest"
 	"github.com/queen-mq/gate/libs/history"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // withHistory gives h's server a history database in a schema of its own.
@@ -136,6 +137,70 @@ func TestHistoryRoutesRefuseBadInput(t *testing.T) {
 		}
 	}
 	h.expect(h.do("GET", "/api/graphs/nope/watch", nil), 404)
+}
+
+// /api/flow measures each target's minute against the items per minute its
+// tightest unconditional budget admits at the node's widest share: at ip,
+// the prices path's 150 per 1 s sub-window (9000 a minute), not the photos
+// path's 75; scoped budgets (photos' per-listing) are not a ceiling.
+func TestFlowMeasuresAMinuteAgainstTheWidestShare(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	minute := time.Date(2026, 3, 2, 12, 34, 0, 0, time.UTC)
+	h.srv.now = func() time.Time { return minute.Add(20 * time.Second) }
+	db := withHistory(t, h)
+	h.expect(h.do("PUT", h.graphURL("airbnb"), h.airbnb(2)), 200)
+	var rollups []history.RollupCount
+	for target, admitted := range map[string]int64{"airbnb.ip": 900, "airbnb.prices": 1200, "airbnb.photos": 30} {
+		rollups = append(rollups, history.RollupCount{Recorder: "r", App: h.app, Target: target, Lane: "prices", Minute: minute.UnixMilli(), Admitted: admitted})
+	}
+	if err := db.Write(t.Context(), history.Batch{Rollups: rollups}); err != nil {
+		t.Fatal(err)
+	}
+	flow := decodeAs[wire.Flow](t, h.expect(h.do("GET", "/api/flow?minutes=2", nil), 200))
+	if len(flow.Applications) != 1 || len(flow.Applications[0].Points) != 3 {
+		t.Fatalf("flow %+v, want one application with three points", flow)
+	}
+	// ip: 1500 per 10 s in 10 sub-windows is 150 per 1 s at share 1.0;
+	// prices: 100 per 1 s; photos: 300 per minute in 60 sub-windows of 1 s.
+	want := map[string][2]float64{"airbnb.ip": {9000, 0.1}, "airbnb.prices": {6000, 0.2}, "airbnb.photos": {300, 0.1}}
+	for _, p := range flow.Applications[0].Points {
+		w := want[p.Target]
+		if p.T != minute.UnixMilli() || p.TotalAdmitted != 2130 || p.Ceiling == nil || *p.Ceiling != w[0] || p.Utilisation == nil || *p.Utilisation != w[1] {
+			t.Errorf("%s: %+v (ceiling %v, utilisation %v), want %v a minute, utilisation %v", p.Target, p, deref(p.Ceiling), deref(p.Utilisation), w[0], w[1])
+		}
+	}
+}
+
+// A target whose tightest budget no path has a share of admits 0 a
+// minute: the flow shows that ceiling and no utilisation (null, never a
+// division by 0 that fails the whole answer).
+func TestFlowShowsAZeroCeilingWithoutUtilisation(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	minute := time.Date(2026, 3, 2, 12, 34, 0, 0, time.UTC)
+	h.srv.now = func() time.Time { return minute.Add(20 * time.Second) }
+	db := withHistory(t, h)
+	zeroShare(t, h)
+	if err := db.Write(t.Context(), history.Batch{Rollups: []history.RollupCount{
+		{Recorder: "r", App: h.app, Target: "trickle.limit", Lane: "main", Minute: minute.UnixMilli(), Admitted: 12},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	flow := decodeAs[wire.Flow](t, h.expect(h.do("GET", "/api/flow?minutes=2", nil), 200))
+	if len(flow.Applications) != 1 || len(flow.Applications[0].Points) != 1 {
+		t.Fatalf("flow %+v, want one point", flow)
+	}
+	if p := flow.Applications[0].Points[0]; p.Admitted != 12 || p.Ceiling == nil || *p.Ceiling != 0 || p.Utilisation != nil {
+		t.Errorf("point %+v (ceiling %v, utilisation %v), want 12 admitted against a ceiling of 0 and no utilisation", p, deref(p.Ceiling), deref(p.Utilisation))
+	}
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 func startedAt(t *testing.T, body []byte) int64 {

@@ -114,7 +114,18 @@ func dedupe(keys []string) []string {
 // ceiling (what an incr with max = ceiling would decide).
 func Fits(value, cost, ceiling int64) bool { return value+cost <= ceiling }
 
-// Utilisation is value over ceiling (0 for a ceiling of 0).
+// Utilisation is value over ceiling: how much of what the path may charge
+// the counter is used (1 is full, above 1 when a wider path or another
+// spender on a shared key took more).
+//
+// A ceiling of 0 or less is a counter no path has a share of (declare
+// refuses a share that rounds to 0, share-rounds-out, so only an edited or
+// older plan has one): there is nothing of it to use, so its utilisation is
+// 0 — never the value over a stand-in ceiling of 1, which would rank a
+// counter nobody may charge as many times over full and name it the worst
+// or binding budget ahead of one that is filling. A field that can say "no
+// ceiling" (the graph view's and the flow's null) says that instead. Every
+// view that reports a utilisation follows this one rule.
 func Utilisation(value, ceiling int64) float64 {
 	if ceiling <= 0 {
 		return 0

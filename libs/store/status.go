@@ -138,17 +138,3 @@ func (s *Store) Statuses(ctx context.Context) ([]RelayStatus, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Replica < out[j].Replica })
 	return out, nil
 }
-
-// Breaker is a node's backoff record: the vendor said 429 and the node's
-// window is spent until At + RetryAfterSeconds.
-type Breaker struct {
-	At                int64  `json:"at"`
-	RetryAfterSeconds int64  `json:"retryAfterSeconds"`
-	By                string `json:"by,omitempty"`
-	Application       string `json:"application"`
-	Graph             string `json:"graph"`
-	Node              string `json:"node"`
-}
-
-// Until is epoch milliseconds when the record lifts by itself.
-func (b Breaker) Until() int64 { return b.At + b.RetryAfterSeconds*1000 }
