@@ -295,16 +295,3 @@ func setPath(m map[string]json.RawMessage, segs []string, v json.RawMessage) {
 		m[segs[0]] = b
 	}
 }
-
-// dedupe drops repeated keys, keeping the first of each in order.
-func dedupe(keys []string) []string {
-	seen := make(map[string]bool, len(keys))
-	out := keys[:0:0]
-	for _, k := range keys {
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	return out
-}
