@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
+	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
@@ -97,6 +99,11 @@ type Job struct {
 	// NoStamps leaves Result.Stamps empty: a runner measured at the
 	// egress keeps no per-item state, like the relay it is compared with.
 	NoStamps bool
+	// GateStamp, when its Graph is set, adds a `_gate` member of that shape
+	// (At = the settle's time) to every pushed object payload, so the loop
+	// pushes the same bytes gate-relay does; a payload that is not an
+	// object without `_gate` is pushed as it is.
+	GateStamp cost.GateStamp
 }
 
 // Result is what a pacing run did.
@@ -162,10 +169,28 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 				txn.Reset()
 				txn.Lean = true
 				items := make([]queen.PushItem, 0, len(claim.Messages))
+				stamp := j.GateStamp
+				var arena []byte
+				if stamp.Graph != "" {
+					stamp.At = time.Now().UnixMilli()
+					head := stamp.AppendJSON(nil)
+					size := 0
+					for i := range claim.Messages {
+						size += len(claim.Messages[i].Data) + len(head) + 10
+					}
+					arena = make([]byte, 0, size)
+				}
 				for i := range claim.Messages {
 					m := &claim.Messages[i]
 					txn.Ack(m.AckItem(queen.AckCompleted, ""))
-					items = append(items, queen.PushItem{Queue: j.Dest, Partition: m.Partition, Payload: m.Data, TransactionID: m.TransactionID, PayloadValid: true})
+					payload := m.Data
+					if stamp.Graph != "" {
+						from := len(arena)
+						if out, ok := appendGate(arena, m.Data, stamp); ok {
+							arena, payload = out, out[from:len(out):len(out)]
+						}
+					}
+					items = append(items, queen.PushItem{Queue: j.Dest, Partition: m.Partition, Payload: payload, TransactionID: m.TransactionID, PayloadValid: true})
 				}
 				txn.Push(items...)
 				tr, err := j.Client.Transact(ctx, &txn)
@@ -201,4 +226,19 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 		return res, fmt.Errorf("%w: moved %d of %d in %v", ErrIncomplete, res.Moved, j.Total, j.Deadline)
 	}
 	return res, nil
+}
+
+// appendGate appends data, a valid JSON object without a `_gate` member,
+// with the stamp added as its last member; false leaves dst as it is.
+func appendGate(dst, data []byte, stamp cost.GateStamp) ([]byte, bool) {
+	obj := bytes.TrimSpace(data)
+	if len(obj) < 2 || obj[0] != '{' || obj[len(obj)-1] != '}' || bytes.Contains(obj, []byte(`"_gate"`)) {
+		return dst, false
+	}
+	out := append(dst, obj[:len(obj)-1]...)
+	if len(bytes.TrimSpace(obj[1:len(obj)-1])) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"_gate":`...)
+	return append(stamp.AppendJSON(out), '}'), true
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/miniqueen"
 	"github.com/queen-mq/gate/libs/queen"
 )
@@ -65,6 +66,77 @@ func TestJobMovesEveryItemExactlyOnce(t *testing.T) {
 			if v != 1 {
 				t.Fatalf("%s: item %s arrived %d times", tc.name, k, v)
 			}
+		}
+	}
+}
+
+// The stamped bare loop pushes what gate-relay pushes: the item's own
+// members and a `_gate` object of the stamp's shape, and nothing else.
+func TestJobGateStampAddsTheStampToEveryItem(t *testing.T) {
+	t.Parallel()
+	mq := miniqueen.RunT(t)
+	c, err := queen.New(mq.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n = 300
+	items := make([]queen.PushItem, n)
+	for i := range items {
+		items[i] = queen.PushItem{Queue: "stamp.src", Partition: "p" + strconv.Itoa(i%4), Payload: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)}
+	}
+	if _, err := c.Push(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	st := cost.GateStamp{Graph: "bench-ovh-bare0", Path: "main", Hop: 1, Node: "n"}
+	before := time.Now().UnixMilli()
+	if _, err := (Job{Client: c, Source: "stamp.src", Group: "g", Dest: "stamp.dst", Workers: 2, Batch: 100, Total: n, Deadline: 20 * time.Second, GateStamp: st}).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for p := 0; p < 4; p++ {
+		for _, m := range mq.Messages("stamp.dst", "p"+strconv.Itoa(p)) {
+			var v struct {
+				I    *int `json:"i"`
+				Gate struct {
+					Graph, Path, Node string
+					Hop               int
+					At                int64
+				} `json:"_gate"`
+			}
+			if err := json.Unmarshal(m.Data, &v); err != nil || v.I == nil {
+				t.Fatalf("pushed %s: not the item with a stamp (%v)", m.Data, err)
+			}
+			g := v.Gate
+			if g.Graph != st.Graph || g.Path != st.Path || g.Node != st.Node || g.Hop != st.Hop || g.At < before {
+				t.Fatalf("pushed %s: the stamp is not %+v at or after %d", m.Data, st, before)
+			}
+			seen[*v.I] = true
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct stamped items at the destination, want %d", len(seen), n)
+	}
+}
+
+func TestAppendGate(t *testing.T) {
+	t.Parallel()
+	st := cost.GateStamp{Graph: "g", Path: "p", Hop: 1, Node: "n", At: 5}
+	for in, want := range map[string]string{
+		`{"i":1}`:     `{"i":1,"_gate":{"graph":"g","path":"p","hop":1,"node":"n","at":5}}`,
+		` {} `:        `{"_gate":{"graph":"g","path":"p","hop":1,"node":"n","at":5}}`,
+		`{ }`:         `{ "_gate":{"graph":"g","path":"p","hop":1,"node":"n","at":5}}`,
+		`[1]`:         "",
+		`{"_gate":1}`: "",
+		`"s"`:         "",
+	} {
+		out, ok := appendGate(nil, []byte(in), st)
+		if got := string(out); ok != (want != "") || got != want {
+			t.Errorf("appendGate(%s) = %q, %v; want %q", in, got, ok, want)
+		}
+		if ok && !json.Valid(out) {
+			t.Errorf("appendGate(%s) is not valid JSON: %s", in, out)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/gate-bench/peer"
+	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/queen"
 )
 
@@ -29,6 +30,9 @@ type bareJob struct {
 	QueenURL, Source, Group, Dest string
 	Workers, Batch, Total         int
 	Deadline                      time.Duration
+	// StampGraph, when set, makes the loop add a `_gate` stamp of Gate's
+	// shape (this graph, path main, hop 1, node n) to every payload.
+	StampGraph string
 }
 
 // bareResult is the child's one line of JSON on stdout.
@@ -41,7 +45,7 @@ type bareResult struct {
 func (j bareJob) args() []string {
 	return []string{BareLoopCommand, "--queen", j.QueenURL, "--source", j.Source, "--group", j.Group, "--dest", j.Dest,
 		"--workers", strconv.Itoa(j.Workers), "--batch", strconv.Itoa(j.Batch), "--total", strconv.Itoa(j.Total),
-		"--deadline", j.Deadline.String()}
+		"--deadline", j.Deadline.String(), "--stamp-graph", j.StampGraph}
 }
 
 func parseBareJob(args []string) (bareJob, error) {
@@ -56,6 +60,7 @@ func parseBareJob(args []string) (bareJob, error) {
 	fs.IntVar(&j.Batch, "batch", 200, "batch")
 	fs.IntVar(&j.Total, "total", 0, "items to move")
 	fs.DurationVar(&j.Deadline, "deadline", 2*time.Minute, "bound of the run")
+	fs.StringVar(&j.StampGraph, "stamp-graph", "", "stamp every payload as this graph's relay would")
 	if err := fs.Parse(args); err != nil {
 		return j, fmt.Errorf("%w: %s: %v", ErrUsage, BareLoopCommand, err)
 	}
@@ -72,7 +77,8 @@ func parseBareJob(args []string) (bareJob, error) {
 
 // RunBareLoop is the bare-loop child: pop Batch under a lease, settle each
 // claim with one transaction (an ack and a push per item), no budget and
-// no stamp, until Total items moved; then print one bareResult line.
+// no stamp unless --stamp-graph asks for one, until Total items moved; then
+// print one bareResult line.
 func RunBareLoop(ctx context.Context, args []string, out io.Writer) error {
 	j, err := parseBareJob(args)
 	if err != nil {
@@ -82,8 +88,12 @@ func RunBareLoop(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", BareLoopCommand, err)
 	}
-	res, err := peer.Job{Client: c, Source: j.Source, Group: j.Group, Dest: j.Dest, Workers: j.Workers, Batch: j.Batch,
-		Total: j.Total, Deadline: j.Deadline, NoStamps: true}.Run(ctx)
+	job := peer.Job{Client: c, Source: j.Source, Group: j.Group, Dest: j.Dest, Workers: j.Workers, Batch: j.Batch,
+		Total: j.Total, Deadline: j.Deadline, NoStamps: true}
+	if j.StampGraph != "" {
+		job.GateStamp = cost.GateStamp{Graph: j.StampGraph, Path: "main", Hop: 1, Node: "n"}
+	}
+	res, err := job.Run(ctx)
 	if werr := json.NewEncoder(out).Encode(bareResult{Moved: res.Moved, Commits: res.Commits, Errors: res.Errors}); werr != nil && err == nil {
 		err = werr
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 func TestBareJobArgsRoundTrip(t *testing.T) {
-	j := bareJob{QueenURL: "http://127.0.0.1:6632", Source: "s", Group: "g", Dest: "d", Workers: 16, Batch: 200, Total: 1000, Deadline: 90 * time.Second}
+	j := bareJob{QueenURL: "http://127.0.0.1:6632", Source: "s", Group: "g", Dest: "d", Workers: 16, Batch: 200, Total: 1000, Deadline: 90 * time.Second, StampGraph: "bench-ovh-stamp0-1"}
 	args := j.args()
 	if args[0] != BareLoopCommand {
 		t.Fatalf("args start with %q, want the hidden command %q", args[0], BareLoopCommand)

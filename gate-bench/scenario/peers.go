@@ -36,7 +36,7 @@ type gateRun struct {
 // the same way: arrivals at the same non-decoding egress consumers, over
 // the first-to-last span.
 func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
-	n := fullClaims(4*b.cfg.Backlog, 16, 200)
+	n := fullClaims(20*b.cfg.Backlog, 16, 200)
 	rounds := max(1, b.cfg.Rounds)
 	size := len(paddedPayload(b.cfg.PayloadBytes)(n / 2))
 	t := stats.Table{Title: fmt.Sprintf("overhead — the same relay job (%d items of about %d B, batch 200, 16 partitions) with and without Gate, median of %d runs each", n, size, rounds),
@@ -53,14 +53,19 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 	// Each round runs every runner once, in an order rotated round by
 	// round, and each run's queues are dropped after it: no runner always
 	// goes first or always meets the broker with the others' leftovers.
-	runners := append(slices.Clone(modes), "bare")
+	runners := append(slices.Clone(modes), "bare", "stamped")
+	var stamped []float64
 	for round := 0; round < rounds; round++ {
 		for k := range runners {
 			mode := runners[(k+round)%len(runners)]
-			if mode == "bare" {
-				rate, commits, err := b.overheadBare(ctx, n, round, workers)
+			if mode == "bare" || mode == "stamped" {
+				rate, commits, err := b.overheadBare(ctx, n, round, workers, mode == "stamped")
 				if err != nil {
 					return []stats.Table{t}, err
+				}
+				if mode == "stamped" {
+					stamped = append(stamped, rate)
+					continue
 				}
 				bares = append(bares, rate)
 				bareCommits = append(bareCommits, commits)
@@ -112,6 +117,20 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 		}
 		runs = append(runs, mode+" "+strings.Join(rs, "/"))
 	}
+	if len(stamped) > 0 {
+		slices.Sort(stamped)
+		st := stamped[len(stamped)/2]
+		share := 100 * st / bare
+		t.Add(fmt.Sprintf("(%c) bare loop + the _gate stamp", 'b'+len(modes)), strconv.Itoa(workers), stats.Num(st), "-", "-", "0", "2.00", fmt.Sprintf("%.0f%%", share))
+		t.Figure("stamped bare items/s", st)
+		t.Figure("stamped bare share %", share)
+		var ss []string
+		for _, x := range stamped {
+			ss = append(ss, stats.Num(x))
+		}
+		runs = append(runs, "bare+stamp "+strings.Join(ss, "/"))
+		t.Note("the last row is the bare loop pushing the bytes gate-relay pushes (each payload with a _gate stamp of the same size): what the stamp alone costs the broker and the consumers, with no budget, no derived ids and no riders")
+	}
 	var bs []string
 	for _, x := range bares {
 		bs = append(bs, stats.Num(x))
@@ -136,14 +155,24 @@ func cmpF(x, y float64) int {
 
 // overheadBare is one bare-loop run, in a child process: prefill a source
 // queue, move it to a destination the same egress consumers count.
-func (b *Bench) overheadBare(ctx context.Context, n, round, workers int) (float64, int, error) {
-	src, dst := fmt.Sprintf("bench.%s.bare-%s-%d.src", b.cfg.App, b.runID, round), fmt.Sprintf("bench.%s.bare-%s-%d.out", b.cfg.App, b.runID, round)
+func (b *Bench) overheadBare(ctx context.Context, n, round, workers int, stamp bool) (float64, int, error) {
+	what := "bare"
+	if stamp {
+		what = "stamp"
+	}
+	src, dst := fmt.Sprintf("bench.%s.%s-%s-%d.src", b.cfg.App, what, b.runID, round), fmt.Sprintf("bench.%s.%s-%s-%d.out", b.cfg.App, what, b.runID, round)
 	defer b.dropQueues(src, dst)
 	if _, err := b.fill(ctx, src, n, 16, paddedPayload(b.cfg.PayloadBytes)); err != nil {
 		return 0, 0, err
 	}
 	dd := b.startCounter(ctx, dst, "bench-workers", 4, 200)
-	res, err := runBareChild(ctx, bareJob{QueenURL: b.cfg.QueenURL, Source: src, Group: "bench-bare", Dest: dst, Workers: workers, Batch: 200, Total: n, Deadline: 12 * b.cfg.Seconds})
+	job := bareJob{QueenURL: b.cfg.QueenURL, Source: src, Group: "bench-bare", Dest: dst, Workers: workers, Batch: 200, Total: n, Deadline: 12 * b.cfg.Seconds}
+	if stamp {
+		// A graph name as long as the relay runs' ("ovh-riders0"), so the
+		// stamps are the same size.
+		job.StampGraph = b.graphName("ovh-stamp" + strconv.Itoa(round) + "x")
+	}
+	res, err := runBareChild(ctx, job)
 	waitFor(ctx, 10*time.Second, func() bool { return dd.count() >= res.Moved })
 	ats, _ := dd.close()
 	if err != nil {
