@@ -101,22 +101,26 @@ func RunBareLoop(ctx context.Context, args []string, out io.Writer) error {
 }
 
 // runBareChild runs job in a child gate-bench process and returns what it
-// printed.
-func runBareChild(ctx context.Context, j bareJob) (bareResult, error) {
+// printed and the CPU (user + system) the child used.
+func runBareChild(ctx context.Context, j bareJob) (bareResult, time.Duration, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return bareResult{}, fmt.Errorf("finding gate-bench's own executable for the bare loop: %w", err)
+		return bareResult{}, 0, fmt.Errorf("finding gate-bench's own executable for the bare loop: %w", err)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, exe, j.args()...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
+	var cpu time.Duration
+	if cmd.ProcessState != nil {
+		cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
 	var res bareResult
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res); err != nil {
-		return res, errors.Join(fmt.Errorf("the bare-loop child printed no result (%q): %w", stderr.String(), err), runErr)
+		return res, cpu, errors.Join(fmt.Errorf("the bare-loop child printed no result (%q): %w", stderr.String(), err), runErr)
 	}
 	if runErr != nil {
-		return res, fmt.Errorf("the bare-loop child: %w (%s)", runErr, bytes.TrimSpace(stderr.Bytes()))
+		return res, cpu, fmt.Errorf("the bare-loop child: %w (%s)", runErr, bytes.TrimSpace(stderr.Bytes()))
 	}
-	return res, nil
+	return res, cpu, nil
 }

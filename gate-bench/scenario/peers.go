@@ -25,6 +25,37 @@ type gateRun struct {
 	calls        Snapshot
 	counted      bool
 	workers      int
+	cpu          runCPU
+}
+
+// runCPU is the CPU one overhead run cost the process doing the relaying
+// and the broker (ok false when either could not be read).
+type runCPU struct {
+	runner, broker time.Duration
+	ok             bool
+}
+
+// bareRun is one bare-loop run of the overhead job.
+type bareRun struct {
+	rate    float64
+	commits int
+	cpu     runCPU
+}
+
+// queenPid is the embedded broker's pid (0 without one).
+func (b *Bench) queenPid() int {
+	if b.st == nil || b.st.Queen() == nil {
+		return 0
+	}
+	return b.st.Queen().Pid()
+}
+
+// relayPid is the running embedded relay's pid (0 without one).
+func (b *Bench) relayPid() int {
+	if b.relay == nil {
+		return 0
+	}
+	return b.relay.p.Pid()
 }
 
 // overhead runs the same relay job with (a) a bare loop with the Queen
@@ -40,35 +71,32 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 	rounds := max(1, b.cfg.Rounds)
 	size := len(paddedPayload(b.cfg.PayloadBytes)(n / 2))
 	t := stats.Table{Title: fmt.Sprintf("overhead — the same relay job (%d items of about %d B, batch 200, 16 partitions) with and without Gate, median of %d runs each", n, size, rounds),
-		Header: []string{"runner", "workers", "items/s", "commits", "items/commit", "admission kv calls/claim", "broker calls/claim", "share of bare loop"}}
+		Header: []string{"runner", "workers", "items/s", "commits", "items/commit", "admission kv calls/claim", "broker calls/claim", "runner CPU µs/item", "broker CPU µs/item", "share of bare loop"}}
 	modes := []string{"riders"}
 	if b.st != nil {
 		modes = append(modes, "separate")
 		defer func() { _ = b.useRelay(context.WithoutCancel(ctx), "riders") }()
 	}
 	gates := map[string][]gateRun{}
-	var bares []float64
-	var bareCommits []int
+	var bares, stamped []bareRun
 	workers := 16
 	// Each round runs every runner once, in an order rotated round by
 	// round, and each run's queues are dropped after it: no runner always
 	// goes first or always meets the broker with the others' leftovers.
 	runners := append(slices.Clone(modes), "bare", "stamped")
-	var stamped []float64
 	for round := 0; round < rounds; round++ {
 		for k := range runners {
 			mode := runners[(k+round)%len(runners)]
 			if mode == "bare" || mode == "stamped" {
-				rate, commits, err := b.overheadBare(ctx, n, round, workers, mode == "stamped")
+				r, err := b.overheadBare(ctx, n, round, workers, mode == "stamped")
 				if err != nil {
 					return []stats.Table{t}, err
 				}
 				if mode == "stamped" {
-					stamped = append(stamped, rate)
-					continue
+					stamped = append(stamped, r)
+				} else {
+					bares = append(bares, r)
 				}
-				bares = append(bares, rate)
-				bareCommits = append(bareCommits, commits)
 				continue
 			}
 			if b.st != nil {
@@ -84,9 +112,12 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 			workers = g.workers
 		}
 	}
-	slices.Sort(bares)
-	bare := bares[len(bares)/2]
-	t.Add("(a) bare loop", strconv.Itoa(workers), stats.Num(bare), strconv.Itoa(bareCommits[len(bareCommits)/2]), "200.0", "0", "2.00", "100%")
+	byRate := func(x, y bareRun) int { return cmpF(x.rate, y.rate) }
+	slices.SortFunc(bares, byRate)
+	bm := bares[len(bares)/2]
+	bare := bm.rate
+	t.Add("(a) bare loop", strconv.Itoa(workers), stats.Num(bare), strconv.Itoa(bm.commits), "200.0", "0", "2.00",
+		perItem(bm.cpu.runner, n, bm.cpu.ok), perItem(bm.cpu.broker, n, bm.cpu.ok), "100%")
 	var runs []string
 	for i, mode := range modes {
 		gs := gates[mode]
@@ -102,7 +133,8 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 		}
 		share := 100 * g.rate / bare
 		label := fmt.Sprintf("(%c) gate-relay, %s", 'b'+i, map[string]string{"riders": "charge as riders", "separate": "separate kv call"}[mode])
-		t.Add(label, strconv.Itoa(workers), stats.Num(g.rate), strconv.FormatInt(g.commits, 10), ratio(g.fwd, g.commits), perClaim, callsPerClaim, fmt.Sprintf("%.0f%%", share))
+		t.Add(label, strconv.Itoa(workers), stats.Num(g.rate), strconv.FormatInt(g.commits, 10), ratio(g.fwd, g.commits), perClaim, callsPerClaim,
+			perItem(g.cpu.runner, n, g.cpu.ok), perItem(g.cpu.broker, n, g.cpu.ok), fmt.Sprintf("%.0f%%", share))
 		t.Figure(mode+" items/s", g.rate)
 		t.Figure(mode+" share %", share)
 		if g.commits > 0 {
@@ -118,26 +150,28 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 		runs = append(runs, mode+" "+strings.Join(rs, "/"))
 	}
 	if len(stamped) > 0 {
-		slices.Sort(stamped)
-		st := stamped[len(stamped)/2]
-		share := 100 * st / bare
-		t.Add(fmt.Sprintf("(%c) bare loop + the _gate stamp", 'b'+len(modes)), strconv.Itoa(workers), stats.Num(st), "-", "-", "0", "2.00", fmt.Sprintf("%.0f%%", share))
-		t.Figure("stamped bare items/s", st)
+		slices.SortFunc(stamped, byRate)
+		sm := stamped[len(stamped)/2]
+		share := 100 * sm.rate / bare
+		t.Add(fmt.Sprintf("(%c) bare loop + the _gate stamp", 'b'+len(modes)), strconv.Itoa(workers), stats.Num(sm.rate), strconv.Itoa(sm.commits), "200.0", "0", "2.00",
+			perItem(sm.cpu.runner, n, sm.cpu.ok), perItem(sm.cpu.broker, n, sm.cpu.ok), fmt.Sprintf("%.0f%%", share))
+		t.Figure("stamped bare items/s", sm.rate)
 		t.Figure("stamped bare share %", share)
 		var ss []string
 		for _, x := range stamped {
-			ss = append(ss, stats.Num(x))
+			ss = append(ss, stats.Num(x.rate))
 		}
 		runs = append(runs, "bare+stamp "+strings.Join(ss, "/"))
 		t.Note("the last row is the bare loop pushing the bytes gate-relay pushes (each payload with a _gate stamp of the same size): what the stamp alone costs the broker and the consumers, with no budget, no derived ids and no riders")
 	}
 	var bs []string
 	for _, x := range bares {
-		bs = append(bs, stats.Num(x))
+		bs = append(bs, stats.Num(x.rate))
 	}
 	runs = append(runs, "bare "+strings.Join(bs, "/"))
 	t.Figure("bare items/s", bare)
 	t.Note("runs (sorted items/s): %s", strings.Join(runs, "; "))
+	t.Note("CPU µs/item: user + system CPU of the process doing the relaying (gate-relay, or the bare-loop child) and of the broker over the run, from /proc, divided by the items moved (the runs' medians by items/s)")
 	t.Note("items/s over the first-to-last arrival at the same 4 egress consumers (which do not decode payloads); the relays talk to the broker directly and count their calls in their own client; broker calls/claim = pops + transactions + incr kv calls per commit")
 	t.Note("targets (reported, not asserted): Gate ≥ 90%% of the bare loop; forwarded/commits ≥ 190 at batch 200; 0 admission kv calls per claim on the rider path when nothing is refused, 1 on the separate path")
 	return []stats.Table{t}, ctx.Err()
@@ -155,7 +189,7 @@ func cmpF(x, y float64) int {
 
 // overheadBare is one bare-loop run, in a child process: prefill a source
 // queue, move it to a destination the same egress consumers count.
-func (b *Bench) overheadBare(ctx context.Context, n, round, workers int, stamp bool) (float64, int, error) {
+func (b *Bench) overheadBare(ctx context.Context, n, round, workers int, stamp bool) (bareRun, error) {
 	what := "bare"
 	if stamp {
 		what = "stamp"
@@ -163,22 +197,24 @@ func (b *Bench) overheadBare(ctx context.Context, n, round, workers int, stamp b
 	src, dst := fmt.Sprintf("bench.%s.%s-%s-%d.src", b.cfg.App, what, b.runID, round), fmt.Sprintf("bench.%s.%s-%s-%d.out", b.cfg.App, what, b.runID, round)
 	defer b.dropQueues(src, dst)
 	if _, err := b.fill(ctx, src, n, 16, paddedPayload(b.cfg.PayloadBytes)); err != nil {
-		return 0, 0, err
+		return bareRun{}, err
 	}
 	dd := b.startCounter(ctx, dst, "bench-workers", 4, 200)
+	broker := startCPU(b.queenPid())
 	job := bareJob{QueenURL: b.cfg.QueenURL, Source: src, Group: "bench-bare", Dest: dst, Workers: workers, Batch: 200, Total: n, Deadline: 12 * b.cfg.Seconds}
 	if stamp {
 		// A graph name as long as the relay runs' ("ovh-riders0"), so the
 		// stamps are the same size.
 		job.StampGraph = b.graphName("ovh-stamp" + strconv.Itoa(round) + "x")
 	}
-	res, err := runBareChild(ctx, job)
+	res, childCPU, err := runBareChild(ctx, job)
+	bcpu, bok := broker.stop()
 	waitFor(ctx, 10*time.Second, func() bool { return dd.count() >= res.Moved })
 	ats, _ := dd.close()
 	if err != nil {
-		return 0, 0, fmt.Errorf("overhead: bare loop: %w", err)
+		return bareRun{}, fmt.Errorf("overhead: bare loop: %w", err)
 	}
-	return spanRate(ats), res.Commits, nil
+	return bareRun{rate: spanRate(ats), commits: res.Commits, cpu: runCPU{runner: childCPU, broker: bcpu[0], ok: bok}}, nil
 }
 
 // dropQueues deletes queues a finished run leaves behind, so the broker's
@@ -203,6 +239,7 @@ func (b *Bench) overheadGate(ctx context.Context, n, round int, mode string) (ga
 	}
 	d := b.startCounter(ctx, egress, "bench-workers", 4, 200)
 	before, counted := b.snap(ctx)
+	cpu := startCPU(b.relayPid(), b.queenPid())
 	decl, err := b.declare(ctx, graph, oneNode(node(1_000_000_000, 1000, 0, 200, 16, "", egress)))
 	if err != nil {
 		d.close()
@@ -213,6 +250,9 @@ func (b *Bench) overheadGate(ctx context.Context, n, round int, mode string) (ga
 		g.workers = max(1, int(decl.Resolved.Stages[0].Concurrency))
 	}
 	ok := waitFor(ctx, 12*b.cfg.Seconds, func() bool { return d.count() >= n })
+	if spent, good := cpu.stop(); good {
+		g.cpu = runCPU{runner: spent[0], broker: spent[1], ok: true}
+	}
 	ats, _ := d.close()
 	if after, got := b.snap(ctx); got && counted {
 		g.calls, g.counted = after.Sub(before), true

@@ -497,6 +497,14 @@ func (s *Stack) Relays() []*Process {
 // QueenURL is the broker's base URL.
 func (s *Stack) QueenURL() string { return s.queenURL }
 
+// Queen is the miniqueen process the stack started, or nil when it uses a
+// broker of its own (QUEEN_URL).
+func (s *Stack) Queen() *Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queen
+}
+
 // GateURL is gate-api's base URL.
 func (s *Stack) GateURL() string { return s.gateURL }
 
