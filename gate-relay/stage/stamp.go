@@ -73,14 +73,11 @@ func (s Stamp) appendClaimed(dst, data []byte) ([]byte, bool) {
 
 // appendObject appends the stamped copy of obj, a valid JSON object.
 func (s Stamp) appendObject(dst, obj []byte) []byte {
-	attempt, hasAttempt := int64(0), false
-	if raw, ok := cost.Lookup(obj, cost.Root+"."+cost.Stamp+".attempt"); ok {
-		if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n >= 0 {
-			attempt, hasAttempt = n, true
-		}
-	}
 	out := append(dst, '{')
 	members := 0
+	// The incoming stamp is the last `_gate` member (as a decoder keeps the
+	// last of duplicate keys); only its attempt is carried forward.
+	var incoming []byte
 	// obj is valid JSON, so the scan below only has to find boundaries.
 	i := skipSpace(obj, 1)
 	for obj[i] != '}' {
@@ -88,8 +85,11 @@ func (s Stamp) appendObject(dst, obj []byte) []byte {
 		keyEnd := stringEnd(obj, i)
 		i = skipSpace(obj, keyEnd)
 		i = skipSpace(obj, i+1) // the ':'
+		valueStart := i
 		valueEnd := valueEnd(obj, i)
-		if !isStampKey(obj[keyStart:keyEnd]) {
+		if isStampKey(obj[keyStart:keyEnd]) {
+			incoming = obj[valueStart:valueEnd]
+		} else {
 			if members > 0 {
 				out = append(out, ',')
 			}
@@ -99,6 +99,14 @@ func (s Stamp) appendObject(dst, obj []byte) []byte {
 		i = skipSpace(obj, valueEnd)
 		if obj[i] == ',' {
 			i = skipSpace(obj, i+1)
+		}
+	}
+	attempt, hasAttempt := int64(0), false
+	if incoming != nil {
+		if raw, ok := cost.Lookup(incoming, cost.Root+".attempt"); ok {
+			if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n >= 0 {
+				attempt, hasAttempt = n, true
+			}
 		}
 	}
 	if members > 0 {
@@ -135,15 +143,24 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// stringEnd returns the index just past the string starting at b[i] ('"').
+// stringEnd returns the index just past the string starting at b[i] ('"'):
+// the first quote not escaped by an odd run of backslashes (found with
+// bytes.IndexByte, which is fast over long strings).
 func stringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
+	for i++; i < len(b); {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return len(b)
 		}
+		q := i + j
+		k := q
+		for k > i && b[k-1] == '\\' {
+			k--
+		}
+		if (q-k)%2 == 0 {
+			return q + 1
+		}
+		i = q + 1
 	}
 	return len(b)
 }
