@@ -7,25 +7,26 @@ import (
 	"strconv"
 
 	"github.com/queen-mq/gate/gate-bench/stats"
+	"github.com/queen-mq/gate/libs/plan"
 )
-
-// watchRounds is how many times each mode relays the backlog; the table
-// reports the medians.
-const watchRounds = 3
 
 // watch measures what Watch costs the relay: the same one-node graph on
 // the same prefilled backlog, once enforcing a wide budget (one kv charge
 // per claim) and once in Watch (no charge; every committed settle recorded
-// per second for the history handover), alternating, median of three each.
+// per second for the history handover), BENCH_ROUNDS rounds with the order
+// rotated and each run's queues dropped after it, medians reported.
 // Declaring Watch needs gate-api to have PostgreSQL history.
 func (b *Bench) watch(ctx context.Context) ([]stats.Table, error) {
-	n := fullClaims(min(b.cfg.Backlog, 32_000), 16, 200)
-	t := stats.Table{Title: fmt.Sprintf("watch — the same relay job (%d items, batch 200, 16 partitions) enforcing a wide budget and in Watch, median of %d runs each", n, watchRounds),
+	n := fullClaims(20*b.cfg.Backlog, 16, 200)
+	rounds := max(1, b.cfg.Rounds)
+	t := stats.Table{Title: fmt.Sprintf("watch — the same relay job (%d items, batch 200, 16 partitions) enforcing a wide budget and in Watch, median of %d runs each", n, rounds),
 		Header: []string{"mode", "items/s", "items/commit", "share of enforce"}}
 	rates := map[string][]float64{}
 	ipc := map[string]string{}
-	for round := 0; round < watchRounds; round++ {
-		for _, mode := range []string{"enforce", "watch"} {
+	modes := []string{"enforce", "watch"}
+	for round := 0; round < rounds; round++ {
+		for k := range modes {
+			mode := modes[(k+round)%len(modes)]
 			graph := b.graphName("watch-" + mode + strconv.Itoa(round))
 			egress := b.egressQueue(graph, "")
 			nd := node(1_000_000, 1000, 0, 200, 16, "", egress)
@@ -36,6 +37,7 @@ func (b *Bench) watch(ctx context.Context) ([]stats.Table, error) {
 			}
 			rr, err := b.prefillAndRelay(ctx, graph, doc, []string{"n"}, []string{egress}, n, 16)
 			b.forget(graph)
+			b.dropQueues(plan.IngressQueue(b.cfg.App, graph, "n"), egress)
 			if err != nil {
 				return []stats.Table{t}, fmt.Errorf("%s round %d: %w", mode, round+1, err)
 			}
