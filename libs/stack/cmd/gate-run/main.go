@@ -64,6 +64,9 @@ func run(ctx context.Context) error {
 			},
 		},
 		"paths": []any{map[string]any{"name": "main", "nodes": []any{"api"}}},
+		// Minute roll-ups, so the console's overview and the product
+		// metrics show the admitted rate when history is on.
+		"counters": map[string]any{"windowSeconds": 60},
 	}
 	dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	_, err = api.Declare(dctx, "demo", "demo", doc)
