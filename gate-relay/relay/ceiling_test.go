@@ -39,7 +39,9 @@ func TestCeilingHoldsPerWindowAndSlidingSpan(t *testing.T) {
 	}
 	e.push(ingress, items...)
 	e.startRelay(defaultKnobs())
-	gatetest.Eventually(t, 60*time.Second, func() bool { return e.egressCount(e.egressQueue()) >= len(items) })
+	gatetest.Eventually(t, 60*time.Second, func() bool {
+		return e.egressCount(e.egressQueue()) >= len(items) && e.rec.settledAt(graph, "limit") >= len(items)
+	})
 
 	got := e.egress(e.egressQueue())
 	checkOnceInOrder(t, got, want)

@@ -316,6 +316,22 @@ func (r *recorder) settled(s stage.Settled) {
 	r.mu.Unlock()
 }
 
+// settledAt is how many items the stages of graph at node have reported
+// settled. A stage reports a claim's counter writes before its settle, so
+// once the terminal node's settles cover every item, no write is still on
+// its way here (the egress can show a claim's items a moment earlier).
+func (r *recorder) settledAt(graph, node string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, s := range r.settles {
+		if s.Graph == graph && s.Node == node {
+			n += s.Items
+		}
+	}
+	return n
+}
+
 func (r *recorder) snapshot() ([]write, []stage.Settled) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

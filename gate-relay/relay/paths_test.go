@@ -39,7 +39,9 @@ func TestReserveAndOrderAcrossTwoPaths(t *testing.T) {
 		e.push(plan.IngressQueue(e.app, graph, src), items...)
 	}
 	r := e.startRelay(defaultKnobs())
-	gatetest.Eventually(t, 60*time.Second, func() bool { return e.egressCount(e.egressQueue()) >= 600 })
+	gatetest.Eventually(t, 60*time.Second, func() bool {
+		return e.egressCount(e.egressQueue()) >= 600 && e.rec.settledAt(graph, "ip") >= 600
+	})
 
 	got := e.egress(e.egressQueue())
 	per := map[string][]int{}

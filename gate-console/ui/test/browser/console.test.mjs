@@ -302,10 +302,17 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.ok(sum.json.minutes >= 1);
 
     // Try a limit: 5 per second over the recording; the page shows what the server computed.
+    // The summary can count the items (minute roll-ups) a moment before the
+    // per-second samples a simulation replays are stored: wait for those first.
+    const simURL = `/api/apps/${app}/graphs/trial/simulate?node=api&count=5&timeMs=1000&minutes=60`;
+    await until(`the simulation replays the ${trialItems} recorded items`, async () => {
+      const r = await apiCall(stack.api, "GET", simURL);
+      return r.status === 200 && r.json.items === trialItems;
+    }, 60000);
     await pg.getByTestId("sim-count").fill("5");
     await pg.getByTestId("sim-run").click();
     await pg.getByTestId("sim-result").waitFor({ timeout: 30000 });
-    const sim = await apiCall(stack.api, "GET", `/api/apps/${app}/graphs/trial/simulate?node=api&count=5&timeMs=1000&minutes=60`);
+    const sim = await apiCall(stack.api, "GET", simURL);
     assert.equal(sim.status, 200, sim.text);
     assert.equal(sim.json.items, trialItems, sim.text);
     assert.ok(sim.json.delayedItems > 0, `40 items at 5/s must wait: ${sim.text}`);
