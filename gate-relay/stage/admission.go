@@ -91,12 +91,12 @@ func (a *Admission) Probe(ctx context.Context, l *budget.Limiter, tx budget.Tran
 	err := l.ProbeRiders(ctx, tx, key)
 	a.mu.Lock()
 	a.probed = true
+	known := err != nil && a.why == err.Error()
+	if err != nil {
+		a.why = err.Error()
+	}
 	a.mu.Unlock()
 	if err != nil {
-		a.mu.Lock()
-		known := a.why == err.Error()
-		a.why = err.Error()
-		a.mu.Unlock()
 		if a.riders.CompareAndSwap(true, false) {
 			a.switched.Add(1)
 		}

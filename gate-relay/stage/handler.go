@@ -44,8 +44,17 @@ type handler struct {
 	window []entry
 	batch  budget.Batch
 	park   budget.Parking
-	// sc is the worker's reusable settle buffers (nil: fresh ones).
+	// sc is the worker's reusable settle buffers (see buffers).
 	sc *scratch
+}
+
+// buffers returns the worker's settle buffers, minting them for a handler
+// made without (tests).
+func (h *handler) buffers() *scratch {
+	if h.sc == nil {
+		h.sc = &scratch{}
+	}
+	return h.sc
 }
 
 // scratch is one worker's settle buffers, reused claim after claim (and
@@ -56,6 +65,7 @@ type handler struct {
 type scratch struct {
 	window []entry
 	t      queen.Transaction
+	stamps []Stamp
 	pushes []queen.PushItem
 	arena  []byte
 	ids    []byte
@@ -100,12 +110,9 @@ func (h *handler) run() {
 func (h *handler) classify() {
 	st := &h.s.cfg.Stage
 	rule := h.s.cfg.Node.Cost
-	if h.sc != nil {
-		h.window = slices.Grow(h.sc.window[:0], len(h.msgs))[:len(h.msgs)]
-		h.sc.window = h.window
-	} else {
-		h.window = make([]entry, len(h.msgs))
-	}
+	sc := h.buffers()
+	h.window = slices.Grow(sc.window[:0], len(h.msgs))[:len(h.msgs)]
+	sc.window = h.window
 	for i := range h.msgs {
 		m := &h.msgs[i]
 		e := entry{msg: m, item: -1}
@@ -517,10 +524,7 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 	s := h.s
 	end = h.settleEnd(admitted)
 	dests := s.cfg.Stage.Destinations
-	sc := h.sc
-	if sc == nil {
-		sc = &scratch{}
-	}
+	sc := h.buffers()
 	t = &sc.t
 	t.Reset()
 	// The settle reads only the verdict and its rider slots.
@@ -528,44 +532,32 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 	t.Operations = slices.Grow(t.Operations, end+2)
 	now := s.cfg.Clock.Now().UnixMilli()
 	pushes := slices.Grow(sc.pushes[:0], min(admitted, end)*len(dests))
-	var stampBuf [2]Stamp
-	stamps := stampBuf[:0]
-	if len(dests) > len(stampBuf) {
-		stamps = make([]Stamp, 0, len(dests))
-	}
-	size, derived := 0, 0
+	stamps := sc.stamps[:0]
+	size := 0
 	for _, d := range dests {
 		st := Stamp{Graph: s.cfg.Graph, Path: s.cfg.Stage.Path, Hop: s.cfg.Stage.Hop + 1, Node: d.Node, At: now}
 		st.prepare()
 		stamps = append(stamps, st)
 		size += st.overhead()
-		if d.DerivesTransactionID {
-			derived++
-		}
-	}
-	arenaSize, works := 0, 0
-	for i := 0; i < end; i++ {
-		if h.window[i].kind == work {
-			arenaSize += len(dests)*len(h.window[i].msg.Data) + size
-			works++
-		}
 	}
 	// Every stamped payload is a capped slice of one arena, and every
-	// derived id a substring of one string: two allocations at most per
-	// settle, none once the worker's buffers have grown.
-	arena := slices.Grow(sc.arena[:0], arenaSize)
-	idBuf := slices.Grow(sc.ids[:0], works*derived*plan.TransactionIDLen)
+	// derived id a substring of one string: the ids are derived in this
+	// first pass, so that they become a string before the pushes take it.
+	arenaSize := 0
+	idBuf := sc.ids[:0]
 	for i := 0; i < end; i++ {
 		e := &h.window[i]
 		if e.kind != work {
 			continue
 		}
+		arenaSize += len(dests)*len(e.msg.Data) + size
 		for di := range dests {
 			if dests[di].DerivesTransactionID {
 				idBuf = plan.AppendDerivedTransactionID(idBuf, e.msg.TransactionID, dests[di].Label)
 			}
 		}
 	}
+	arena := slices.Grow(sc.arena[:0], arenaSize)
 	ids := string(idBuf)
 	for i := 0; i < end; i++ {
 		e := &h.window[i]
@@ -594,7 +586,7 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 	if len(pushes) > 0 {
 		t.Push(pushes...)
 	}
-	sc.pushes, sc.arena, sc.ids = pushes, arena, idBuf
+	sc.stamps, sc.pushes, sc.arena, sc.ids = stamps, pushes, arena, idBuf
 	h.handBack(t, end)
 	return t, end, fwd, foreignN, costSum
 }

@@ -53,16 +53,15 @@ func (s Stamp) overhead() int { return len(s.Graph) + len(s.Path) + len(s.Node) 
 // or returns dst unchanged and false when data is not a JSON object — the
 // caller then forwards data as it is. Many payloads can share one dst.
 func (s Stamp) AppendTo(dst, data []byte) ([]byte, bool) {
-	obj := bytes.TrimSpace(data)
-	if len(obj) == 0 || obj[0] != '{' || !json.Valid(obj) {
+	if !json.Valid(data) {
 		return dst, false
 	}
-	return s.appendObject(dst, obj), true
+	return s.appendClaimed(dst, data)
 }
 
-// appendClaimed is AppendTo for the Data of a claimed message, which the
-// client's decoder has already validated as one JSON value: it is not
-// scanned a second time.
+// appendClaimed is AppendTo for data already known to be one valid JSON
+// value, such as the Data of a claimed message (the client's decoder
+// validated it): it is not scanned a second time.
 func (s Stamp) appendClaimed(dst, data []byte) ([]byte, bool) {
 	obj := bytes.TrimSpace(data)
 	if len(obj) == 0 || obj[0] != '{' {
