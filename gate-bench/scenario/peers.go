@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -112,17 +113,14 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 			workers = g.workers
 		}
 	}
-	byRate := func(x, y bareRun) int { return cmpF(x.rate, y.rate) }
-	slices.SortFunc(bares, byRate)
-	bm := bares[len(bares)/2]
+	bm := medianBy(bares, func(r bareRun) float64 { return r.rate })
 	bare := bm.rate
 	t.Add("(a) bare loop", strconv.Itoa(workers), stats.Num(bare), strconv.Itoa(bm.commits), "200.0", "0", "2.00",
 		perItem(bm.cpu.runner, n, bm.cpu.ok), perItem(bm.cpu.broker, n, bm.cpu.ok), "100%")
 	var runs []string
 	for i, mode := range modes {
 		gs := gates[mode]
-		slices.SortFunc(gs, func(x, y gateRun) int { return cmpF(x.rate, y.rate) })
-		g := gs[len(gs)/2]
+		g := medianBy(gs, func(r gateRun) float64 { return r.rate })
 		if mode == "riders" {
 			b.gateWide = g.rate
 		}
@@ -143,32 +141,19 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 				t.Figure(mode+" admission calls/claim", float64(g.calls.Incr)/float64(g.commits))
 			}
 		}
-		var rs []string
-		for _, x := range gs {
-			rs = append(rs, stats.Num(x.rate))
-		}
-		runs = append(runs, mode+" "+strings.Join(rs, "/"))
+		runs = append(runs, mode+" "+joinRates(gs, func(r gateRun) float64 { return r.rate }))
 	}
 	if len(stamped) > 0 {
-		slices.SortFunc(stamped, byRate)
-		sm := stamped[len(stamped)/2]
+		sm := medianBy(stamped, func(r bareRun) float64 { return r.rate })
 		share := 100 * sm.rate / bare
 		t.Add(fmt.Sprintf("(%c) bare loop + the _gate stamp", 'b'+len(modes)), strconv.Itoa(workers), stats.Num(sm.rate), strconv.Itoa(sm.commits), "200.0", "0", "2.00",
 			perItem(sm.cpu.runner, n, sm.cpu.ok), perItem(sm.cpu.broker, n, sm.cpu.ok), fmt.Sprintf("%.0f%%", share))
 		t.Figure("stamped bare items/s", sm.rate)
 		t.Figure("stamped bare share %", share)
-		var ss []string
-		for _, x := range stamped {
-			ss = append(ss, stats.Num(x.rate))
-		}
-		runs = append(runs, "bare+stamp "+strings.Join(ss, "/"))
+		runs = append(runs, "bare+stamp "+joinRates(stamped, func(r bareRun) float64 { return r.rate }))
 		t.Note("the last row is the bare loop pushing the bytes gate-relay pushes (each payload with a _gate stamp of the same size): what the stamp alone costs the broker and the consumers, with no budget, no derived ids and no riders")
 	}
-	var bs []string
-	for _, x := range bares {
-		bs = append(bs, stats.Num(x.rate))
-	}
-	runs = append(runs, "bare "+strings.Join(bs, "/"))
+	runs = append(runs, "bare "+joinRates(bares, func(r bareRun) float64 { return r.rate }))
 	t.Figure("bare items/s", bare)
 	t.Note("runs (sorted items/s): %s", strings.Join(runs, "; "))
 	t.Note("CPU µs/item: user + system CPU of the process doing the relaying (gate-relay, or the bare-loop child) and of the broker over the run, from /proc, divided by the items moved (the runs' medians by items/s)")
@@ -177,14 +162,19 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 	return []stats.Table{t}, ctx.Err()
 }
 
-func cmpF(x, y float64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
+// medianBy sorts runs by rate, slowest first, and returns the median run.
+func medianBy[T any](runs []T, rate func(T) float64) T {
+	slices.SortFunc(runs, func(x, y T) int { return cmp.Compare(rate(x), rate(y)) })
+	return runs[len(runs)/2]
+}
+
+// joinRates lists the runs' rates in their order, "a/b/c".
+func joinRates[T any](runs []T, rate func(T) float64) string {
+	out := make([]string, len(runs))
+	for i, r := range runs {
+		out[i] = stats.Num(rate(r))
 	}
-	return 0
+	return strings.Join(out, "/")
 }
 
 // overheadBare is one bare-loop run, in a child process: prefill a source

@@ -48,28 +48,14 @@ func (b *Bench) watch(ctx context.Context) ([]stats.Table, error) {
 			ipc[mode] = ratio(rr.Forwarded, rr.Commits)
 		}
 	}
-	med := func(v []float64) float64 {
-		s := slices.Clone(v)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
+	same := func(r float64) float64 { return r }
+	med := func(v []float64) float64 { return medianBy(slices.Clone(v), same) }
 	enf, wat := med(rates["enforce"]), med(rates["watch"])
 	t.Add("enforce (wide budget)", stats.Num(enf), ipc["enforce"], "100%")
 	t.Add("watch", stats.Num(wat), ipc["watch"], fmt.Sprintf("%.0f%%", 100*wat/enf))
 	t.Figure("enforce items/s", enf)
 	t.Figure("watch items/s", wat)
-	t.Note("runs (items/s): enforce %s; watch %s", fmtRates(rates["enforce"]), fmtRates(rates["watch"]))
+	t.Note("runs (items/s): enforce %s; watch %s", joinRates(rates["enforce"], same), joinRates(rates["watch"], same))
 	t.Note("target (reported, not asserted): Watch costs at most 5%% (share ≥ 95%%); Watch skips the admission kv call, records (items, cost) per second in memory and hands it to kv every 10 s")
 	return []stats.Table{t}, ctx.Err()
-}
-
-func fmtRates(v []float64) string {
-	out := ""
-	for i, r := range v {
-		if i > 0 {
-			out += " / "
-		}
-		out += stats.Num(r)
-	}
-	return out
 }
