@@ -169,14 +169,15 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 				txn.Reset()
 				txn.Lean = true
 				items := make([]queen.PushItem, 0, len(claim.Messages))
-				stamp := j.GateStamp
-				var arena []byte
-				if stamp.Graph != "" {
-					stamp.At = time.Now().UnixMilli()
-					head := stamp.AppendJSON(nil)
+				// The claim's stamp is encoded once; each payload gets a copy.
+				var stamp, arena []byte
+				if j.GateStamp.Graph != "" {
+					st := j.GateStamp
+					st.At = time.Now().UnixMilli()
+					stamp = st.AppendJSON(nil)
 					size := 0
 					for i := range claim.Messages {
-						size += len(claim.Messages[i].Data) + len(head) + 10
+						size += len(claim.Messages[i].Data) + len(stamp) + 10
 					}
 					arena = make([]byte, 0, size)
 				}
@@ -184,7 +185,7 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 					m := &claim.Messages[i]
 					txn.Ack(m.AckItem(queen.AckCompleted, ""))
 					payload := m.Data
-					if stamp.Graph != "" {
+					if stamp != nil {
 						from := len(arena)
 						if out, ok := appendGate(arena, m.Data, stamp); ok {
 							arena, payload = out, out[from:len(out):len(out)]
@@ -229,8 +230,9 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 }
 
 // appendGate appends data, a valid JSON object without a `_gate` member,
-// with the stamp added as its last member; false leaves dst as it is.
-func appendGate(dst, data []byte, stamp cost.GateStamp) ([]byte, bool) {
+// with stamp (an encoded cost.GateStamp) added as its last member; false
+// leaves dst as it is.
+func appendGate(dst, data, stamp []byte) ([]byte, bool) {
 	obj := bytes.TrimSpace(data)
 	if len(obj) < 2 || obj[0] != '{' || obj[len(obj)-1] != '}' || bytes.Contains(obj, []byte(`"_gate"`)) {
 		return dst, false
@@ -240,5 +242,6 @@ func appendGate(dst, data []byte, stamp cost.GateStamp) ([]byte, bool) {
 		out = append(out, ',')
 	}
 	out = append(out, `"_gate":`...)
-	return append(stamp.AppendJSON(out), '}'), true
+	out = append(out, stamp...)
+	return append(out, '}'), true
 }

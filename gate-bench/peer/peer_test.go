@@ -131,7 +131,7 @@ func TestAppendGate(t *testing.T) {
 		`{"_gate":1}`: "",
 		`"s"`:         "",
 	} {
-		out, ok := appendGate(nil, []byte(in), st)
+		out, ok := appendGate(nil, []byte(in), st.AppendJSON(nil))
 		if got := string(out); ok != (want != "") || got != want {
 			t.Errorf("appendGate(%s) = %q, %v; want %q", in, got, ok, want)
 		}

@@ -39,7 +39,6 @@ type bareJob struct {
 type bareResult struct {
 	Moved   int `json:"moved"`
 	Commits int `json:"commits"`
-	Errors  int `json:"errors"`
 }
 
 func (j bareJob) args() []string {
@@ -94,7 +93,7 @@ func RunBareLoop(ctx context.Context, args []string, out io.Writer) error {
 		job.GateStamp = cost.GateStamp{Graph: j.StampGraph, Path: "main", Hop: 1, Node: "n"}
 	}
 	res, err := job.Run(ctx)
-	if werr := json.NewEncoder(out).Encode(bareResult{Moved: res.Moved, Commits: res.Commits, Errors: res.Errors}); werr != nil && err == nil {
+	if werr := json.NewEncoder(out).Encode(bareResult{Moved: res.Moved, Commits: res.Commits}); werr != nil && err == nil {
 		err = werr
 	}
 	return err
