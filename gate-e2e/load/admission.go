@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/libs/knob"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // AdmissionRead is one read of a relay's /health admission report: the path
@@ -172,17 +173,7 @@ func fetchHealth(ctx context.Context, hc *http.Client, base string) (health, err
 	if err != nil {
 		return health{}, fmt.Errorf("reading %s/health: %w", base, err)
 	}
-	var h struct {
-		Admission *struct {
-			Path string `json:"path"`
-			Why  string `json:"why"`
-		} `json:"admission"`
-		Graphs []struct {
-			App     string `json:"application"`
-			Graph   string `json:"graph"`
-			Running bool   `json:"running"`
-		} `json:"graphs"`
-	}
+	var h wire.RelayHealth
 	if err := json.Unmarshal(body, &h); err != nil {
 		return health{}, fmt.Errorf("%s/health answered %d with a body that is not JSON: %w", base, res.StatusCode, err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // Source is what the endpoints read.
@@ -128,34 +129,13 @@ func Handler(src Source) http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		st := src.Snapshot()
-		type graph struct {
-			App     string `json:"application"`
-			Graph   string `json:"graph"`
-			Version int64  `json:"version"`
-			Running bool   `json:"running"`
-			Error   string `json:"error,omitempty"`
-		}
-		type broker struct {
-			Reachable bool   `json:"reachable"`
-			Error     string `json:"error,omitempty"`
-		}
-		type admission struct {
-			Path string `json:"path"`
-			Why  string `json:"why,omitempty"`
-		}
-		out := struct {
-			Status    string     `json:"status"`
-			Replica   string     `json:"replica"`
-			Broker    *broker    `json:"broker,omitempty"`
-			Admission *admission `json:"admission,omitempty"`
-			Graphs    []graph    `json:"graphs"`
-		}{Status: "ok", Replica: st.Replica, Graphs: []graph{}}
+		out := wire.RelayHealth{Status: "ok", Replica: st.Replica, Graphs: []wire.RelayGraph{}}
 		code := http.StatusOK
 		if b, ok := src.(BrokerSource); ok {
 			ctx, cancel := context.WithTimeout(r.Context(), BrokerCheckTimeout)
 			err := b.BrokerHealth(ctx)
 			cancel()
-			out.Broker = &broker{Reachable: err == nil}
+			out.Broker = &wire.RelayBroker{Reachable: err == nil}
 			if err != nil {
 				out.Status = "unavailable"
 				out.Broker.Error = "the broker (QUEEN_URL) is unreachable or unhealthy: " + err.Error()
@@ -164,10 +144,10 @@ func Handler(src Source) http.Handler {
 		}
 		if a, ok := src.(AdmissionSource); ok {
 			mode, why := a.Admission()
-			out.Admission = &admission{Path: mode, Why: why}
+			out.Admission = &wire.RelayAdmission{Path: mode, Why: why}
 		}
 		for _, g := range st.Graphs {
-			out.Graphs = append(out.Graphs, graph{g.App, g.Graph, g.Version, g.Running, g.Error})
+			out.Graphs = append(out.Graphs, wire.RelayGraph{App: g.App, Graph: g.Graph, Version: g.Version, Running: g.Running, Error: g.Error})
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)

@@ -1189,6 +1189,46 @@ export interface ResolvedDestination {
 }
 
 /**
+ * RelayHealth is a gate-relay's GET /health (on GATE_RELAY_BIND): 200 with
+ * Status "ok", or 503 with Status "unavailable" when the broker does not
+ * answer; the body is the same report either way.
+ */
+export interface RelayHealth {
+  status: string;
+  replica: string;
+  /** Broker is the broker check (absent when the relay has none). */
+  broker?: RelayBroker | null;
+  /** Admission is the path claims charge by now. */
+  admission?: RelayAdmission | null;
+  graphs: RelayGraph[];
+}
+
+/** RelayBroker is RelayHealth's broker check. */
+export interface RelayBroker {
+  reachable: boolean;
+  error?: string;
+}
+
+/**
+ * RelayAdmission is the relay's admission path: "riders" or "separate",
+ * with the reason it is not on riders ("" when it is, or when separate was
+ * configured).
+ */
+export interface RelayAdmission {
+  path: string;
+  why?: string;
+}
+
+/** RelayGraph is one graph a relay knows of, and whether it runs it. */
+export interface RelayGraph {
+  application: string;
+  graph: string;
+  version: number;
+  running: boolean;
+  error?: string;
+}
+
+/**
  * GraphView is the live graph view: GET /v1/apps/{app}/graphs/{name} on
  * gate-api and /api/apps/{app}/graphs/{name} on both planes (and their
  * flat and target twins). Stage counters are summed over the relay
