@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/gate/libs/plan"
 )
 
 func TestBareJobArgsRoundTrip(t *testing.T) {
@@ -54,5 +56,30 @@ func TestBareJobRefusesIncompleteArgs(t *testing.T) {
 				t.Fatalf("parseBareJob(%q) = %v, want a usage error naming %s", args, err, tc.want)
 			}
 		})
+	}
+}
+
+// The overhead runners must move the same bytes apart from what Gate adds:
+// every runner's queue names, consumer group and stamp graph have the
+// lengths gate-relay's have.
+func TestOverheadRunnersUseNamesOfOneLength(t *testing.T) {
+	b := &Bench{cfg: Config{App: "bench"}, runID: "42961"}
+	gate := b.overheadGraph("riders", 2)
+	ingress, group := plan.IngressQueue("bench", gate, "n"), plan.Group("bench", gate, "main", "n")
+	for _, runner := range []string{"separate", "bare", "stamped"} {
+		g := b.overheadGraph(runner, 2)
+		if g == gate || len(g) != len(gate) {
+			t.Errorf("%s: graph %q, want a name of its own as long as %q", runner, g, gate)
+		}
+		if len(b.egressQueue(g, "")) != len(b.egressQueue(gate, "")) {
+			t.Errorf("%s: egress %q is not as long as %q", runner, b.egressQueue(g, ""), b.egressQueue(gate, ""))
+		}
+	}
+	src, bareGroup := b.bareNames(b.overheadGraph("bare", 2))
+	if len(src) != len(ingress) || len(bareGroup) != len(group) {
+		t.Errorf("bare loop: source %q and group %q, want the lengths of %q and %q", src, bareGroup, ingress, group)
+	}
+	if _, _, _, _, owned := plan.GateOwnedQueue(src); owned {
+		t.Errorf("bare loop: source %q parses as a Gate-owned queue; a relay could claim it", src)
 	}
 }
