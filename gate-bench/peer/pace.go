@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
+	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/redis/go-redis/v9"
@@ -104,6 +105,14 @@ type Job struct {
 	// pushes the same bytes gate-relay does; a payload that is not an
 	// object without `_gate` is pushed as it is.
 	GateStamp cost.GateStamp
+	// RiderKey, when set, makes every transaction also carry the charge
+	// gate-relay's rider path carries, built and read by libs/budget: one
+	// required incr of the claim's size on this counter (namespace gate,
+	// max 1e9) and a getMany of it. A commit whose rider did not
+	// apply counts as an error. RiderTTLSeconds is the counter's window
+	// (0 is 1 s, the overhead graph's sub-window).
+	RiderKey        string
+	RiderTTLSeconds int64
 }
 
 // Result is what a pacing run did.
@@ -147,6 +156,8 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 		go func() {
 			defer wg.Done()
 			var txn queen.Transaction
+			var batch budget.Batch
+			limiter := budget.Limiter{KV: j.Client, NS: "gate"}
 			for ctx.Err() == nil && moved.Load() < int64(j.Total) {
 				claim, err := j.Client.Pop(ctx, queen.PopRequest{Queue: j.Source, ConsumerGroup: j.Group, SubscriptionMode: queen.SubscribeAll,
 					Batch: j.Batch, Wait: true, Timeout: 500 * time.Millisecond, LeaseSeconds: LeaseSeconds})
@@ -194,9 +205,18 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 					items = append(items, queen.PushItem{Queue: j.Dest, Partition: m.Partition, Payload: payload, TransactionID: m.TransactionID, PayloadValid: true})
 				}
 				txn.Push(items...)
+				var charge *budget.Charge
+				if j.RiderKey != "" {
+					batch.Reset()
+					batch.AddN(1, []int{batch.Counter(j.RiderKey, 1_000_000_000, max(j.RiderTTLSeconds, 1), "bench")}, len(items))
+					charge, _ = limiter.Riders(&txn, &batch, len(items))
+				}
 				tr, err := j.Client.Transact(ctx, &txn)
 				if err == nil {
 					err = tr.Err()
+				}
+				if err == nil && charge != nil {
+					err = limiter.Committed(&batch, charge, &tr)
 				}
 				now := time.Now().UnixMilli()
 				mu.Lock()

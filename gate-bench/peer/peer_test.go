@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/miniqueen"
 	"github.com/queen-mq/gate/libs/queen"
@@ -117,6 +118,43 @@ func TestJobGateStampAddsTheStampToEveryItem(t *testing.T) {
 	}
 	if len(seen) != n {
 		t.Fatalf("%d distinct stamped items at the destination, want %d", len(seen), n)
+	}
+}
+
+// The riding bare loop charges what it moves through libs/budget's rider
+// path: every commit applied its incr, so the counter ends at the items
+// moved.
+func TestJobRiderKeyChargesEveryCommit(t *testing.T) {
+	t.Parallel()
+	mq := miniqueen.RunT(t)
+	c, err := queen.New(mq.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n = 300
+	items := make([]queen.PushItem, n)
+	for i := range items {
+		items[i] = queen.PushItem{Queue: "ride.src", Partition: "p" + strconv.Itoa(i%4), Payload: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)}
+	}
+	if _, err := c.Push(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	res, err := (Job{Client: c, Source: "ride.src", Group: "g", Dest: "ride.dst", Workers: 2, Batch: 100, Total: n, Deadline: 20 * time.Second,
+		GateStamp: cost.GateStamp{Graph: "bench-ovh-srd0", Path: "main", Hop: 1, Node: "n"}, RiderKey: "bench:riders:ride.dst", RiderTTLSeconds: 60}).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 0 || res.Moved != n {
+		t.Fatalf("moved %d with %d errors, want %d and none", res.Moved, res.Errors, n)
+	}
+	got, err := budget.ReadCounters(ctx, c, "gate", []string{"bench:riders:ride.dst"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := got["bench:riders:ride.dst"]; r.Value != n {
+		t.Fatalf("the counter reads %d after %d items in %d commits, want %d", r.Value, res.Moved, res.Commits, n)
 	}
 }
 

@@ -33,6 +33,9 @@ type bareJob struct {
 	// StampGraph, when set, makes the loop add a `_gate` stamp of Gate's
 	// shape (this graph, path main, hop 1, node n) to every payload.
 	StampGraph string
+	// Riders, with a stamp, makes the loop also charge every transaction
+	// the way gate-relay's rider path does (peer.Job.RiderKey).
+	Riders bool
 }
 
 // bareResult is the child's one line of JSON on stdout.
@@ -44,7 +47,7 @@ type bareResult struct {
 func (j bareJob) args() []string {
 	return []string{BareLoopCommand, "--queen", j.QueenURL, "--source", j.Source, "--group", j.Group, "--dest", j.Dest,
 		"--workers", strconv.Itoa(j.Workers), "--batch", strconv.Itoa(j.Batch), "--total", strconv.Itoa(j.Total),
-		"--deadline", j.Deadline.String(), "--stamp-graph", j.StampGraph}
+		"--deadline", j.Deadline.String(), "--stamp-graph", j.StampGraph, "--riders=" + strconv.FormatBool(j.Riders)}
 }
 
 func parseBareJob(args []string) (bareJob, error) {
@@ -60,6 +63,7 @@ func parseBareJob(args []string) (bareJob, error) {
 	fs.IntVar(&j.Total, "total", 0, "items to move")
 	fs.DurationVar(&j.Deadline, "deadline", 2*time.Minute, "bound of the run")
 	fs.StringVar(&j.StampGraph, "stamp-graph", "", "stamp every payload as this graph's relay would")
+	fs.BoolVar(&j.Riders, "riders", false, "charge every transaction with gate-relay's kv riders")
 	if err := fs.Parse(args); err != nil {
 		return j, fmt.Errorf("%w: %s: %v", ErrUsage, BareLoopCommand, err)
 	}
@@ -91,6 +95,9 @@ func RunBareLoop(ctx context.Context, args []string, out io.Writer) error {
 		Total: j.Total, Deadline: j.Deadline, NoStamps: true}
 	if j.StampGraph != "" {
 		job.GateStamp = cost.GateStamp{Graph: j.StampGraph, Path: "main", Hop: 1, Node: "n"}
+	}
+	if j.Riders {
+		job.RiderKey = "bench:riders:" + j.Dest
 	}
 	res, err := job.Run(ctx)
 	if werr := json.NewEncoder(out).Encode(bareResult{Moved: res.Moved, Commits: res.Commits}); werr != nil && err == nil {

@@ -11,7 +11,7 @@ import (
 )
 
 func TestBareJobArgsRoundTrip(t *testing.T) {
-	j := bareJob{QueenURL: "http://127.0.0.1:6632", Source: "s", Group: "g", Dest: "d", Workers: 16, Batch: 200, Total: 1000, Deadline: 90 * time.Second, StampGraph: "bench-ovh-stamp0-1"}
+	j := bareJob{QueenURL: "http://127.0.0.1:6632", Source: "s", Group: "g", Dest: "d", Workers: 16, Batch: 200, Total: 1000, Deadline: 90 * time.Second, StampGraph: "bench-ovh-stamp0-1", Riders: true}
 	args := j.args()
 	if args[0] != BareLoopCommand {
 		t.Fatalf("args start with %q, want the hidden command %q", args[0], BareLoopCommand)
@@ -66,7 +66,7 @@ func TestOverheadRunnersUseNamesOfOneLength(t *testing.T) {
 	b := &Bench{cfg: Config{App: "bench"}, runID: "42961"}
 	gate := b.overheadGraph("riders", 2)
 	ingress, group := plan.IngressQueue("bench", gate, "n"), plan.Group("bench", gate, "main", "n")
-	for _, runner := range []string{"separate", "bare", "stamped"} {
+	for _, runner := range []string{"separate", "bare", "stamped", "riding"} {
 		g := b.overheadGraph(runner, 2)
 		if g == gate || len(g) != len(gate) {
 			t.Errorf("%s: graph %q, want a name of its own as long as %q", runner, g, gate)

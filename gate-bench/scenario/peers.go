@@ -79,31 +79,34 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 		defer func() { _ = b.useRelay(context.WithoutCancel(ctx), "riders") }()
 	}
 	gates := map[string][]gateRun{}
-	var bares, stamped []bareRun
+	var bares, stamped, riding []bareRun
 	workers := 16
 	// Each round runs every runner once, in an order rotated round by
 	// round, and each run's queues are dropped after it: no runner always
 	// goes first or always meets the broker with the others' leftovers.
-	runners := append(slices.Clone(modes), "bare", "stamped")
+	runners := append(slices.Clone(modes), "bare", "stamped", "riding")
 	// The broker is one process for the whole bench, and its first job of
 	// this size grows its heap and maps from nothing; whichever runner went
 	// first would pay that alone. One bare-loop run warms it and is not
 	// counted. (Every counted run's runner is a fresh process: a bare-loop
 	// child, or a relay (re)started for the run.)
-	if _, err := b.overheadBare(ctx, n, -1, workers, false); err != nil {
+	if _, err := b.overheadBare(ctx, n, -1, workers, "bare"); err != nil {
 		return []stats.Table{t}, fmt.Errorf("overhead: warming the broker: %w", err)
 	}
 	for round := 0; round < rounds; round++ {
 		for k := range runners {
 			mode := runners[(k+round)%len(runners)]
-			if mode == "bare" || mode == "stamped" {
-				r, err := b.overheadBare(ctx, n, round, workers, mode == "stamped")
+			if mode == "bare" || mode == "stamped" || mode == "riding" {
+				r, err := b.overheadBare(ctx, n, round, workers, mode)
 				if err != nil {
 					return []stats.Table{t}, err
 				}
-				if mode == "stamped" {
+				switch mode {
+				case "stamped":
 					stamped = append(stamped, r)
-				} else {
+				case "riding":
+					riding = append(riding, r)
+				default:
 					bares = append(bares, r)
 				}
 				continue
@@ -159,7 +162,17 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 		t.Figure("stamped bare items/s", sm.rate)
 		t.Figure("stamped bare share %", share)
 		runs = append(runs, "bare+stamp "+joinRates(stamped, func(r bareRun) float64 { return r.rate }))
-		t.Note("the last row is the bare loop pushing the bytes gate-relay pushes (each payload with a _gate stamp of the same size): what the stamp alone costs the broker and the consumers, with no budget, no derived ids and no riders")
+		t.Note("row (%c) is the bare loop pushing the bytes gate-relay pushes (each payload with a _gate stamp of the same size): what the stamp alone costs the broker and the consumers, with no budget, no derived ids and no riders", 'b'+len(modes))
+	}
+	if len(riding) > 0 {
+		rm := medianBy(riding, func(r bareRun) float64 { return r.rate })
+		share := 100 * rm.rate / bare
+		t.Add(fmt.Sprintf("(%c) bare loop + stamp + riders", 'c'+len(modes)), strconv.Itoa(workers), stats.Num(rm.rate), strconv.Itoa(rm.commits), "200.0", "0", "2.00",
+			perItem(rm.cpu.runner, n, rm.cpu.ok), perItem(rm.cpu.broker, n, rm.cpu.ok), fmt.Sprintf("%.0f%%", share))
+		t.Figure("riding bare items/s", rm.rate)
+		t.Figure("riding bare share %", share)
+		runs = append(runs, "bare+stamp+riders "+joinRates(riding, func(r bareRun) float64 { return r.rate }))
+		t.Note("row (%c) is that loop also charging every transaction as gate-relay's rider path does (one required incr with max and a getMany, built and read by libs/budget): between it and (b) is what Gate's own work costs beyond the stamp and the riders (derived ids, classify, bookkeeping)", 'c'+len(modes))
 	}
 	runs = append(runs, "bare "+joinRates(bares, func(r bareRun) float64 { return r.rate }))
 	t.Figure("bare items/s", bare)
@@ -191,7 +204,7 @@ func joinRates[T any](runs []T, rate func(T) float64) string {
 // the runners scan, copy and store those bytes in every ack and push, and
 // shorter names would make one runner look cheaper for its names alone.
 func (b *Bench) overheadGraph(runner string, round int) string {
-	tag := map[string]string{"riders": "rid", "separate": "sep", "bare": "bar", "stamped": "stm"}[runner]
+	tag := map[string]string{"riders": "rid", "separate": "sep", "bare": "bar", "stamped": "stm", "riding": "srd"}[runner]
 	return b.graphName("ovh-" + tag + strconv.Itoa(round))
 }
 
@@ -206,11 +219,7 @@ func (b *Bench) bareNames(graph string) (src, group string) {
 
 // overheadBare is one bare-loop run, in a child process: prefill a source
 // queue, move it to a destination the same egress consumers count.
-func (b *Bench) overheadBare(ctx context.Context, n, round, workers int, stamp bool) (bareRun, error) {
-	runner := "bare"
-	if stamp {
-		runner = "stamped"
-	}
+func (b *Bench) overheadBare(ctx context.Context, n, round, workers int, runner string) (bareRun, error) {
 	graph := b.overheadGraph(runner, round)
 	src, group := b.bareNames(graph)
 	dst := b.egressQueue(graph, "")
@@ -221,8 +230,9 @@ func (b *Bench) overheadBare(ctx context.Context, n, round, workers int, stamp b
 	dd := b.startCounter(ctx, dst, "bench-workers", 4, 200)
 	broker := startCPU(b.queenPid())
 	job := bareJob{QueenURL: b.cfg.QueenURL, Source: src, Group: group, Dest: dst, Workers: workers, Batch: 200, Total: n, Deadline: 12 * b.cfg.Seconds}
-	if stamp {
+	if runner != "bare" {
 		job.StampGraph = graph
+		job.Riders = runner == "riding"
 	}
 	res, childCPU, err := runBareChild(ctx, job)
 	bcpu, bok := broker.stop()
