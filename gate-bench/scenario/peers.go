@@ -79,7 +79,8 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 		defer func() { _ = b.useRelay(context.WithoutCancel(ctx), "riders") }()
 	}
 	gates := map[string][]gateRun{}
-	var bares, stamped, riding []bareRun
+	// bares are the bare-loop runs by runner: "bare", "stamped", "riding".
+	bares := map[string][]bareRun{}
 	workers := 16
 	// Each round runs every runner once, in an order rotated round by
 	// round, and each run's queues are dropped after it: no runner always
@@ -88,8 +89,9 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 	// The broker is one process for the whole bench, and its first job of
 	// this size grows its heap and maps from nothing; whichever runner went
 	// first would pay that alone. One bare-loop run warms it and is not
-	// counted. (Every counted run's runner is a fresh process: a bare-loop
-	// child, or a relay (re)started for the run.)
+	// counted. (Every bare-loop run is a child process of its own; a relay
+	// is restarted whenever the runner changes, so only round 0's first
+	// runner meets a relay that has been up since the stack started.)
 	if _, err := b.overheadBare(ctx, n, -1, workers, "bare"); err != nil {
 		return []stats.Table{t}, fmt.Errorf("overhead: warming the broker: %w", err)
 	}
@@ -101,14 +103,7 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 				if err != nil {
 					return []stats.Table{t}, err
 				}
-				switch mode {
-				case "stamped":
-					stamped = append(stamped, r)
-				case "riding":
-					riding = append(riding, r)
-				default:
-					bares = append(bares, r)
-				}
+				bares[mode] = append(bares[mode], r)
 				continue
 			}
 			if b.st != nil {
@@ -124,10 +119,14 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 			workers = g.workers
 		}
 	}
-	bm := medianBy(bares, func(r bareRun) float64 { return r.rate })
+	bareRate := func(r bareRun) float64 { return r.rate }
+	addBare := func(label string, m bareRun, share string) {
+		t.Add(label, strconv.Itoa(workers), stats.Num(m.rate), strconv.Itoa(m.commits), "200.0", "0", "2.00",
+			perItem(m.cpu.runner, n, m.cpu.ok), perItem(m.cpu.broker, n, m.cpu.ok), share)
+	}
+	bm := medianBy(bares["bare"], bareRate)
 	bare := bm.rate
-	t.Add("(a) bare loop", strconv.Itoa(workers), stats.Num(bare), strconv.Itoa(bm.commits), "200.0", "0", "2.00",
-		perItem(bm.cpu.runner, n, bm.cpu.ok), perItem(bm.cpu.broker, n, bm.cpu.ok), "100%")
+	addBare("(a) bare loop", bm, "100%")
 	var runs []string
 	for i, mode := range modes {
 		gs := gates[mode]
@@ -154,27 +153,28 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 		}
 		runs = append(runs, mode+" "+joinRates(gs, func(r gateRun) float64 { return r.rate }))
 	}
-	if len(stamped) > 0 {
-		sm := medianBy(stamped, func(r bareRun) float64 { return r.rate })
-		share := 100 * sm.rate / bare
-		t.Add(fmt.Sprintf("(%c) bare loop + the _gate stamp", 'b'+len(modes)), strconv.Itoa(workers), stats.Num(sm.rate), strconv.Itoa(sm.commits), "200.0", "0", "2.00",
-			perItem(sm.cpu.runner, n, sm.cpu.ok), perItem(sm.cpu.broker, n, sm.cpu.ok), fmt.Sprintf("%.0f%%", share))
-		t.Figure("stamped bare items/s", sm.rate)
-		t.Figure("stamped bare share %", share)
-		runs = append(runs, "bare+stamp "+joinRates(stamped, func(r bareRun) float64 { return r.rate }))
-		t.Note("row (%c) is the bare loop pushing the bytes gate-relay pushes (each payload with a _gate stamp of the same size): what the stamp alone costs the broker and the consumers, with no budget, no derived ids and no riders", 'b'+len(modes))
+	// The bare-loop rows after Gate's each add one of Gate's costs to the
+	// loop, so the table tells them apart.
+	for _, x := range []struct{ runner, label, figure, list, note string }{
+		{"stamped", "bare loop + the _gate stamp", "stamped bare", "bare+stamp",
+			"the bare loop pushing the bytes gate-relay pushes (each payload with a _gate stamp of the same size): what the stamp alone costs the broker and the consumers, with no budget, no derived ids and no riders"},
+		{"riding", "bare loop + stamp + riders", "riding bare", "bare+stamp+riders",
+			"that loop also charging every transaction as gate-relay's rider path does (one required incr with max and a getMany, built and read by libs/budget): between it and (b) is what Gate's own work costs beyond the stamp and the riders (derived ids, classify, bookkeeping)"},
+	} {
+		rs := bares[x.runner]
+		if len(rs) == 0 {
+			continue
+		}
+		row := 'a' + rune(len(t.Rows))
+		m := medianBy(rs, bareRate)
+		share := 100 * m.rate / bare
+		addBare(fmt.Sprintf("(%c) %s", row, x.label), m, fmt.Sprintf("%.0f%%", share))
+		t.Figure(x.figure+" items/s", m.rate)
+		t.Figure(x.figure+" share %", share)
+		runs = append(runs, x.list+" "+joinRates(rs, bareRate))
+		t.Note("row (%c) is %s", row, x.note)
 	}
-	if len(riding) > 0 {
-		rm := medianBy(riding, func(r bareRun) float64 { return r.rate })
-		share := 100 * rm.rate / bare
-		t.Add(fmt.Sprintf("(%c) bare loop + stamp + riders", 'c'+len(modes)), strconv.Itoa(workers), stats.Num(rm.rate), strconv.Itoa(rm.commits), "200.0", "0", "2.00",
-			perItem(rm.cpu.runner, n, rm.cpu.ok), perItem(rm.cpu.broker, n, rm.cpu.ok), fmt.Sprintf("%.0f%%", share))
-		t.Figure("riding bare items/s", rm.rate)
-		t.Figure("riding bare share %", share)
-		runs = append(runs, "bare+stamp+riders "+joinRates(riding, func(r bareRun) float64 { return r.rate }))
-		t.Note("row (%c) is that loop also charging every transaction as gate-relay's rider path does (one required incr with max and a getMany, built and read by libs/budget): between it and (b) is what Gate's own work costs beyond the stamp and the riders (derived ids, classify, bookkeeping)", 'c'+len(modes))
-	}
-	runs = append(runs, "bare "+joinRates(bares, func(r bareRun) float64 { return r.rate }))
+	runs = append(runs, "bare "+joinRates(bares["bare"], bareRate))
 	t.Figure("bare items/s", bare)
 	t.Note("runs (sorted items/s): %s", strings.Join(runs, "; "))
 	t.Note("CPU µs/item: user + system CPU of the process doing the relaying (gate-relay, or the bare-loop child) and of the broker over the run, from /proc, divided by the items moved (the runs' medians by items/s)")
