@@ -25,13 +25,7 @@ func TestTokenBucketTakesMoreThanItsBurstInSteps(t *testing.T) {
 
 func TestJobMovesEveryItemExactlyOnce(t *testing.T) {
 	t.Parallel()
-	mq := miniqueen.RunT(t)
-	c, err := queen.New(mq.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	mq, c, ctx := newBroker(t)
 	const n = 1000
 	for _, tc := range []struct {
 		name string
@@ -40,13 +34,7 @@ func TestJobMovesEveryItemExactlyOnce(t *testing.T) {
 		src := "peer.src." + strconv.Itoa(len(tc.name))
 		group := "g"
 		dst := "peer.dst." + strconv.Itoa(len(tc.name))
-		items := make([]queen.PushItem, n)
-		for i := range items {
-			items[i] = queen.PushItem{Queue: src, Partition: "p" + strconv.Itoa(i%8), Payload: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)}
-		}
-		if _, err := c.Push(ctx, items); err != nil {
-			t.Fatal(err)
-		}
+		pushItems(ctx, t, c, src, n, 8)
 		res, err := Job{Client: c, Source: src, Group: group, Dest: dst, Workers: 3, Batch: 100, Total: n, Limiter: tc.lim, Deadline: 20 * time.Second}.Run(ctx)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
@@ -75,21 +63,9 @@ func TestJobMovesEveryItemExactlyOnce(t *testing.T) {
 // members and a `_gate` object of the stamp's shape, and nothing else.
 func TestJobGateStampAddsTheStampToEveryItem(t *testing.T) {
 	t.Parallel()
-	mq := miniqueen.RunT(t)
-	c, err := queen.New(mq.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	mq, c, ctx := newBroker(t)
 	const n = 300
-	items := make([]queen.PushItem, n)
-	for i := range items {
-		items[i] = queen.PushItem{Queue: "stamp.src", Partition: "p" + strconv.Itoa(i%4), Payload: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)}
-	}
-	if _, err := c.Push(ctx, items); err != nil {
-		t.Fatal(err)
-	}
+	pushItems(ctx, t, c, "stamp.src", n, 4)
 	st := cost.GateStamp{Graph: "bench-ovh-bare0", Path: "main", Hop: 1, Node: "n"}
 	before := time.Now().UnixMilli()
 	if _, err := (Job{Client: c, Source: "stamp.src", Group: "g", Dest: "stamp.dst", Workers: 2, Batch: 100, Total: n, Deadline: 20 * time.Second, GateStamp: st}).Run(ctx); err != nil {
@@ -126,21 +102,9 @@ func TestJobGateStampAddsTheStampToEveryItem(t *testing.T) {
 // moved.
 func TestJobRiderKeyChargesEveryCommit(t *testing.T) {
 	t.Parallel()
-	mq := miniqueen.RunT(t)
-	c, err := queen.New(mq.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	_, c, ctx := newBroker(t)
 	const n = 300
-	items := make([]queen.PushItem, n)
-	for i := range items {
-		items[i] = queen.PushItem{Queue: "ride.src", Partition: "p" + strconv.Itoa(i%4), Payload: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)}
-	}
-	if _, err := c.Push(ctx, items); err != nil {
-		t.Fatal(err)
-	}
+	pushItems(ctx, t, c, "ride.src", n, 4)
 	res, err := (Job{Client: c, Source: "ride.src", Group: "g", Dest: "ride.dst", Workers: 2, Batch: 100, Total: n, Deadline: 20 * time.Second,
 		GateStamp: cost.GateStamp{Graph: "bench-ovh-srd0", Path: "main", Hop: 1, Node: "n"}, RiderKey: "bench:riders:ride.dst", RiderTTLSeconds: 60}).Run(ctx)
 	if err != nil {
@@ -176,5 +140,32 @@ func TestAppendGate(t *testing.T) {
 		if ok && !json.Valid(out) {
 			t.Errorf("appendGate(%s) is not valid JSON: %s", in, out)
 		}
+	}
+}
+
+// newBroker starts a miniqueen for t and a client of it; the context ends
+// with the test, or after 30 s.
+func newBroker(t *testing.T) (*miniqueen.Server, *queen.Client, context.Context) {
+	t.Helper()
+	mq := miniqueen.RunT(t)
+	c, err := queen.New(mq.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return mq, c, ctx
+}
+
+// pushItems pushes n items {"i":0}…{"i":n-1} to queue, round-robin over
+// partitions p0…p{partitions-1}.
+func pushItems(ctx context.Context, t *testing.T, c *queen.Client, queue string, n, partitions int) {
+	t.Helper()
+	items := make([]queen.PushItem, n)
+	for i := range items {
+		items[i] = queen.PushItem{Queue: queue, Partition: "p" + strconv.Itoa(i%partitions), Payload: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)}
+	}
+	if _, err := c.Push(ctx, items); err != nil {
+		t.Fatal(err)
 	}
 }
