@@ -5,6 +5,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/queen-mq/gate/libs/internal/jsonplain"
 )
 
 // scanner is a small strict JSON reader for the hot request shapes (push
@@ -25,7 +27,9 @@ func newScanner(b []byte) *scanner {
 }
 
 func (s *scanner) ws() {
-	for s.i < len(s.b) {
+	// Every white space byte is at most ' ', so one comparison passes the
+	// usual next byte, which is not.
+	for s.i < len(s.b) && s.b[s.i] <= ' ' {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
 			s.i++
@@ -75,17 +79,10 @@ func (s *scanner) str() string {
 	}
 	s.i++
 	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		if c == '"' {
-			v := s.ar.str(s.b[start:s.i])
-			s.i++
-			return v
-		}
-		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
-			break
-		}
+	if s.i = jsonplain.Run(s.b, s.i); s.i < len(s.b) && s.b[s.i] == '"' {
+		v := s.ar.str(s.b[start:s.i])
 		s.i++
+		return v
 	}
 	// Slow path: escapes or non-ASCII.
 	var out []byte
@@ -228,7 +225,10 @@ func (s *scanner) skipString() {
 		return
 	}
 	s.i++
-	for s.i < len(s.b) {
+	for {
+		if s.i = jsonplain.Run(s.b, s.i); s.i >= len(s.b) {
+			break
+		}
 		c := s.b[s.i]
 		switch {
 		case c == '"':
@@ -589,10 +589,16 @@ func scanTxn(b []byte, out *txnWire) bool {
 				out.Operations = &ops
 			}
 		case "requiredLeases":
-			s.array(func() {
+			// As encoding/json: a later requiredLeases replaces an earlier
+			// one, [] is empty but not nil, null is nil.
+			var leases []string
+			if s.array(func() {
 				v, _ := s.optStr()
-				out.RequiredLeases = append(out.RequiredLeases, v)
-			})
+				leases = append(leases, v)
+			}) && leases == nil {
+				leases = []string{}
+			}
+			out.RequiredLeases = leases
 		case "kv":
 			out.KV = append(rawJSON(nil), s.value(0)...)
 		case "timers":

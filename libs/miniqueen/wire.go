@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/queen-mq/gate/libs/internal/jsonplain"
 )
 
 // Time layouts used on the wire.
@@ -64,12 +66,11 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i = jsonplain.Run(s, i); i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/queen-mq/gate/libs/internal/jsonplain"
 )
 
 // The hot-path answers (a claim of up to 200 messages, a committed
@@ -42,7 +44,9 @@ func (s *scanner) fail(what string) error {
 }
 
 func (s *scanner) ws() {
-	for s.i < len(s.buf) {
+	// Every white space byte is at most ' ', so one comparison passes the
+	// usual next byte, which is not.
+	for s.i < len(s.buf) && s.buf[s.i] <= ' ' {
 		switch s.buf[s.i] {
 		case ' ', '\t', '\n', '\r':
 			s.i++
@@ -175,7 +179,11 @@ func (s *scanner) stringToken() (tok []byte, plain bool, err error) {
 	start := s.i
 	s.i++
 	plain = true
-	for s.i < len(s.buf) {
+	for {
+		s.i = jsonplain.Run(s.buf, s.i)
+		if s.i >= len(s.buf) {
+			break
+		}
 		c := s.buf[s.i]
 		switch {
 		case c == '"':
@@ -206,8 +214,6 @@ func (s *scanner) stringToken() (tok []byte, plain bool, err error) {
 			}
 		case c < 0x20:
 			return nil, false, s.fail("invalid control character in string")
-		case c < utf8.RuneSelf:
-			s.i++
 		default:
 			r, size := utf8.DecodeRune(s.buf[s.i:])
 			if r == utf8.RuneError && size == 1 {
@@ -411,10 +417,9 @@ func (s *scanner) raw() (json.RawMessage, error) {
 func (s *scanner) skip() error {
 	switch c := s.peek(); {
 	case c == '{':
-		return s.object(func([]byte) error { return s.skip() })
+		return s.skipObject()
 	case c == '[':
-		_, err := s.array(s.skip)
-		return err
+		return s.skipArray()
 	case c == '"':
 		_, _, err := s.stringToken()
 		return err
@@ -431,6 +436,74 @@ func (s *scanner) skip() error {
 		return s.fail("invalid literal")
 	default:
 		return s.fail("expected a value")
+	}
+}
+
+// skipObject validates and steps over the object the cursor is on. It is
+// object with skip for every member, minus what only a decoder needs: a
+// skipped key is validated, never unescaped.
+func (s *scanner) skipObject() error {
+	s.i++
+	if s.depth++; s.depth > maxDepth {
+		return s.fail("exceeded max depth")
+	}
+	if s.peek() == '}' {
+		s.i++
+		s.depth--
+		return nil
+	}
+	for {
+		if s.peek() != '"' {
+			return s.fail("expected an object key")
+		}
+		if _, _, err := s.stringToken(); err != nil {
+			return err
+		}
+		if s.peek() != ':' {
+			return s.fail("expected ':' after an object key")
+		}
+		s.i++
+		if err := s.skip(); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			s.depth--
+			return nil
+		default:
+			return s.fail("expected ',' or '}' in an object")
+		}
+	}
+}
+
+// skipArray validates and steps over the array the cursor is on.
+func (s *scanner) skipArray() error {
+	s.i++
+	if s.depth++; s.depth > maxDepth {
+		return s.fail("exceeded max depth")
+	}
+	if s.peek() == ']' {
+		s.i++
+		s.depth--
+		return nil
+	}
+	for {
+		if err := s.skip(); err != nil {
+			return err
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			s.depth--
+			return nil
+		default:
+			return s.fail("expected ',' or ']' in an array")
+		}
 	}
 }
 
