@@ -113,6 +113,10 @@ type Job struct {
 	// (0 is 1 s, the overhead graph's sub-window).
 	RiderKey        string
 	RiderTTLSeconds int64
+	// AckLast settles each claim with one completed ack of its last
+	// message, as gate-relay does (the broker's ack is cumulative: it
+	// settles every message before it), instead of an ack per message.
+	AckLast bool
 }
 
 // Result is what a pacing run did.
@@ -192,9 +196,15 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 					}
 					arena = make([]byte, 0, size)
 				}
+				if j.AckLast {
+					// A claim here is one partition (wildcard pop, one lease).
+					txn.Ack(claim.Messages[len(claim.Messages)-1].AckItem(queen.AckCompleted, ""))
+				}
 				for i := range claim.Messages {
 					m := &claim.Messages[i]
-					txn.Ack(m.AckItem(queen.AckCompleted, ""))
+					if !j.AckLast {
+						txn.Ack(m.AckItem(queen.AckCompleted, ""))
+					}
 					payload := m.Data
 					if stamp != nil {
 						from := len(arena)

@@ -122,6 +122,37 @@ func TestJobRiderKeyChargesEveryCommit(t *testing.T) {
 	}
 }
 
+// With AckLast each claim is settled by one ack of its last message: every
+// item moves once and nothing comes back after the lease.
+func TestJobAckLastSettlesEveryClaimWithOneAck(t *testing.T) {
+	t.Parallel()
+	mq, c, ctx := newBroker(t)
+	const n = 300
+	pushItems(ctx, t, c, "last.src", n, 4)
+	res, err := (Job{Client: c, Source: "last.src", Group: "g", Dest: "last.dst", Workers: 2, Batch: 100, Total: n, Deadline: 20 * time.Second, AckLast: true}).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 0 || res.Moved != n {
+		t.Fatalf("moved %d with %d errors, want %d and none", res.Moved, res.Errors, n)
+	}
+	mq.FastForward(2 * LeaseSeconds * time.Second)
+	left, err := c.Pop(ctx, queen.PopRequest{Queue: "last.src", ConsumerGroup: "g", SubscriptionMode: queen.SubscribeAll, Batch: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !left.Empty() {
+		t.Fatalf("%d messages came back after the lease: one ack did not settle its claim", len(left.Messages))
+	}
+	moved := 0
+	for p := range 4 {
+		moved += len(mq.Messages("last.dst", "p"+strconv.Itoa(p)))
+	}
+	if moved != n {
+		t.Fatalf("the destination holds %d items, want %d, each once", moved, n)
+	}
+}
+
 func TestAppendGate(t *testing.T) {
 	t.Parallel()
 	st := cost.GateStamp{Graph: "g", Path: "p", Hop: 1, Node: "n", At: 5}

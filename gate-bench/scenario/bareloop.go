@@ -36,6 +36,9 @@ type bareJob struct {
 	// Riders, with a stamp, makes the loop also charge every transaction
 	// the way gate-relay's rider path does (peer.Job.RiderKey).
 	Riders bool
+	// AckLast settles each claim with one ack of its last message, as
+	// gate-relay does (peer.Job.AckLast).
+	AckLast bool
 }
 
 // bareResult is the child's one line of JSON on stdout.
@@ -47,7 +50,8 @@ type bareResult struct {
 func (j bareJob) args() []string {
 	return []string{BareLoopCommand, "--queen", j.QueenURL, "--source", j.Source, "--group", j.Group, "--dest", j.Dest,
 		"--workers", strconv.Itoa(j.Workers), "--batch", strconv.Itoa(j.Batch), "--total", strconv.Itoa(j.Total),
-		"--deadline", j.Deadline.String(), "--stamp-graph", j.StampGraph, "--riders=" + strconv.FormatBool(j.Riders)}
+		"--deadline", j.Deadline.String(), "--stamp-graph", j.StampGraph, "--riders=" + strconv.FormatBool(j.Riders),
+		"--ack-last=" + strconv.FormatBool(j.AckLast)}
 }
 
 func parseBareJob(args []string) (bareJob, error) {
@@ -64,6 +68,7 @@ func parseBareJob(args []string) (bareJob, error) {
 	fs.DurationVar(&j.Deadline, "deadline", 2*time.Minute, "bound of the run")
 	fs.StringVar(&j.StampGraph, "stamp-graph", "", "stamp every payload as this graph's relay would")
 	fs.BoolVar(&j.Riders, "riders", false, "charge every transaction with gate-relay's kv riders")
+	fs.BoolVar(&j.AckLast, "ack-last", false, "settle each claim with one ack of its last message, as gate-relay does")
 	if err := fs.Parse(args); err != nil {
 		return j, fmt.Errorf("%w: %s: %v", ErrUsage, BareLoopCommand, err)
 	}
@@ -92,7 +97,7 @@ func RunBareLoop(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("%s: %w", BareLoopCommand, err)
 	}
 	job := peer.Job{Client: c, Source: j.Source, Group: j.Group, Dest: j.Dest, Workers: j.Workers, Batch: j.Batch,
-		Total: j.Total, Deadline: j.Deadline, NoStamps: true}
+		Total: j.Total, Deadline: j.Deadline, NoStamps: true, AckLast: j.AckLast}
 	if j.StampGraph != "" {
 		job.GateStamp = cost.GateStamp{Graph: j.StampGraph, Path: "main", Hop: 1, Node: "n"}
 	}

@@ -66,7 +66,7 @@ func TestOverheadRunnersUseNamesOfOneLength(t *testing.T) {
 	b := &Bench{cfg: Config{App: "bench"}, runID: "42961"}
 	gate := b.overheadGraph("riders", 2)
 	ingress, group := plan.IngressQueue("bench", gate, "n"), plan.Group("bench", gate, "main", "n")
-	for _, runner := range []string{"separate", "bare", "stamped", "riding"} {
+	for _, runner := range []string{"separate", "bare", "stamped", "riding", "acklast"} {
 		g := b.overheadGraph(runner, 2)
 		if g == gate || len(g) != len(gate) {
 			t.Errorf("%s: graph %q, want a name of its own as long as %q", runner, g, gate)

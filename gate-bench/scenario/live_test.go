@@ -56,4 +56,7 @@ func TestLiveBenchRunsOnTheEmbeddedStack(t *testing.T) {
 	if !strings.Contains(out.String(), "(b) gate-relay, charge as riders") || !strings.Contains(out.String(), "(c) gate-relay, separate kv call") || !strings.Contains(out.String(), "(a) bare loop") {
 		t.Fatalf("overhead table lacks a runner:\n%s", out.String())
 	}
+	if !strings.Contains(out.String(), "as the ratio of the means (bootstrap 95% interval): riders ") {
+		t.Fatalf("overhead table lacks the share over all runs with its interval:\n%s", out.String())
+	}
 }

@@ -79,13 +79,14 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 		defer func() { _ = b.useRelay(context.WithoutCancel(ctx), "riders") }()
 	}
 	gates := map[string][]gateRun{}
-	// bares are the bare-loop runs by runner: "bare", "stamped", "riding".
+	// bares are the bare-loop runs by runner: "bare", "stamped", "riding",
+	// "acklast".
 	bares := map[string][]bareRun{}
 	workers := 16
 	// Each round runs every runner once, in an order rotated round by
 	// round, and each run's queues are dropped after it: no runner always
 	// goes first or always meets the broker with the others' leftovers.
-	runners := append(slices.Clone(modes), "bare", "stamped", "riding")
+	runners := append(slices.Clone(modes), "bare", "stamped", "riding", "acklast")
 	// The broker is one process for the whole bench, and its first job of
 	// this size grows its heap and maps from nothing; whichever runner went
 	// first would pay that alone. One bare-loop run warms it and is not
@@ -98,7 +99,7 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 	for round := 0; round < rounds; round++ {
 		for k := range runners {
 			mode := runners[(k+round)%len(runners)]
-			if mode == "bare" || mode == "stamped" || mode == "riding" {
+			if bareRunners[mode] {
 				r, err := b.overheadBare(ctx, n, round, workers, mode)
 				if err != nil {
 					return []stats.Table{t}, err
@@ -120,6 +121,7 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 		}
 	}
 	bareRate := func(r bareRun) float64 { return r.rate }
+	gateRate := func(r gateRun) float64 { return r.rate }
 	addBare := func(label string, m bareRun, share string) {
 		t.Add(label, strconv.Itoa(workers), stats.Num(m.rate), strconv.Itoa(m.commits), "200.0", "0", "2.00",
 			perItem(m.cpu.runner, n, m.cpu.ok), perItem(m.cpu.broker, n, m.cpu.ok), share)
@@ -130,7 +132,7 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 	var runs []string
 	for i, mode := range modes {
 		gs := gates[mode]
-		g := medianBy(gs, func(r gateRun) float64 { return r.rate })
+		g := medianBy(gs, gateRate)
 		if mode == "riders" {
 			b.gateWide = g.rate
 		}
@@ -151,7 +153,7 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 				t.Figure(mode+" admission calls/claim", float64(g.calls.Incr)/float64(g.commits))
 			}
 		}
-		runs = append(runs, mode+" "+joinRates(gs, func(r gateRun) float64 { return r.rate }))
+		runs = append(runs, mode+" "+joinRates(gs, gateRate))
 	}
 	// The bare-loop rows after Gate's each add one of Gate's costs to the
 	// loop, so the table tells them apart.
@@ -159,7 +161,9 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 		{"stamped", "bare loop + the _gate stamp", "stamped bare", "bare+stamp",
 			"the bare loop pushing the bytes gate-relay pushes (each payload with a _gate stamp of the same size): what the stamp alone costs the broker and the consumers, with no budget, no derived ids and no riders"},
 		{"riding", "bare loop + stamp + riders", "riding bare", "bare+stamp+riders",
-			"that loop also charging every transaction as gate-relay's rider path does (one required incr with max and a getMany, built and read by libs/budget): between it and (b) is what Gate's own work costs beyond the stamp and the riders (derived ids, classify, bookkeeping)"},
+			"that loop also charging every transaction as gate-relay's rider path does (one required incr with max and a getMany, built and read by libs/budget)"},
+		{"acklast", "bare loop + stamp + riders + one ack per claim", "acklast bare", "bare+stamp+riders+ackLast",
+			"that loop also settling each claim with one ack of its last message, as gate-relay does (the broker's ack is cumulative), instead of an ack per message: it does everything gate-relay does to the broker, so between it and (b) is what Gate's own work costs (derived ids, classify, bookkeeping)"},
 	} {
 		rs := bares[x.runner]
 		if len(rs) == 0 {
@@ -176,6 +180,32 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 	}
 	runs = append(runs, "bare "+joinRates(bares["bare"], bareRate))
 	t.Figure("bare items/s", bare)
+	// A median of a few runs moves by more than the 10 points the target
+	// allows when the host is noisy; the ratio of all runs' means, with
+	// the interval their scatter leaves, says how far one table can be
+	// trusted.
+	bareRates := rates(bares["bare"], bareRate)
+	var shares []string
+	for _, x := range []struct {
+		name  string
+		rates []float64
+	}{
+		{"riders", rates(gates["riders"], gateRate)},
+		{"separate", rates(gates["separate"], gateRate)},
+		{"bare+stamp", rates(bares["stamped"], bareRate)},
+		{"bare+stamp+riders", rates(bares["riding"], bareRate)},
+		{"bare+stamp+riders+ackLast", rates(bares["acklast"], bareRate)},
+	} {
+		if len(x.rates) == 0 {
+			continue
+		}
+		r := stats.RatioOfMeans(x.rates, bareRates)
+		shares = append(shares, fmt.Sprintf("%s %.1f%% (%.0f–%.0f%%)", x.name, 100*r.Of, 100*r.Low, 100*r.High))
+		t.Figure(x.name+" share of means %", 100*r.Of)
+		t.Figure(x.name+" share of means low %", 100*r.Low)
+		t.Figure(x.name+" share of means high %", 100*r.High)
+	}
+	t.Note("share of the bare loop over all %d runs each, as the ratio of the means (bootstrap 95%% interval): %s", rounds, strings.Join(shares, "; "))
 	t.Note("runs (sorted items/s): %s", strings.Join(runs, "; "))
 	t.Note("CPU µs/item: user + system CPU of the process doing the relaying (gate-relay, or the bare-loop child) and of the broker over the run, from /proc, divided by the items moved (the runs' medians by items/s)")
 	t.Note("items/s over the first-to-last arrival at the same 4 egress consumers (which do not decode payloads); the relays talk to the broker directly and count their calls in their own client; broker calls/claim = pops + transactions + incr kv calls per commit")
@@ -189,14 +219,27 @@ func medianBy[T any](runs []T, rate func(T) float64) T {
 	return runs[len(runs)/2]
 }
 
+// rates are the runs' rates, in their order.
+func rates[T any](runs []T, rate func(T) float64) []float64 {
+	out := make([]float64, len(runs))
+	for i, r := range runs {
+		out[i] = rate(r)
+	}
+	return out
+}
+
 // joinRates lists the runs' rates in their order, "a/b/c".
 func joinRates[T any](runs []T, rate func(T) float64) string {
 	out := make([]string, len(runs))
-	for i, r := range runs {
-		out[i] = stats.Num(rate(r))
+	for i, r := range rates(runs, rate) {
+		out[i] = stats.Num(r)
 	}
 	return strings.Join(out, "/")
 }
+
+// bareRunners are the overhead runners that are bare-loop children (the
+// others are gate-relay).
+var bareRunners = map[string]bool{"bare": true, "stamped": true, "riding": true, "acklast": true}
 
 // overheadGraph is the graph a runner's run of round is named after. Every
 // runner's tag has the same length, so that every run's queue names,
@@ -204,7 +247,7 @@ func joinRates[T any](runs []T, rate func(T) float64) string {
 // the runners scan, copy and store those bytes in every ack and push, and
 // shorter names would make one runner look cheaper for its names alone.
 func (b *Bench) overheadGraph(runner string, round int) string {
-	tag := map[string]string{"riders": "rid", "separate": "sep", "bare": "bar", "stamped": "stm", "riding": "srd"}[runner]
+	tag := map[string]string{"riders": "rid", "separate": "sep", "bare": "bar", "stamped": "stm", "riding": "srd", "acklast": "sal"}[runner]
 	return b.graphName("ovh-" + tag + strconv.Itoa(round))
 }
 
@@ -232,7 +275,8 @@ func (b *Bench) overheadBare(ctx context.Context, n, round, workers int, runner 
 	job := bareJob{QueenURL: b.cfg.QueenURL, Source: src, Group: group, Dest: dst, Workers: workers, Batch: 200, Total: n, Deadline: 12 * b.cfg.Seconds}
 	if runner != "bare" {
 		job.StampGraph = graph
-		job.Riders = runner == "riding"
+		job.Riders = runner == "riding" || runner == "acklast"
+		job.AckLast = runner == "acklast"
 	}
 	res, childCPU, err := runBareChild(ctx, job)
 	bcpu, bok := broker.stop()

@@ -496,3 +496,60 @@ func TestAThinClaimLingersBeforeTheNextPopAndAFullOneDoesNot(t *testing.T) {
 		t.Fatalf("waited %s in all, want no wait after a quarter-full claim or without a linger", got)
 	}
 }
+
+// A settle acks cumulatively: one completed ack per partition, of the last
+// settled message of each, in claim order; nothing after the prefix.
+func TestASettleAcksOnlyTheLastSettledMessageOfEachPartition(t *testing.T) {
+	t.Parallel()
+	parts := []string{"A", "A", "B", "A", "B", "B", "A"}
+	msgs := make([]queen.Message, len(parts))
+	for i, p := range parts {
+		msgs[i] = queen.Message{TransactionID: "t" + strconv.Itoa(i), PartitionID: p, LeaseID: "L", ConsumerGroup: "g"}
+	}
+	for _, tc := range []struct {
+		end  int
+		want []string // the acked transaction ids, in order
+	}{
+		{0, nil},
+		{1, []string{"t0"}},
+		{3, []string{"t1", "t2"}},
+		{5, []string{"t3", "t4"}},
+		{7, []string{"t5", "t6"}},
+	} {
+		h := handler{msgs: msgs}
+		var tx queen.Transaction
+		h.ackPrefix(&tx, tc.end)
+		var got []string
+		for _, op := range tx.Operations {
+			if op.Type != queen.TxnAckOp || op.Ack.Status != queen.AckCompleted {
+				t.Fatalf("prefix %d: op %+v, want completed acks only", tc.end, op)
+			}
+			got = append(got, op.Ack.TransactionID)
+		}
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("prefix %d acks %v, want %v", tc.end, got, tc.want)
+		}
+	}
+}
+
+// Against the broker, that one ack settles the whole claim: everything is
+// forwarded once and nothing is left to claim.
+func TestOneCumulativeAckSettlesAWholeClaim(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{ceiling: 100, riders: true})
+	r.fill("p", seqs(50)...)
+	if !r.claim() {
+		t.Fatal("nothing to claim")
+	}
+	if got := r.forwarded("p"); len(got) != 50 || got[0] != 0 || got[49] != 49 {
+		t.Fatalf("forwarded %v, want 0…49", got)
+	}
+	// Past the lease, anything the ack left unsettled would come back.
+	r.mini.FastForward(11 * time.Second)
+	if r.claim() {
+		t.Fatal("a claim after the lease found messages: the cumulative ack did not settle the first claim")
+	}
+	if c := r.s.Counters(); c.Commits != 1 || c.Forwarded != 50 || c.Released != 0 {
+		t.Errorf("counters %+v, want one commit of 50 and nothing released", c)
+	}
+}

@@ -52,7 +52,7 @@ func BenchmarkSettleBuild(b *testing.B) {
 		h.classify()
 		h.buildBatch()
 		t, end, _, _, _ := h.transaction(len(msgs))
-		if end != len(msgs) || t.Slots() != 400 {
+		if end != len(msgs) || t.Slots() != len(msgs)+1 { // a push per message and one cumulative ack
 			b.Fatalf("settle of %d messages with %d slots", end, t.Slots())
 		}
 	}

@@ -559,9 +559,9 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 	}
 	arena := slices.Grow(sc.arena[:0], arenaSize)
 	ids := string(idBuf)
+	h.ackPrefix(t, end)
 	for i := 0; i < end; i++ {
 		e := &h.window[i]
-		t.Ack(e.msg.AckItem(queen.AckCompleted, ""))
 		if e.kind != work {
 			foreignN++
 			continue
@@ -589,6 +589,33 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 	sc.stamps, sc.pushes, sc.arena, sc.ids = stamps, pushes, arena, idBuf
 	h.handBack(t, end)
 	return t, end, fwd, foreignN, costSum
+}
+
+// ackPrefix acks the settled prefix msgs[:end] the way the broker counts
+// acks, cumulatively (queen-wire §5.3; conformance
+// TestSemantic11_InATransactionTheAckOfTheLastMessageSettlesEveryOneBeforeIt):
+// a completed ack of the last settled message of a partition settles every
+// earlier one of that partition in the claim, so a settle carries one ack
+// per partition, not one per message. Foreign messages in the prefix are
+// settled with it, as their own acks did.
+func (h *handler) ackPrefix(t *queen.Transaction, end int) {
+	var stack [4]int
+	last := stack[:0] // the index of each partition's last settled message, highest first
+	for i := end - 1; i >= 0; i-- {
+		seen := false
+		for _, j := range last {
+			if h.msgs[j].PartitionID == h.msgs[i].PartitionID {
+				seen = true
+				break
+			}
+		}
+		if !seen {
+			last = append(last, i)
+		}
+	}
+	for k := len(last) - 1; k >= 0; k-- {
+		t.Ack(h.msgs[last[k]].AckItem(queen.AckCompleted, ""))
+	}
 }
 
 // handBack adds to a settle of the first end messages a `retry` ack of the

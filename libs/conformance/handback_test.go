@@ -89,3 +89,55 @@ func TestSemantic11_RetryAckInATransactionHandsTheTailBackAtOnce(t *testing.T) {
 		t.Fatalf("claim after the failed ack %v, want [5 6] (redelivered at once)", numbers(t, next))
 	}
 }
+
+// §5.3 on the transaction route — the ack is cumulative there too: a
+// settle that pushes a whole prefix and acks only its last message
+// completes every message before it (a relay sends one ack per partition
+// per claim, not one per message). Acking the last of the claim releases
+// the lease at once; acking the last of a prefix with a `retry` right
+// after it hands back exactly the tail.
+func TestSemantic11_InATransactionTheAckOfTheLastMessageSettlesEveryOneBeforeIt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	q, out, g := e.Queue("in"), e.Queue("out"), e.Group("g")
+	e.configure(t, q, queen.QueueOptions{LeaseTime: queen.Int(300)})
+	e.push(t, q, "p", msgs(1, 7)...)
+	settle := func(claim queen.Claim, settled int, handBack bool) {
+		t.Helper()
+		tx := &queen.Transaction{}
+		for i := 0; i < settled; i++ {
+			m := claim.Messages[i]
+			tx.Push(queen.PushItem{Queue: out, Partition: "p", Payload: m.Data, TransactionID: "fwd-" + m.TransactionID})
+		}
+		tx.Ack(claim.Messages[settled-1].AckItem(queen.AckCompleted, ""))
+		if handBack {
+			tx.Ack(claim.Messages[settled].AckItem(queen.AckRetry, ""))
+		}
+		res, err := e.c.Transact(e.ctx, tx)
+		if err != nil || !res.Success {
+			t.Fatalf("settle of %d acking only message %d: %+v %v, want committed", settled, settled, res, err)
+		}
+	}
+	c := e.pop(t, queen.PopRequest{Queue: q, ConsumerGroup: g, Batch: 4, LeaseSeconds: 300})
+	if !equalInts(numbers(t, c), []int{1, 2, 3, 4}) {
+		t.Fatalf("first claim %v, want [1 2 3 4]", numbers(t, c))
+	}
+	settle(c, 4, false)
+	// The lease is gone and 1–3 are settled: the next claim, at once, starts at 5.
+	next := e.pop(t, queen.PopRequest{Queue: q, ConsumerGroup: g, Batch: 10, LeaseSeconds: 300})
+	if !equalInts(numbers(t, next), []int{5, 6, 7}) {
+		t.Fatalf("claim after a settle acking only message 4: %v, want [5 6 7] (1–3 acked with it, the lease released)", numbers(t, next))
+	}
+	settle(next, 1, true)
+	tail := e.pop(t, queen.PopRequest{Queue: q, ConsumerGroup: g, Batch: 10, LeaseSeconds: 300})
+	if !equalInts(numbers(t, tail), []int{6, 7}) {
+		t.Fatalf("claim after acking 5 with a retry at 6: %v, want [6 7]", numbers(t, tail))
+	}
+	settle(tail, 2, false)
+	if d := e.depth(t, q, g); d.Pending != 0 {
+		t.Errorf("depth pending %d after every claim was settled by its last ack, want 0", d.Pending)
+	}
+	if got := e.peek(t, out, "p"); !equalInts(got, []int{1, 2, 3, 4, 5, 6, 7}) {
+		t.Fatalf("out holds %v, want [1 … 7], each once", got)
+	}
+}
