@@ -33,8 +33,8 @@ type bareJob struct {
 	// StampGraph, when set, makes the loop add a `_gate` stamp of Gate's
 	// shape (this graph, path main, hop 1, node n) to every payload.
 	StampGraph string
-	// Riders, with a stamp, makes the loop also charge every transaction
-	// the way gate-relay's rider path does (peer.Job.RiderKey).
+	// Riders makes the loop also charge every transaction the way
+	// gate-relay's rider path does (peer.Job.RiderKey).
 	Riders bool
 	// AckLast settles each claim with one ack of its last message, as
 	// gate-relay does (peer.Job.AckLast).

@@ -80,13 +80,13 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 	}
 	gates := map[string][]gateRun{}
 	// bares are the bare-loop runs by runner: "bare", "stamped", "riding",
-	// "acklast".
+	// "acklast", "lastonly".
 	bares := map[string][]bareRun{}
 	workers := 16
 	// Each round runs every runner once, in an order rotated round by
 	// round, and each run's queues are dropped after it: no runner always
 	// goes first or always meets the broker with the others' leftovers.
-	runners := append(slices.Clone(modes), "bare", "stamped", "riding", "acklast")
+	runners := append(slices.Clone(modes), "bare", "stamped", "riding", "acklast", "lastonly")
 	// The broker is one process for the whole bench, and its first job of
 	// this size grows its heap and maps from nothing; whichever runner went
 	// first would pay that alone. One bare-loop run warms it and is not
@@ -99,7 +99,7 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 	for round := 0; round < rounds; round++ {
 		for k := range runners {
 			mode := runners[(k+round)%len(runners)]
-			if bareRunners[mode] {
+			if _, bare := bareRunners[mode]; bare {
 				r, err := b.overheadBare(ctx, n, round, workers, mode)
 				if err != nil {
 					return []stats.Table{t}, err
@@ -164,6 +164,8 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 			"that loop also charging every transaction as gate-relay's rider path does (one required incr with max and a getMany, built and read by libs/budget)"},
 		{"acklast", "bare loop + stamp + riders + one ack per claim", "acklast bare", "bare+stamp+riders+ackLast",
 			"that loop also settling each claim with one ack of its last message, as gate-relay does (the broker's ack is cumulative), instead of an ack per message: it does everything gate-relay does to the broker, so between it and (b) is what Gate's own work costs (derived ids, classify, bookkeeping)"},
+		{"lastonly", "bare loop + one ack per claim", "lastonly bare", "bare+ackLast",
+			"the bare loop settling each claim with that one ack and nothing else of Gate's (no stamp, no riders): the best a hand-written loop does, so between it and (b) is everything Gate adds, the stamp and the charge included"},
 	} {
 		rs := bares[x.runner]
 		if len(rs) == 0 {
@@ -195,6 +197,7 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 		{"bare+stamp", rates(bares["stamped"], bareRate)},
 		{"bare+stamp+riders", rates(bares["riding"], bareRate)},
 		{"bare+stamp+riders+ackLast", rates(bares["acklast"], bareRate)},
+		{"bare+ackLast", rates(bares["lastonly"], bareRate)},
 	} {
 		if len(x.rates) == 0 {
 			continue
@@ -238,8 +241,12 @@ func joinRates[T any](runs []T, rate func(T) float64) string {
 }
 
 // bareRunners are the overhead runners that are bare-loop children (the
-// others are gate-relay).
-var bareRunners = map[string]bool{"bare": true, "stamped": true, "riding": true, "acklast": true}
+// others are gate-relay), with what each adds of gate-relay's work to the
+// loop: the `_gate` stamp, the rider charge, one cumulative ack per claim.
+var bareRunners = map[string]struct{ stamp, riders, ackLast bool }{
+	"bare": {}, "stamped": {stamp: true}, "riding": {stamp: true, riders: true},
+	"acklast": {stamp: true, riders: true, ackLast: true}, "lastonly": {ackLast: true},
+}
 
 // overheadGraph is the graph a runner's run of round is named after. Every
 // runner's tag has the same length, so that every run's queue names,
@@ -247,7 +254,7 @@ var bareRunners = map[string]bool{"bare": true, "stamped": true, "riding": true,
 // the runners scan, copy and store those bytes in every ack and push, and
 // shorter names would make one runner look cheaper for its names alone.
 func (b *Bench) overheadGraph(runner string, round int) string {
-	tag := map[string]string{"riders": "rid", "separate": "sep", "bare": "bar", "stamped": "stm", "riding": "srd", "acklast": "sal"}[runner]
+	tag := map[string]string{"riders": "rid", "separate": "sep", "bare": "bar", "stamped": "stm", "riding": "srd", "acklast": "sal", "lastonly": "lon"}[runner]
 	return b.graphName("ovh-" + tag + strconv.Itoa(round))
 }
 
@@ -273,11 +280,11 @@ func (b *Bench) overheadBare(ctx context.Context, n, round, workers int, runner 
 	dd := b.startCounter(ctx, dst, "bench-workers", 4, 200)
 	broker := startCPU(b.queenPid())
 	job := bareJob{QueenURL: b.cfg.QueenURL, Source: src, Group: group, Dest: dst, Workers: workers, Batch: 200, Total: n, Deadline: 12 * b.cfg.Seconds}
-	if runner != "bare" {
+	add := bareRunners[runner]
+	if add.stamp {
 		job.StampGraph = graph
-		job.Riders = runner == "riding" || runner == "acklast"
-		job.AckLast = runner == "acklast"
 	}
+	job.Riders, job.AckLast = add.riders, add.ackLast
 	res, childCPU, err := runBareChild(ctx, job)
 	bcpu, bok := broker.stop()
 	waitFor(ctx, 10*time.Second, func() bool { return dd.count() >= res.Moved })
