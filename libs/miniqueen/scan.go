@@ -167,7 +167,7 @@ func (s *scanner) strSame(prev *string) string {
 	if s.peek() == '"' && !s.bad {
 		p := *prev
 		end := s.i + 1 + len(p)
-		if p != "" && end < len(s.b) && s.b[end] == '"' && string(s.b[s.i+1:end]) == p && bytesPlain(s.b[s.i+1:end]) {
+		if p != "" && end < len(s.b) && s.b[end] == '"' && string(s.b[s.i+1:end]) == p && jsonplain.Run(s.b[:end], s.i+1) == end {
 			s.i = end + 1
 			return p
 		}
@@ -175,15 +175,6 @@ func (s *scanner) strSame(prev *string) string {
 	v := s.str()
 	*prev = v
 	return v
-}
-
-func bytesPlain(b []byte) bool {
-	for _, c := range b {
-		if c == '\\' || c < 0x20 {
-			return false
-		}
-	}
-	return true
 }
 
 // optSame is optStr with strSame.
