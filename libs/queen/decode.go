@@ -417,9 +417,10 @@ func (s *scanner) raw() (json.RawMessage, error) {
 func (s *scanner) skip() error {
 	switch c := s.peek(); {
 	case c == '{':
-		return s.skipObject()
+		return s.object(func([]byte) error { return s.skip() })
 	case c == '[':
-		return s.skipArray()
+		_, err := s.array(s.skip)
+		return err
 	case c == '"':
 		_, _, err := s.stringToken()
 		return err
@@ -436,74 +437,6 @@ func (s *scanner) skip() error {
 		return s.fail("invalid literal")
 	default:
 		return s.fail("expected a value")
-	}
-}
-
-// skipObject validates and steps over the object the cursor is on. It is
-// object with skip for every member, minus what only a decoder needs: a
-// skipped key is validated, never unescaped.
-func (s *scanner) skipObject() error {
-	s.i++
-	if s.depth++; s.depth > maxDepth {
-		return s.fail("exceeded max depth")
-	}
-	if s.peek() == '}' {
-		s.i++
-		s.depth--
-		return nil
-	}
-	for {
-		if s.peek() != '"' {
-			return s.fail("expected an object key")
-		}
-		if _, _, err := s.stringToken(); err != nil {
-			return err
-		}
-		if s.peek() != ':' {
-			return s.fail("expected ':' after an object key")
-		}
-		s.i++
-		if err := s.skip(); err != nil {
-			return err
-		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			s.depth--
-			return nil
-		default:
-			return s.fail("expected ',' or '}' in an object")
-		}
-	}
-}
-
-// skipArray validates and steps over the array the cursor is on.
-func (s *scanner) skipArray() error {
-	s.i++
-	if s.depth++; s.depth > maxDepth {
-		return s.fail("exceeded max depth")
-	}
-	if s.peek() == ']' {
-		s.i++
-		s.depth--
-		return nil
-	}
-	for {
-		if err := s.skip(); err != nil {
-			return err
-		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			s.depth--
-			return nil
-		default:
-			return s.fail("expected ',' or ']' in an array")
-		}
 	}
 }
 
