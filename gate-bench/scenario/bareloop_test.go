@@ -87,3 +87,20 @@ func TestOverheadRunnersUseNamesOfOneLength(t *testing.T) {
 		t.Errorf("bare loop: source %q parses as a Gate-owned queue; a relay could claim it", src)
 	}
 }
+
+// Every bare-loop row runs a runner the bench knows how to start, and
+// every bare-loop runner but the plain loop prints a row.
+func TestEveryBareRowHasItsRunner(t *testing.T) {
+	rows := map[string]bool{}
+	for _, x := range bareRows {
+		if _, ok := bareRunners[x.runner]; !ok {
+			t.Errorf("row %q runs %q, which bareRunners does not describe", x.label, x.runner)
+		}
+		rows[x.runner] = true
+	}
+	for r := range bareRunners {
+		if r != "bare" && !rows[r] {
+			t.Errorf("runner %q runs but prints no row", r)
+		}
+	}
+}

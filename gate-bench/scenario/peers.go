@@ -86,7 +86,10 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 	// Each round runs every runner once, in an order rotated round by
 	// round, and each run's queues are dropped after it: no runner always
 	// goes first or always meets the broker with the others' leftovers.
-	runners := append(slices.Clone(modes), "bare", "stamped", "riding", "acklast", "lastonly")
+	runners := append(slices.Clone(modes), "bare")
+	for _, x := range bareRows {
+		runners = append(runners, x.runner)
+	}
 	// The broker is one process for the whole bench, and its first job of
 	// this size grows its heap and maps from nothing; whichever runner went
 	// first would pay that alone. One bare-loop run warms it and is not
@@ -157,16 +160,7 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 	}
 	// The bare-loop rows after Gate's each add one of Gate's costs to the
 	// loop, so the table tells them apart.
-	for _, x := range []struct{ runner, label, figure, list, note string }{
-		{"stamped", "bare loop + the _gate stamp", "stamped bare", "bare+stamp",
-			"the bare loop pushing the bytes gate-relay pushes (each payload with a _gate stamp of the same size): what the stamp alone costs the broker and the consumers, with no budget, no derived ids and no riders"},
-		{"riding", "bare loop + stamp + riders", "riding bare", "bare+stamp+riders",
-			"that loop also charging every transaction as gate-relay's rider path does (one required incr with max and a getMany, built and read by libs/budget)"},
-		{"acklast", "bare loop + stamp + riders + one ack per claim", "acklast bare", "bare+stamp+riders+ackLast",
-			"that loop also settling each claim with one ack of its last message, as gate-relay does (the broker's ack is cumulative), instead of an ack per message: it does everything gate-relay does to the broker, so between it and (b) is what Gate's own work costs (derived ids, classify, bookkeeping)"},
-		{"lastonly", "bare loop + one ack per claim", "lastonly bare", "bare+ackLast",
-			"the bare loop settling each claim with that one ack and nothing else of Gate's (no stamp, no riders): the best a hand-written loop does, so between it and (b) is everything Gate adds, the stamp and the charge included"},
-	} {
+	for _, x := range bareRows {
 		rs := bares[x.runner]
 		if len(rs) == 0 {
 			continue
@@ -188,25 +182,21 @@ func (b *Bench) overhead(ctx context.Context) ([]stats.Table, error) {
 	// trusted.
 	bareRates := rates(bares["bare"], bareRate)
 	var shares []string
-	for _, x := range []struct {
-		name  string
-		rates []float64
-	}{
-		{"riders", rates(gates["riders"], gateRate)},
-		{"separate", rates(gates["separate"], gateRate)},
-		{"bare+stamp", rates(bares["stamped"], bareRate)},
-		{"bare+stamp+riders", rates(bares["riding"], bareRate)},
-		{"bare+stamp+riders+ackLast", rates(bares["acklast"], bareRate)},
-		{"bare+ackLast", rates(bares["lastonly"], bareRate)},
-	} {
-		if len(x.rates) == 0 {
-			continue
+	addShare := func(name string, rs []float64) {
+		if len(rs) == 0 {
+			return
 		}
-		r := stats.RatioOfMeans(x.rates, bareRates)
-		shares = append(shares, fmt.Sprintf("%s %.1f%% (%.0f–%.0f%%)", x.name, 100*r.Of, 100*r.Low, 100*r.High))
-		t.Figure(x.name+" share of means %", 100*r.Of)
-		t.Figure(x.name+" share of means low %", 100*r.Low)
-		t.Figure(x.name+" share of means high %", 100*r.High)
+		r := stats.RatioOfMeans(rs, bareRates)
+		shares = append(shares, fmt.Sprintf("%s %.1f%% (%.0f–%.0f%%)", name, 100*r.Of, 100*r.Low, 100*r.High))
+		t.Figure(name+" share of means %", 100*r.Of)
+		t.Figure(name+" share of means low %", 100*r.Low)
+		t.Figure(name+" share of means high %", 100*r.High)
+	}
+	for _, mode := range modes {
+		addShare(mode, rates(gates[mode], gateRate))
+	}
+	for _, x := range bareRows {
+		addShare(x.list, rates(bares[x.runner], bareRate))
 	}
 	t.Note("share of the bare loop over all %d runs each, as the ratio of the means (bootstrap 95%% interval): %s", rounds, strings.Join(shares, "; "))
 	t.Note("runs (sorted items/s): %s", strings.Join(runs, "; "))
@@ -238,6 +228,21 @@ func joinRates[T any](runs []T, rate func(T) float64) string {
 		out[i] = stats.Num(r)
 	}
 	return strings.Join(out, "/")
+}
+
+// bareRows are the bare-loop rows printed after Gate's, in order, each
+// adding one more of Gate's costs to the loop so the table tells them
+// apart: the runner, its row label, its figure and run-list names, and the
+// note that explains it.
+var bareRows = []struct{ runner, label, figure, list, note string }{
+	{"stamped", "bare loop + the _gate stamp", "stamped bare", "bare+stamp",
+		"the bare loop pushing the bytes gate-relay pushes (each payload with a _gate stamp of the same size): what the stamp alone costs the broker and the consumers, with no budget, no derived ids and no riders"},
+	{"riding", "bare loop + stamp + riders", "riding bare", "bare+stamp+riders",
+		"that loop also charging every transaction as gate-relay's rider path does (one required incr with max and a getMany, built and read by libs/budget)"},
+	{"acklast", "bare loop + stamp + riders + one ack per claim", "acklast bare", "bare+stamp+riders+ackLast",
+		"that loop also settling each claim with one ack of its last message, as gate-relay does (the broker's ack is cumulative), instead of an ack per message: it does everything gate-relay does to the broker, so between it and (b) is what Gate's own work costs (derived ids, classify, bookkeeping)"},
+	{"lastonly", "bare loop + one ack per claim", "lastonly bare", "bare+ackLast",
+		"the bare loop settling each claim with that one ack and nothing else of Gate's (no stamp, no riders): the best a hand-written loop does, so between it and (b) is everything Gate adds, the stamp and the charge included"},
 }
 
 // bareRunners are the overhead runners that are bare-loop children (the
