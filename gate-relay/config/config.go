@@ -64,7 +64,7 @@ type Config struct {
 	// Admission is riders or separate (GATE_ADMISSION, riders).
 	Admission string
 	// Linger is how long a stage with a thin claim waits for a fuller one
-	// (GATE_STAGE_LINGER_MS, 0, 0..100).
+	// (GATE_STAGE_LINGER_MS, 5, 0..100).
 	Linger time.Duration
 }
 
@@ -86,6 +86,7 @@ func Default() Config {
 		Bind:             "127.0.0.1:8791",
 		LogLevel:         knob.DefaultLogLevel,
 		Admission:        knob.Admission.Default,
+		Linger:           time.Duration(knob.StageLingerMs.Default) * time.Millisecond,
 	}
 }
 

@@ -15,7 +15,8 @@ func TestDefaultsClampsAndErrors(t *testing.T) {
 		t.Fatalf("empty environment: %+v %v", c, err)
 	}
 	if c.Bind != "127.0.0.1:8791" || c.Lease != 10*time.Second || c.PollTimeout != 30*time.Second || c.MaxPark != 30*time.Second ||
-		c.InteriorSeedSkew != 120*time.Second || c.Reconcile != 15*time.Second || c.StageBatch != 200 || c.LaneCapacity != 1000 || c.RetryLimit != 3 {
+		c.InteriorSeedSkew != 120*time.Second || c.Reconcile != 15*time.Second || c.StageBatch != 200 || c.LaneCapacity != 1000 || c.RetryLimit != 3 ||
+		c.Linger != 5*time.Millisecond {
 		t.Fatalf("defaults = %+v", c)
 	}
 	c, err = Load(env(map[string]string{
@@ -28,6 +29,9 @@ func TestDefaultsClampsAndErrors(t *testing.T) {
 	if c.StageBatch != 1000 || c.InteriorSeedSkew != 600*time.Second || c.Reconcile != time.Second || c.Lease != time.Second ||
 		c.MaxPark != 250*time.Millisecond || c.StageConcurrency != 4 {
 		t.Fatalf("clamped = %+v", c)
+	}
+	if c, _ := Load(env(map[string]string{"GATE_STAGE_LINGER_MS": "0"})); c.Linger != 0 {
+		t.Fatalf("GATE_STAGE_LINGER_MS=0 must turn the linger off, got %s", c.Linger)
 	}
 	if c, _ := Load(env(map[string]string{"GATE_STAGE_CONCURRENCY": "-3"})); c.StageConcurrency != 0 {
 		t.Fatalf("a non-positive concurrency must mean derive, got %d", c.StageConcurrency)

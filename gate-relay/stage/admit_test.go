@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -551,5 +552,86 @@ func TestOneCumulativeAckSettlesAWholeClaim(t *testing.T) {
 	}
 	if c := r.s.Counters(); c.Commits != 1 || c.Forwarded != 50 || c.Released != 0 {
 		t.Errorf("counters %+v, want one commit of 50 and nothing released", c)
+	}
+}
+
+// turnClock is a clock that stands still: After records how long each
+// wait asked for and fires only when released.
+type turnClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	waits []time.Duration
+	fire  []chan time.Time
+}
+
+func (c *turnClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *turnClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	c.waits = append(c.waits, d)
+	c.fire = append(c.fire, ch)
+	return ch
+}
+
+// asked waits until n waits were asked for and returns them.
+func (c *turnClock) asked(t *testing.T, n int) []time.Duration {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c.mu.Lock()
+		got := append([]time.Duration(nil), c.waits...)
+		c.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waits asked for, want %d", len(got), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Workers that all found thin claims take turns, one pop per linger for
+// the stage, and a full claim ends every wait at once.
+func TestWorkersAfterThinClaimsTakeTurnsAndAFullClaimEndsEveryWait(t *testing.T) {
+	t.Parallel()
+	const linger = 5 * time.Millisecond
+	clock := &turnClock{now: time.Unix(1_800_000_000, 0)}
+	s := &Stage{cfg: Config{Linger: linger, Clock: clock}}
+	done := make(chan struct{}, 3)
+	for range 3 {
+		go func() {
+			s.linger(t.Context(), 200, 2)
+			done <- struct{}{}
+		}()
+	}
+	waits := clock.asked(t, 3)
+	slices.Sort(waits)
+	if want := []time.Duration{linger, 2 * linger, 3 * linger}; !slices.Equal(waits, want) {
+		t.Fatalf("three thin workers wait %v, want %v: one pop per linger for the stage", waits, want)
+	}
+	select {
+	case <-done:
+		t.Fatal("a worker stopped waiting before its turn or a full claim")
+	case <-time.After(20 * time.Millisecond):
+	}
+	s.linger(t.Context(), 200, 50) // a quarter full: load is up
+	for range 3 {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a full claim did not end the waits of the lingering workers")
+		}
+	}
+	// Turns start over: the next thin claim waits one linger, not a fourth.
+	go s.linger(t.Context(), 200, 1)
+	if w := clock.asked(t, 4)[3]; w != linger {
+		t.Fatalf("after a full claim a thin one waits %s, want %s", w, linger)
 	}
 }

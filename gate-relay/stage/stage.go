@@ -110,8 +110,9 @@ type Config struct {
 	// Admission is the relay's admission path; nil charges with the
 	// separate kv call.
 	Admission *Admission
-	// Linger is how long a claim of fewer than a quarter of the batch
-	// waits for a fuller one (GATE_STAGE_LINGER_MS; 0 never waits).
+	// Linger is how long, after claims of fewer than a quarter of the
+	// batch, the stage waits between pops: its workers take turns, one
+	// pop per Linger (GATE_STAGE_LINGER_MS; 0 never waits).
 	Linger time.Duration
 }
 
@@ -128,6 +129,7 @@ type Stage struct {
 	wg      sync.WaitGroup
 	stopped chan struct{}
 	started atomic.Bool
+	pace    pace
 }
 
 // New validates cfg and returns a stage ready to Start.
@@ -302,17 +304,55 @@ func (s *Stage) renew(ctx context.Context, leaseID string) {
 	}
 }
 
-// linger pauses before the next pop, at most Linger, after a claim of
-// fewer than a quarter of the batch: under trickle load items then gather
-// into fuller claims (fewer broker calls per item) at a bounded added
-// latency. A stage without a linger, or after a full enough claim, pops at
-// once.
+// linger pauses a worker before its next pop after a claim of fewer than
+// a quarter of the batch, so under trickle load items gather into fuller
+// claims (fewer broker calls per item). The stage's workers take turns:
+// while claims are thin the stage as a whole pops once per Linger, so an
+// item waits at most about Linger for a pop however many workers share the
+// source, and a trickle spread over many workers still gathers, where each
+// worker lingering on its own would pop as often as before. A claim full
+// enough ends every wait at once and pops without one. A stage without a
+// linger pops at once.
 func (s *Stage) linger(ctx context.Context, batch int, claimed int) {
-	if s.cfg.Linger <= 0 || claimed*4 >= batch {
+	if s.cfg.Linger <= 0 {
 		return
 	}
+	p := &s.pace
+	p.mu.Lock()
+	if claimed*4 >= batch {
+		// Load is up: every waiting worker pops now, and turns start over.
+		if p.full != nil {
+			close(p.full)
+			p.full = nil
+		}
+		p.next = time.Time{}
+		p.mu.Unlock()
+		return
+	}
+	now := s.cfg.Clock.Now()
+	turn := now
+	if p.next.After(turn) {
+		turn = p.next
+	}
+	turn = turn.Add(s.cfg.Linger)
+	p.next = turn
+	if p.full == nil {
+		p.full = make(chan struct{})
+	}
+	full := p.full
+	p.mu.Unlock()
 	select {
 	case <-ctx.Done():
-	case <-s.cfg.Clock.After(s.cfg.Linger):
+	case <-full:
+	case <-s.cfg.Clock.After(turn.Sub(now)):
 	}
+}
+
+// pace is the workers' turns after thin claims (see linger).
+type pace struct {
+	mu sync.Mutex
+	// next is the last turn handed out.
+	next time.Time
+	// full is closed when a worker finds a full enough claim.
+	full chan struct{}
 }
