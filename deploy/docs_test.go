@@ -218,7 +218,7 @@ func TestOperationsGuideDefaultsAndRanges(t *testing.T) {
 		return strconv.Itoa(n)
 	}
 	for _, k := range []knob.Int{knob.StageBatch, knob.StageConcurrency, knob.LaneCapacity, knob.LeaseSeconds, knob.RetryLimit,
-		knob.ReconcileSeconds, knob.StageLingerMs, knob.BrokerTimeout, knob.PGPort, recorderconfig.FlushMs} {
+		knob.ReconcileSeconds, knob.StageLingerMs, knob.BrokerTimeout, knob.PushBatch, knob.PGPort, recorderconfig.FlushMs} {
 		row, ok := rows[k.Name]
 		if !ok {
 			t.Errorf("no row for %s", k.Name)

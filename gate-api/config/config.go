@@ -90,6 +90,11 @@ type Config struct {
 	// to at least GATE_MAX_PUSH_BODY_BYTES and at most 4 GiB); a push that
 	// does not fit is answered 503 with Retry-After.
 	PushInflightBytes int64
+	// PushBatch is the most front-door pushes one broker push call carries
+	// (GATE_PUSH_BATCH, default 64, clamped 1..1000). Pushes that arrive
+	// while the door's broker calls are all in flight leave together in
+	// the next one; 1 sends every push in a call of its own.
+	PushBatch int
 	// AI is the configuration agent: GATE_AI_PROVIDER, GATE_AI_MODEL, the
 	// provider's key, its base URL knob, whether history is configured,
 	// and the agent's fixed limits (see libs/agent's README).
@@ -115,6 +120,7 @@ func Default() Config {
 		LogLevel:          DefaultLogLevel,
 		BrokerTimeout:     time.Duration(knob.BrokerTimeout.Default) * time.Millisecond,
 		PushInflightBytes: DefaultPushInflightBytes,
+		PushBatch:         knob.PushBatch.Default,
 		History: knob.History{Port: knob.DefaultPGPort, User: knob.DefaultPGUser, Database: knob.DefaultPGDatabase,
 			Schema: knob.DefaultHistorySchema},
 		AI: agent.Config{AI: knob.AI{
@@ -161,6 +167,8 @@ func Load(getenv func(string) string) (Config, error) {
 	inflight := int(c.PushInflightBytes)
 	num("GATE_PUSH_INFLIGHT_BYTES", &inflight, int(c.MaxPushBodyBytes), MaxPushInflightBytes)
 	c.PushInflightBytes = int64(inflight)
+	c.PushBatch, err = knob.PushBatch.Read(getenv)
+	errs = append(errs, err)
 	shutdown := int(c.ShutdownTimeout / time.Second)
 	num("GATE_SHUTDOWN_SECONDS", &shutdown, 1, 300)
 	c.ShutdownTimeout = time.Duration(shutdown) * time.Second

@@ -34,3 +34,18 @@ func newMetrics() *metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
+
+// watchDoor exposes the push front door's broker calls and the items they
+// carried; their ratio is how many pushes one broker call coalesced.
+func (m *metrics) watchDoor(b *pushBatcher) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "gate_api_push_broker_calls_total",
+			Help: "Broker push calls made by the push front door (GATE_PUSH_BATCH pushes at most per call).",
+		}, func() float64 { return float64(b.calls.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "gate_api_push_broker_items_total",
+			Help: "Items the push front door's broker calls carried: divided by gate_api_push_broker_calls_total, the pushes per call.",
+		}, func() float64 { return float64(b.items.Load()) }),
+	)
+}

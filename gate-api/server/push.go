@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -142,22 +143,20 @@ func (s *Server) push(q *req) *apiError {
 			partition = plan.RoundRobinPartition((s.rr.Add(1) - 1) % uint64(node.IngressPartitions))
 		}
 	}
-	res, err := s.client.Push(q.r.Context(), []queen.PushItem{{Queue: node.IngressQueue, Partition: partition, Payload: data, TransactionID: txn}})
-	if err != nil {
+	r, err := s.pusher.Push(q.r.Context(), queen.PushItem{Queue: node.IngressQueue, Partition: partition, Payload: data, TransactionID: txn})
+	switch {
+	case errors.Is(err, errPushUnknown):
+		return fail(http.StatusGatewayTimeout, "pushing to %s: %v; the item may or may not be queued: retry with the same txn to stay idempotent (without a txn a retry may queue it twice)", node.IngressQueue, err)
+	case err != nil:
 		return fail(http.StatusBadGateway, "pushing to %s failed: %v; nothing was queued, retry (with the same txn to stay idempotent)", node.IngressQueue, err)
+	case !r.Stored() && !r.Duplicate():
+		return fail(http.StatusBadGateway, "the broker did not store the item on %s: %s; retry (with the same txn to stay idempotent)", node.IngressQueue, r.Error)
 	}
 	pushed := 0
-	dup := false
-	for _, r := range res {
-		switch {
-		case r.Stored():
-			pushed++
-		case r.Duplicate():
-			dup = true
-		default:
-			return fail(http.StatusBadGateway, "the broker did not store the item on %s: %s; retry (with the same txn to stay idempotent)", node.IngressQueue, r.Error)
-		}
+	if r.Stored() {
+		pushed = 1
 	}
+	dup := r.Duplicate()
 	out := wire.Pushed{OK: true, Pushed: pushed, Duplicate: dup, Queue: node.IngressQueue, Cost: itemCost}
 	if partition != "" {
 		out.Partition = &partition

@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // shop is a one-node graph whose entry sheds, costs by payload.units (max 5)
@@ -189,4 +192,90 @@ func TestPushRouting(t *testing.T) {
 	if n := len(h.messages(h.app + ".own.in")); n != 0 {
 		t.Fatalf("pushed into the application's queue: %d", n)
 	}
+}
+
+// Many pushes at once leave through few broker calls; each must still be
+// queued once and answered with its own outcome, and a txn repeated by
+// concurrent requests must be queued once with every other copy answered
+// as the duplicate.
+func TestConcurrentPushesThroughTheDoorAreEachQueuedOnceAndAnsweredAsTheirOwn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	h.expect(h.do(http.MethodPut, h.graphURL("shop"), h.shop()), http.StatusOK)
+	h.run("relay-1", "shop", 1)
+	url := h.url + h.graphURL("shop") + "/nodes/entry/push"
+	queue := h.ingress("shop", "entry")
+	const unique, repeats = 300, 3
+	type result struct {
+		txn    string
+		status int
+		pushed float64
+		dup    bool
+		part   string
+		err    error
+	}
+	results := make(chan result, unique*repeats)
+	var wg sync.WaitGroup
+	for i := range unique {
+		for range repeats {
+			wg.Go(func() {
+				txn := "t-" + strconv.Itoa(i)
+				body := fmt.Sprintf(`{"txn":%q,"partition":"acct-%d","payload":{"i":%d}}`, txn, i%4, i)
+				resp, err := http.Post(url, "application/json", strings.NewReader(body))
+				if err != nil {
+					results <- result{txn: txn, err: err}
+					return
+				}
+				defer resp.Body.Close()
+				var got wire.Pushed
+				err = json.NewDecoder(resp.Body).Decode(&got)
+				part := ""
+				if got.Partition != nil {
+					part = *got.Partition
+				}
+				results <- result{txn: txn, status: resp.StatusCode, pushed: float64(got.Pushed), dup: got.Duplicate, part: part, err: err}
+			})
+		}
+	}
+	wg.Wait()
+	close(results)
+	pushed := map[string]int{}
+	for r := range results {
+		if r.err != nil || r.status != http.StatusOK {
+			t.Fatalf("push %s: status %d, %v", r.txn, r.status, r.err)
+		}
+		if (r.pushed == 1) == r.dup {
+			t.Fatalf("push %s answered pushed=%v duplicate=%v: exactly one of them must hold", r.txn, r.pushed, r.dup)
+		}
+		if i, _ := strconv.Atoi(strings.TrimPrefix(r.txn, "t-")); r.part != "acct-"+strconv.Itoa(i%4) {
+			t.Fatalf("push %s answered partition %q", r.txn, r.part)
+		}
+		pushed[r.txn] += int(r.pushed)
+	}
+	stored := map[int]int{}
+	for p := range 4 {
+		for _, m := range h.partition(queue, "acct-"+strconv.Itoa(p)) {
+			var v struct {
+				I int `json:"i"`
+			}
+			if err := json.Unmarshal(m.Data, &v); err != nil {
+				t.Fatalf("stored %s: %v", m.Data, err)
+			}
+			if v.I%4 != p {
+				t.Fatalf("item %d stored on acct-%d", v.I, p)
+			}
+			stored[v.I]++
+		}
+	}
+	for i := range unique {
+		txn := "t-" + strconv.Itoa(i)
+		if pushed[txn] != 1 || stored[i] != 1 {
+			t.Fatalf("%s: %d answers said pushed and %d copies are queued, want 1 and 1", txn, pushed[txn], stored[i])
+		}
+	}
+	calls, items := h.srv.pusher.calls.Load(), h.srv.pusher.items.Load()
+	if items != unique*repeats {
+		t.Fatalf("the door sent %d items to the broker for %d pushes", items, unique*repeats)
+	}
+	t.Logf("%d pushes left in %d broker calls", items, calls)
 }

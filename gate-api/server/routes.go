@@ -64,6 +64,10 @@ func (s *Server) routes() http.Handler {
 		r.Handle("/v1/apps/{app}"+suffix, s.wrap(name, false, limit, h)).Methods(method)
 		r.Handle("/v1"+suffix, s.wrap("flat-"+name, true, limit, h)).Methods(method)
 	}
+	// The push routes come first: the router tries routes in order, and
+	// nearly every request is a push.
+	both("push", http.MethodPost, "/graphs/{graph}/nodes/{node}/push", push, s.push)
+	both("target-push", http.MethodPost, "/targets/{graph}/lanes/{lane}/push", push, s.push)
 	both("graph-put", http.MethodPut, "/graphs/{name}", small, func(q *req) *apiError { return s.putGraph(q, false) })
 	both("graph-get", http.MethodGet, "/graphs/{name}", small, s.getGraph)
 	both("graph-delete", http.MethodDelete, "/graphs/{name}", small, func(q *req) *apiError { return s.deleteGraph(q, false) })
@@ -72,8 +76,6 @@ func (s *Server) routes() http.Handler {
 	both("target-delete", http.MethodDelete, "/targets/{name}", small, func(q *req) *apiError { return s.deleteGraph(q, true) })
 	both("targets-sync", http.MethodPut, "/targets", small, s.syncTargets)
 
-	both("push", http.MethodPost, "/graphs/{graph}/nodes/{node}/push", push, s.push)
-	both("target-push", http.MethodPost, "/targets/{graph}/lanes/{lane}/push", push, s.push)
 	both("backoff", http.MethodPost, "/graphs/{graph}/nodes/{node}/backoff", small, s.backoff)
 	both("backoff-lift", http.MethodDelete, "/graphs/{graph}/nodes/{node}/backoff", small, s.liftBackoff)
 	both("reenter", http.MethodPost, "/graphs/{graph}/reenter", small, s.reenter)

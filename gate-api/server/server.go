@@ -60,6 +60,8 @@ type Server struct {
 	closeOnce sync.Once
 	// pushBytes bounds the bytes buffered across in-flight pushes.
 	pushBytes inflight
+	// pusher carries the push front door's items to the broker.
+	pusher pushBatcher
 	// rr names round-robin partitions of Gate-owned ingress queues.
 	rr atomic.Uint64
 
@@ -106,6 +108,8 @@ func New(cfg config.Config, log *slog.Logger) (*Server, error) {
 		agent:   ag,
 	}
 	s.pushBytes.limit = cfg.PushInflightBytes
+	s.pusher = pushBatcher{push: c.Push, maxItems: cfg.PushBatch, maxBytes: int(cfg.MaxPushBodyBytes)}
+	s.metrics.watchDoor(&s.pusher)
 	s.health.ttl = time.Second
 	s.depth.ttl = 2 * time.Second
 	s.handler = s.routes()

@@ -12,3 +12,9 @@ const (
 	MinBrokerTimeoutMs = 100
 	MaxBrokerTimeoutMs = 300_000
 )
+
+// PushBatch is the most front-door pushes one broker push call of gate-api
+// carries: pushes that arrive while the door's broker calls are all in
+// flight leave together in the next one; 1 gives every push a call of its
+// own.
+var PushBatch = Int{Name: "GATE_PUSH_BATCH", Default: 64, Min: 1, Max: 1000}
