@@ -1,17 +1,22 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/queen-mq/gate/gate-bench/stats"
+	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/stack/gateapi"
@@ -56,14 +61,10 @@ func (b *Bench) pushCall(graph string) stats.Call {
 	}
 }
 
-// pushLingerMs is the GATE_STAGE_LINGER_MS of the push scenario's linger row.
-const pushLingerMs = 5
-
-// ingressCall pushes one item straight into the node's ingress queue with
-// the client, round-robin over its 16 partitions, stamped with its send
-// time: the push row without gate-api.
-func (b *Bench) ingressCall(graph string) stats.Call {
-	queue := plan.IngressQueue(b.cfg.App, graph, "n")
+// directCall pushes one item straight into queue with the client,
+// round-robin over 16 partitions, stamped with its send time: the push row
+// without gate-api.
+func (b *Bench) directCall(queue string) stats.Call {
 	var seq atomic.Int64
 	return func(ctx context.Context) (int, int) {
 		payload := []byte(`{"sent":` + strconv.FormatInt(time.Now().UnixMilli(), 10) + `}`)
@@ -79,7 +80,10 @@ func (b *Bench) ingressCall(graph string) stats.Call {
 }
 
 // push is the front door: closed loop per concurrency, then open loop at
-// 25% and 50% of the best closed-loop rate.
+// 25% and 50% of the best closed-loop rate; then the same 50% straight into
+// the ingress (no gate-api, the relay consuming) and into a queue nobody
+// reads (the driver and the broker alone), which say what the door and the
+// relay add to the machine's own tail.
 func (b *Bench) push(ctx context.Context) ([]stats.Table, error) {
 	graph := b.graphName("push")
 	if _, err := b.declare(ctx, graph, oneNode(node(200_000, 1000, 0, 0, 16, "", b.egressQueue(graph, "")))); err != nil {
@@ -87,9 +91,36 @@ func (b *Bench) push(ctx context.Context) ([]stats.Table, error) {
 	}
 	defer b.forget(graph)
 	t := stats.Table{Title: "push — POST …/nodes/n/push on a one-node graph at 200 000/s (API latency: the push on the wire)", Header: stats.LatencyHeader}
+	hc := b.api.HTTPClient()
+	var perCall, loads []string
+	// measure runs one row, noting how busy the machine and each process
+	// were during it and, for a row through the door, how many pushes each
+	// of the door's broker calls carried meanwhile.
+	measure := func(throughDoor bool, row func() stats.Result) stats.Result {
+		before, err1 := snapDoor(ctx, hc, b.cfg.GateURL)
+		load := startLoad(b.pids(), "driver", "gate-api", "relay", "broker")
+		r := row()
+		if l := load.stop(); l != "" {
+			loads = append(loads, r.Label+": "+l)
+		}
+		if !throughDoor {
+			return r
+		}
+		after, err2 := snapDoor(ctx, hc, b.cfg.GateURL)
+		if d := (doorCalls{after.Calls - before.Calls, after.Items - before.Items}); err1 == nil && err2 == nil && d.Calls > 0 {
+			perCall = append(perCall, fmt.Sprintf("%s %.1f", r.Label, float64(d.Items)/float64(d.Calls)))
+		} else if err := cmp.Or(err1, err2); err != nil {
+			perCall = append(perCall, fmt.Sprintf("%s unknown (%v)", r.Label, err))
+		}
+		return r
+	}
+	door := func(row func() stats.Result) stats.Result { return measure(true, row) }
+	direct := func(row func() stats.Result) stats.Result { return measure(false, row) }
 	best := 0.0
 	for _, c := range b.cfg.Conc {
-		r := stats.ClosedLoop(ctx, fmt.Sprintf("closed c=%d", c), c, b.cfg.Warmup, b.cfg.Seconds, b.pushCall(graph))
+		r := door(func() stats.Result {
+			return stats.ClosedLoop(ctx, fmt.Sprintf("closed c=%d", c), c, b.cfg.Warmup, b.cfg.Seconds, b.pushCall(graph))
+		})
 		t.Add(stats.LatencyRow(r)...)
 		best = max(best, r.ReqPerSec())
 		if r.OK() < 0.99 {
@@ -102,7 +133,9 @@ func (b *Bench) push(ctx context.Context) ([]stats.Table, error) {
 		if rate < 1 {
 			continue
 		}
-		r := stats.OpenLoop(ctx, fmt.Sprintf("open %.0f%% (%.0f/s)", pct, rate), rate, 4096, b.cfg.Warmup, b.cfg.Seconds, b.pushCall(graph))
+		r := door(func() stats.Result {
+			return stats.OpenLoop(ctx, fmt.Sprintf("open %.0f%% (%.0f/s)", pct, rate), rate, 4096, b.cfg.Warmup, b.cfg.Seconds, b.pushCall(graph))
+		})
 		t.Add(stats.LatencyRow(r)...)
 		t.Figure(fmt.Sprintf("open %.0f%% p99 ms", pct), float64(r.Latency.P99)/float64(time.Millisecond))
 		if r.Slipped > 0 || r.Capped > 0 {
@@ -110,24 +143,44 @@ func (b *Bench) push(ctx context.Context) ([]stats.Table, error) {
 		}
 	}
 	if half := best / 2; half >= 1 {
-		// The same rate straight into the node's ingress with the client
-		// (no gate-api), the relay consuming: what the door adds.
-		r := stats.OpenLoop(ctx, fmt.Sprintf("ingress 50%% (%.0f/s)", half), half, 4096, b.cfg.Warmup, b.cfg.Seconds, b.ingressCall(graph))
+		r := direct(func() stats.Result {
+			return stats.OpenLoop(ctx, fmt.Sprintf("ingress 50%% (%.0f/s)", half), half, 4096, b.cfg.Warmup, b.cfg.Seconds, b.directCall(plan.IngressQueue(b.cfg.App, graph, "n")))
+		})
 		t.Add(stats.LatencyRow(r)...)
 		t.Figure("ingress 50% p99 ms", float64(r.Latency.P99)/float64(time.Millisecond))
+		// A node name the graph does not have: no relay reads its queue.
+		alone := plan.IngressQueue(b.cfg.App, graph, "alone")
+		r = direct(func() stats.Result {
+			return stats.OpenLoop(ctx, fmt.Sprintf("broker alone 50%% (%.0f/s)", half), half, 4096, b.cfg.Warmup, b.cfg.Seconds, b.directCall(alone))
+		})
+		t.Add(stats.LatencyRow(r)...)
+		t.Figure("broker alone 50% p99 ms", float64(r.Latency.P99)/float64(time.Millisecond))
+		if _, err := b.q.DeleteQueue(ctx, alone); err != nil {
+			b.logf("push: deleting %s: %v", alone, err)
+		}
 		if b.st != nil {
-			// The door again with a relay that lingers after thin claims.
-			if err := b.useRelayEnv(ctx, "riders-linger", "GATE_ADMISSION=riders", "GATE_STAGE_LINGER_MS="+strconv.Itoa(pushLingerMs)); err != nil {
-				return []stats.Table{t}, fmt.Errorf("push: starting a lingering relay: %w", err)
+			// The door again with a relay that pops again at once after a
+			// thin claim (the default lingers GATE_STAGE_LINGER_MS).
+			if err := b.useRelayEnv(ctx, "riders-no-linger", "GATE_ADMISSION=riders", "GATE_STAGE_LINGER_MS=0"); err != nil {
+				return []stats.Table{t}, fmt.Errorf("push: starting a relay without a linger: %w", err)
 			}
-			r := stats.OpenLoop(ctx, fmt.Sprintf("open 50%%, linger %d ms", pushLingerMs), half, 4096, b.cfg.Warmup, b.cfg.Seconds, b.pushCall(graph))
+			r := door(func() stats.Result {
+				return stats.OpenLoop(ctx, "open 50%, no linger", half, 4096, b.cfg.Warmup, b.cfg.Seconds, b.pushCall(graph))
+			})
 			t.Add(stats.LatencyRow(r)...)
-			t.Figure("open 50% linger p99 ms", float64(r.Latency.P99)/float64(time.Millisecond))
+			t.Figure("open 50% no linger p99 ms", float64(r.Latency.P99)/float64(time.Millisecond))
 			if err := b.useRelay(ctx, "riders"); err != nil {
 				return []stats.Table{t}, err
 			}
-			t.Note("linger row: the relay waits %d ms (GATE_STAGE_LINGER_MS) before its next pop after a claim under a quarter of its batch", pushLingerMs)
+			t.Note("no-linger row: the relay pops again at once after a thin claim (GATE_STAGE_LINGER_MS=0); the other rows run the default: while claims are under a quarter of the batch the stage pops once per %d ms, its workers taking turns", knob.StageLingerMs.Default)
 		}
+		t.Note("ingress row: the same rate straight into the node's ingress with the client, the relay consuming; broker alone: into a queue no relay reads (the driver and the broker on the same cores)")
+	}
+	if len(perCall) > 0 {
+		t.Note("pushes per broker call of the door (GATE_PUSH_BATCH caps it): %s", strings.Join(perCall, ", "))
+	}
+	if len(loads) > 0 {
+		t.Note("CPU during each row (the machine's busy share of all %d cores; each process as a share of one core): %s", runtime.NumCPU(), strings.Join(loads, "; "))
 	}
 	t.Note("targets (reported, not asserted): ≥ 3000 req/s closed loop; p99 < 20 ms open loop at half that rate")
 	t.Note("closed loop finds saturation and understates latency; open loop measures from each send's due time")
@@ -266,4 +319,14 @@ func floodN(ctx context.Context, conc, n int, call stats.Call) floodResult {
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
+}
+
+// pids names the processes of a push row: this driver, and with
+// --embedded gate-api, the running relay and the broker.
+func (b *Bench) pids() map[string]int {
+	m := map[string]int{"driver": os.Getpid(), "relay": b.relayPid(), "broker": b.queenPid()}
+	if b.st != nil && b.st.API() != nil {
+		m["gate-api"] = b.st.API().Pid()
+	}
+	return m
 }

@@ -86,3 +86,81 @@ func perItem(d time.Duration, n int, ok bool) string {
 	}
 	return fmt.Sprintf("%.2f", float64(d.Microseconds())/float64(n))
 }
+
+// machineCPU is the CPU time all cores have spent busy and in all since
+// boot, from the first line of /proc/stat (false where there is none).
+func machineCPU() (busy, total time.Duration, ok bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return parseMachineCPU(line)
+}
+
+// parseMachineCPU reads the "cpu" line of /proc/stat: user, nice, system,
+// idle, iowait, irq, softirq, steal, … in clock ticks. Idle and iowait are
+// not busy; guest time is already inside user, so it is not added again.
+func parseMachineCPU(line string) (busy, total time.Duration, ok bool) {
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0, false
+	}
+	var v [8]int64
+	for i := 0; i < len(v) && i+1 < len(f); i++ {
+		n, err := strconv.ParseInt(f[i+1], 10, 64)
+		if err != nil || n < 0 {
+			return 0, 0, false
+		}
+		v[i] = n
+	}
+	idle := v[3] + v[4]
+	var all int64
+	for _, n := range v {
+		all += n
+	}
+	return time.Duration(all-idle) * clockTick, time.Duration(all) * clockTick, true
+}
+
+// loadMeter measures, over one row, how busy the whole machine was and how
+// much CPU each named process took.
+type loadMeter struct {
+	names       []string
+	procs       *cpuMeter
+	busy, total time.Duration
+	ok          bool
+	t0          time.Time
+}
+
+// startLoad starts a loadMeter over the processes named (a pid of 0 is
+// left out).
+func startLoad(named map[string]int, order ...string) *loadMeter {
+	m := &loadMeter{t0: time.Now()}
+	var pids []int
+	for _, n := range order {
+		if pid := named[n]; pid > 0 {
+			m.names = append(m.names, n)
+			pids = append(pids, pid)
+		}
+	}
+	m.procs = startCPU(pids...)
+	m.busy, m.total, m.ok = machineCPU()
+	return m
+}
+
+// stop formats the row's load: the machine's busy share of all its cores,
+// then each process's CPU as a share of one core ("" when unknown).
+func (m *loadMeter) stop() string {
+	busy, total, ok := machineCPU()
+	spent, pok := m.procs.stop()
+	wall := time.Since(m.t0)
+	if !ok || !m.ok || !pok || total <= m.total || wall <= 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "machine %.0f%% busy", 100*float64(busy-m.busy)/float64(total-m.total))
+	for i, n := range m.names {
+		fmt.Fprintf(&b, ", %s %.0f%%", n, 100*spent[i].Seconds()/wall.Seconds())
+	}
+	return b.String()
+}

@@ -39,3 +39,16 @@ func TestProcCPUSeesWork(t *testing.T) {
 	after, _ := procCPU(os.Getpid())
 	t.Fatalf("CPU grew by %v over 5 s of spinning", after-before)
 }
+
+func TestParseMachineCPUCountsIdleAndIowaitAsNotBusy(t *testing.T) {
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	busy, total, ok := parseMachineCPU("cpu  100 5 50 800 20 3 2 10 40 0")
+	if !ok || busy != (100+5+50+3+2+10)*clockTick || total != (100+5+50+800+20+3+2+10)*clockTick {
+		t.Fatalf("parseMachineCPU = %v, %v, %v", busy, total, ok)
+	}
+	for _, bad := range []string{"", "cpu0 1 2 3 4", "cpu 1 2 x 4", "cpu 1 2", "intr 5 6 7 8 9"} {
+		if _, _, ok := parseMachineCPU(bad); ok {
+			t.Fatalf("parseMachineCPU(%q) read a line it should refuse", bad)
+		}
+	}
+}

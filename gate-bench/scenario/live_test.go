@@ -56,6 +56,9 @@ func TestLiveBenchRunsOnTheEmbeddedStack(t *testing.T) {
 	if !strings.Contains(out.String(), "(b) gate-relay, charge as riders") || !strings.Contains(out.String(), "(c) gate-relay, separate kv call") || !strings.Contains(out.String(), "(a) bare loop") {
 		t.Fatalf("overhead table lacks a runner:\n%s", out.String())
 	}
+	if !strings.Contains(out.String(), "broker alone 50% (") || !strings.Contains(out.String(), "open 50%, no linger") || !strings.Contains(out.String(), "CPU during each row (the machine's busy share of all ") || !strings.Contains(out.String(), "pushes per broker call of the door (GATE_PUSH_BATCH caps it): closed c=1 ") || strings.Contains(out.String(), " unknown (") {
+		t.Fatalf("push table lacks the broker-alone row or the door's pushes per broker call:\n%s", out.String())
+	}
 	if !strings.Contains(out.String(), "as the ratio of the means (bootstrap 95% interval): riders ") {
 		t.Fatalf("overhead table lacks the share over all runs with its interval:\n%s", out.String())
 	}

@@ -508,6 +508,13 @@ func (s *Stack) Queen() *Process {
 // GateURL is gate-api's base URL.
 func (s *Stack) GateURL() string { return s.gateURL }
 
+// API is the gate-api process the stack started.
+func (s *Stack) API() *Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.api
+}
+
 // NATSURL is the NATS server the children use.
 func (s *Stack) NATSURL() string { return s.natsURL }
 
