@@ -133,13 +133,12 @@ func (b *pushBatcher) take() []*pushWait {
 	return batch
 }
 
-// send holds one call slot: it makes batch's call, answers its pushes,
-// and goes on with whatever queued meanwhile until the queue is empty.
+// send holds one call slot: it makes batch's call (never empty: it holds
+// at least the push that took the slot), answers its pushes, and goes on
+// with whatever queued meanwhile until the queue is empty.
 func (b *pushBatcher) send(batch []*pushWait) {
 	for {
-		if len(batch) > 0 {
-			b.call(batch)
-		}
+		b.call(batch)
 		b.mu.Lock()
 		batch = b.take()
 		if len(batch) == 0 {

@@ -139,6 +139,17 @@ func queued(t *testing.T, b *pushBatcher, n int) {
 	}
 }
 
+// fillSlots holds the broker and starts one push per call slot of b, so
+// that every slot is busy and the next pushes queue; release lets the
+// broker answer.
+func fillSlots(t *testing.T, d *doorBroker, b *pushBatcher) (release func(), busy <-chan doorAnswer) {
+	t.Helper()
+	release = d.hold()
+	busy = pushAll(context.Background(), b, names("busy", pushCallSlots)...)
+	d.waitCalls(t, pushCallSlots)
+	return release, busy
+}
+
 func names(prefix string, n int) []string {
 	out := make([]string, n)
 	for i := range out {
@@ -164,9 +175,7 @@ func TestAPushAtAnIdleDoorGoesOutAtOnceInACallOfItsOwn(t *testing.T) {
 func TestPushesThatArriveWhileEveryCallIsBusyLeaveTogetherEachWithItsOwnAnswer(t *testing.T) {
 	d := newDoorBroker()
 	b := &pushBatcher{push: d.push, maxItems: 64, maxBytes: 1 << 20}
-	release := d.hold()
-	first := pushAll(context.Background(), b, names("busy", pushCallSlots)...)
-	d.waitCalls(t, pushCallSlots)
+	release, first := fillSlots(t, d, b)
 	later := names("later", 10)
 	rest := pushAll(context.Background(), b, later...)
 	queued(t, b, len(later))
@@ -232,9 +241,7 @@ func TestACallCarriesAtMostMaxItemsAndMaxBytes(t *testing.T) {
 func TestAPushWhoseRequestEndsWhileItQueuesIsNeverSent(t *testing.T) {
 	d := newDoorBroker()
 	b := &pushBatcher{push: d.push, maxItems: 64, maxBytes: 1 << 20}
-	release := d.hold()
-	busy := pushAll(context.Background(), b, names("busy", pushCallSlots)...)
-	d.waitCalls(t, pushCallSlots)
+	release, busy := fillSlots(t, d, b)
 	ctx, cancel := context.WithCancel(context.Background())
 	gone := pushAll(ctx, b, "gone")
 	queued(t, b, 1)
@@ -280,9 +287,7 @@ func TestABrokerRefusalOfOneItemFailsOnlyThatPush(t *testing.T) {
 	d := newDoorBroker()
 	d.refuse = "bad"
 	b := &pushBatcher{push: d.push, maxItems: 64, maxBytes: 1 << 20}
-	release := d.hold()
-	busy := pushAll(context.Background(), b, names("busy", pushCallSlots)...)
-	d.waitCalls(t, pushCallSlots)
+	release, busy := fillSlots(t, d, b)
 	payloads := []string{"x", "bad", "y"}
 	answers := pushAll(context.Background(), b, payloads...)
 	queued(t, b, len(payloads))
@@ -305,9 +310,7 @@ func TestAFailedCallFailsEveryPushItCarried(t *testing.T) {
 	d := newDoorBroker()
 	d.fail = &queen.Error{Status: http.StatusInternalServerError, Method: http.MethodPost, Route: "/api/v1/push", Message: "database down"}
 	b := &pushBatcher{push: d.push, maxItems: 64, maxBytes: 1 << 20}
-	release := d.hold()
-	busy := pushAll(context.Background(), b, names("busy", pushCallSlots)...)
-	d.waitCalls(t, pushCallSlots)
+	release, busy := fillSlots(t, d, b)
 	answers := pushAll(context.Background(), b, names("q", 5)...)
 	queued(t, b, 5)
 	release()
