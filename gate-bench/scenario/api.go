@@ -97,8 +97,12 @@ func (b *Bench) push(ctx context.Context) ([]stats.Table, error) {
 	// were during it and, for a row through the door, how many pushes each
 	// of the door's broker calls carried meanwhile.
 	measure := func(throughDoor bool, row func() stats.Result) stats.Result {
-		before, err1 := snapDoor(ctx, hc, b.cfg.GateURL)
-		load := startLoad(b.pids(), "driver", "gate-api", "relay", "broker")
+		var before doorCalls
+		var err1 error
+		if throughDoor {
+			before, err1 = snapDoor(ctx, hc, b.cfg.GateURL)
+		}
+		load := startLoad(b.procs())
 		r := row()
 		if l := load.stop(); l != "" {
 			loads = append(loads, r.Label+": "+l)
@@ -321,12 +325,13 @@ func mustJSON(v any) []byte {
 	return b
 }
 
-// pids names the processes of a push row: this driver, and with
-// --embedded gate-api, the running relay and the broker.
-func (b *Bench) pids() map[string]int {
-	m := map[string]int{"driver": os.Getpid(), "relay": b.relayPid(), "broker": b.queenPid()}
+// procs are the processes of a push row, in the order its CPU note names
+// them: this driver, and with --embedded gate-api, the running relay and
+// the broker (a pid of 0 where there is none).
+func (b *Bench) procs() []namedProc {
+	api := 0
 	if b.st != nil && b.st.API() != nil {
-		m["gate-api"] = b.st.API().Pid()
+		api = b.st.API().Pid()
 	}
-	return m
+	return []namedProc{{"driver", os.Getpid()}, {"gate-api", api}, {"relay", b.relayPid()}, {"broker", b.queenPid()}}
 }

@@ -132,15 +132,21 @@ type loadMeter struct {
 	t0          time.Time
 }
 
-// startLoad starts a loadMeter over the processes named (a pid of 0 is
+// namedProc is a process a loadMeter reports by name.
+type namedProc struct {
+	name string
+	pid  int
+}
+
+// startLoad starts a loadMeter over procs, in their order (a pid of 0 is
 // left out).
-func startLoad(named map[string]int, order ...string) *loadMeter {
+func startLoad(procs []namedProc) *loadMeter {
 	m := &loadMeter{t0: time.Now()}
 	var pids []int
-	for _, n := range order {
-		if pid := named[n]; pid > 0 {
-			m.names = append(m.names, n)
-			pids = append(pids, pid)
+	for _, p := range procs {
+		if p.pid > 0 {
+			m.names = append(m.names, p.name)
+			pids = append(pids, p.pid)
 		}
 	}
 	m.procs = startCPU(pids...)
