@@ -307,7 +307,10 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     const simURL = `/api/apps/${app}/graphs/trial/simulate?node=api&count=5&timeMs=1000&minutes=60`;
     await until(`the simulation replays the ${trialItems} recorded items`, async () => {
       const r = await apiCall(stack.api, "GET", simURL);
-      return r.status === 200 && r.json.items === trialItems;
+      if (r.status === 200 && r.json.items === trialItems) return true;
+      // Thrown, not returned: a timeout then says what the route last
+      // answered (fewer items: samples lost or late; more: counted twice).
+      throw new Error(`HTTP ${r.status}, items ${r.json?.items} of ${trialItems}: ${r.text.slice(0, 400)}`);
     }, 60000);
     await pg.getByTestId("sim-count").fill("5");
     await pg.getByTestId("sim-run").click();
