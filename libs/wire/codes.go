@@ -61,8 +61,9 @@ const (
 	// CodeMethodNotAllowed means the path exists but not with this method.
 	CodeMethodNotAllowed Code = "method-not-allowed"
 	// CodeMalformedRequest means net/http could not read the request as
-	// HTTP/1.1 (a malformed percent-escape in the request line, a bad
-	// header line), before any route ran.
+	// HTTP/1.1 before any route ran: a malformed percent-escape in the
+	// request line or a bad header line (400), a transfer coding it does
+	// not implement (501), a protocol version it does not take (505).
 	CodeMalformedRequest Code = "malformed-request"
 	// CodeHeadersTooLarge means the request headers are over 1 MiB.
 	CodeHeadersTooLarge Code = "headers-too-large"
@@ -285,7 +286,7 @@ var Codes = []CodeStatuses{
 	{CodeInvalidURLEncoding, []int{400}},
 	{CodeRouteNotFound, []int{404}},
 	{CodeMethodNotAllowed, []int{405}},
-	{CodeMalformedRequest, []int{400}},
+	{CodeMalformedRequest, []int{400, 501, 505}},
 	{CodeHeadersTooLarge, []int{431}},
 	{CodeInternalError, []int{500}},
 	{CodeBrokerTimeout, []int{504}},

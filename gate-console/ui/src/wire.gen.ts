@@ -284,7 +284,7 @@ export interface MetricsPath {
  * - `invalid-url-encoding`: a segment of the URL is not valid percent-encoding (field names it).
  * - `route-not-found`: no route has this method and path.
  * - `method-not-allowed`: the path exists but not with this method.
- * - `malformed-request`: net/http could not read the request as HTTP/1.1 (a malformed percent-escape in the request line, a bad header line), before any route ran.
+ * - `malformed-request`: net/http could not read the request as HTTP/1.1 before any route ran: a malformed percent-escape in the request line or a bad header line (400), a transfer coding it does not implement (501), a protocol version it does not take (505).
  * - `headers-too-large`: the request headers are over 1 MiB.
  * - `internal-error`: the server failed on the request (a bug or a local failure, logged): retry, and report it if it repeats.
  * - `broker-timeout`: the broker did not answer the request's broker work within GATE_BROKER_TIMEOUT_MS (broker, timeoutMs, Retry-After: 1); the refusal's other fields say what the route knew.
