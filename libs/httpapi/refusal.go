@@ -104,11 +104,10 @@ func (e *Refusal) MaxAttempts(n int64) *Refusal { e.body.MaxAttempts = &n; retur
 // header).
 func (e *Refusal) RetryAfterSeconds(n int64) *Refusal { e.body.RetryAfterSeconds = &n; return e }
 
-// Room and Bytes are the kv-key room a scope value has left and the bytes
-// it took.
+// Room is the kv-key room a scope value had left.
 func (e *Refusal) Room(n int64) *Refusal { e.body.Room = &n; return e }
 
-// Bytes: see Room.
+// Bytes is the bytes the scope value took.
 func (e *Refusal) Bytes(n int64) *Refusal { e.body.Bytes = &n; return e }
 
 // Broker names the broker that did not answer and the deadline it missed.

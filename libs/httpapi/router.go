@@ -98,7 +98,7 @@ func NewRouter(cfg Config) *Router {
 // Handle registers h for rt.
 func (r *Router) Handle(rt Route, h Handler) {
 	r.exact[rt.Path] = true
-	r.mux.Handle(rt.Path, r.Wrap(rt, h)).Methods(rt.Method)
+	r.mux.Handle(rt.Path, r.wrap(rt, h)).Methods(rt.Method)
 }
 
 // HandleHTTP registers a plain handler for path and methods (none: every
@@ -120,12 +120,12 @@ func (r *Router) HandlePrefix(prefix string, h http.Handler) {
 }
 
 // NotFound answers the requests no route matches with h, wrapped as rt.
-func (r *Router) NotFound(rt Route, h Handler) { r.mux.NotFoundHandler = r.Wrap(rt, h) }
+func (r *Router) NotFound(rt Route, h Handler) { r.mux.NotFoundHandler = r.wrap(rt, h) }
 
 // MethodNotAllowed answers the requests whose path a route matches but not
 // their method with h, wrapped as rt.
 func (r *Router) MethodNotAllowed(rt Route, h Handler) {
-	r.mux.MethodNotAllowedHandler = r.Wrap(rt, h)
+	r.mux.MethodNotAllowedHandler = r.wrap(rt, h)
 }
 
 // Routes lists every route registered with a method, sorted by path then
@@ -196,11 +196,11 @@ func cleanPath(p string) string {
 	return np
 }
 
-// Wrap turns h into an http.Handler for rt: it decodes the route
+// wrap turns h into an http.Handler for rt: it decodes the route
 // variables, gives the broker work its deadline, recovers a panic as a
 // 500, writes the refusal h returns (a 5xx from a broker that outlived its
 // deadline as the broker's 504), counts the answer and logs server errors.
-func (r *Router) Wrap(rt Route, h Handler) http.Handler {
+func (r *Router) wrap(rt Route, h Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		outer := req.Context()
