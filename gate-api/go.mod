@@ -6,6 +6,7 @@ require (
 	github.com/gorilla/mux v1.8.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/queen-mq/gate/libs v0.0.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (

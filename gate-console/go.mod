@@ -8,6 +8,7 @@ require (
 	github.com/oauth2-proxy/mockoidc v0.0.0-20261103160011-e06ed0b7cb7f
 	github.com/queen-mq/gate/gate-api v0.0.0
 	github.com/queen-mq/gate/libs v0.0.0
+	go.uber.org/goleak v1.3.0
 	golang.org/x/oauth2 v0.38.0
 )
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net"
 	"strconv"
+
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // jsonErrorListener makes the answers net/http writes itself, before any
@@ -56,16 +58,16 @@ func rewritePlainError(b []byte) ([]byte, bool) {
 		return nil, false
 	}
 	detail := string(b[i+len(plainErrorHeaders):])
-	var msg string
+	refusal := wire.Error{Code: wire.CodeMalformedRequest}
 	switch status {
 	case 431:
-		msg = "the request headers are larger than gate-api reads (1 MiB in all): send fewer or shorter headers"
+		refusal.Error, refusal.Code = "the request headers are larger than gate-api reads (1 MiB in all): send fewer or shorter headers", wire.CodeHeadersTooLarge
 	case 400:
-		msg = "the request could not be read as HTTP/1.1 (" + detail + "): check the request line — a '%' in the URL must start a percent-escape of two hex digits (write a literal '%' as %25) — and that every header is a valid name: value line"
+		refusal.Error = "the request could not be read as HTTP/1.1 (" + detail + "): check the request line — a '%' in the URL must start a percent-escape of two hex digits (write a literal '%' as %25) — and that every header is a valid name: value line"
 	default:
-		msg = "the request could not be read as HTTP/1.1 (" + detail + "): send a plain HTTP/1.1 request with a JSON body"
+		refusal.Error = "the request could not be read as HTTP/1.1 (" + detail + "): send a plain HTTP/1.1 request with a JSON body"
 	}
-	body, _ := json.Marshal(map[string]string{"error": msg})
+	body, _ := json.Marshal(refusal)
 	body = append(body, '\n')
 	out := make([]byte, 0, i+len(body)+96)
 	out = append(out, b[:i]...)

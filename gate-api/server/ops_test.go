@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -11,27 +11,29 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/gate-api/config"
+	"github.com/queen-mq/gate/gate-api/internal/apitest"
+	"github.com/queen-mq/gate/gate-api/server"
 	"github.com/queen-mq/gate/libs/gatetest"
 )
 
 func TestHealthVersionMetrics(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	mini := h.broker.RequireMini(t, "fault injection")
-	a := h.expect(h.do(http.MethodGet, "/health", nil), http.StatusOK)
-	if a.str("status") != "healthy" {
-		t.Fatalf("health: %s", a.raw)
+	h := apitest.New(t)
+	mini := h.Broker.RequireMini(t, "fault injection")
+	a := h.Expect(h.Do(http.MethodGet, "/health", nil), http.StatusOK)
+	if a.Str("status") != "healthy" {
+		t.Fatalf("health: %s", a.Raw)
 	}
-	v := h.expect(h.do(http.MethodGet, "/version", nil), http.StatusOK)
-	if v.str("gate") == "" || !strings.Contains(string(v.raw), `"reachable":true`) {
-		t.Fatalf("version: %s", v.raw)
+	v := h.Expect(h.Do(http.MethodGet, "/version", nil), http.StatusOK)
+	if v.Str("gate") == "" || !strings.Contains(string(v.Raw), `"reachable":true`) {
+		t.Fatalf("version: %s", v.Raw)
 	}
 
-	h.expect(h.do(http.MethodPut, h.graphURL("g"), h.target("g", 10)), http.StatusOK)
-	h.expect(h.do(http.MethodPut, h.graphURL("g"), `{"version":`), http.StatusBadRequest)
-	h.run("relay-1", "g", 1)
-	h.expect(h.do(http.MethodPost, h.graphURL("g")+"/nodes/limit/push", map[string]any{}), http.StatusOK)
-	m := h.expect(h.do(http.MethodGet, "/metrics", nil), http.StatusOK)
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("g"), h.Target("g", 10)), http.StatusOK)
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("g"), `{"version":`), http.StatusBadRequest)
+	h.Run("relay-1", "g", 1)
+	h.Expect(h.Do(http.MethodPost, h.GraphURL("g")+"/nodes/limit/push", map[string]any{}), http.StatusOK)
+	m := h.Expect(h.Do(http.MethodGet, "/metrics", nil), http.StatusOK)
 	for _, want := range []string{
 		`gate_api_requests_total{method="POST",route="push",status="200"} 1`,
 		`gate_api_requests_total{method="PUT",route="graph-put",status="400"} 1`,
@@ -41,19 +43,19 @@ func TestHealthVersionMetrics(t *testing.T) {
 		`gate_api_push_broker_calls_total 1`,
 		`gate_api_push_broker_items_total 1`,
 	} {
-		if !strings.Contains(string(m.raw), want) {
+		if !strings.Contains(string(m.Raw), want) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
 
 	mini.SetError("health", http.StatusServiceUnavailable)
-	var last answer
+	var last apitest.Answer
 	gatetest.Eventually(t, 5*time.Second, func() bool {
-		last = h.do(http.MethodGet, "/health", nil)
-		return last.status == http.StatusServiceUnavailable
+		last = h.Do(http.MethodGet, "/health", nil)
+		return last.Status == http.StatusServiceUnavailable
 	})
-	if !strings.Contains(h.errorBody(last), h.broker.URL) {
-		t.Fatalf("503 does not say which broker: %s", last.raw)
+	if !strings.Contains(h.ErrorBody(last), h.Broker.URL) {
+		t.Fatalf("503 does not say which broker: %s", last.Raw)
 	}
 }
 
@@ -61,10 +63,10 @@ func TestHealthVersionMetrics(t *testing.T) {
 func TestServeShutsDown(t *testing.T) {
 	t.Parallel()
 	b := gatetest.NewBroker(t)
-	t.Cleanup(sharedIdleClose)
+	t.Cleanup(apitest.SharedIdleClose)
 	cfg := config.Default()
 	cfg.QueenURL, cfg.KVNamespace, cfg.Bind = b.URL, b.Namespace(), "127.0.0.1:0"
-	s, err := New(cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	s, err := server.New(cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

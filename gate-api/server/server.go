@@ -2,21 +2,27 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"runtime/debug"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/queen-mq/gate/gate-api/config"
-	"github.com/queen-mq/gate/libs/agent"
+	"github.com/queen-mq/gate/gate-api/internal/ai"
+	"github.com/queen-mq/gate/gate-api/internal/declare"
+	"github.com/queen-mq/gate/gate-api/internal/insight"
+	"github.com/queen-mq/gate/gate-api/internal/live"
+	"github.com/queen-mq/gate/gate-api/internal/plane"
+	"github.com/queen-mq/gate/gate-api/internal/push"
+	"github.com/queen-mq/gate/libs/clock"
 	"github.com/queen-mq/gate/libs/history"
-	"github.com/queen-mq/gate/libs/queen"
-	"github.com/queen-mq/gate/libs/store"
+	"github.com/queen-mq/gate/libs/httpapi"
+	"github.com/queen-mq/gate/libs/service"
 )
 
 // Version is gate-api's build version, reported by GET /version. It is set
@@ -34,106 +40,93 @@ func buildVersion() string {
 	return "dev"
 }
 
-// Server is one gate-api process: the routes, the broker client, the store
-// and the cached picture of what is declared and what runs. Build it with
-// New; it is safe for concurrent use.
+// Server is one gate-api process: the route families on one router, and
+// the background work that keeps the picture of what is declared and what
+// runs fresh (Start and Stop, the service shape). Build it with New; it is
+// safe for concurrent use.
 type Server struct {
-	cfg     config.Config
-	log     *slog.Logger
-	client  *queen.Client
-	store   *store.Store
-	cat     *catalog
-	metrics *metrics
-	handler http.Handler
-	// agent is the AI configuration agent (off without a key).
-	agent *agent.Agent
-
-	// declareMu is the declare lock: every PUT, sync and DELETE of this
-	// process runs under it (a PUT's or sync's wait for a relay to run what
-	// it stored does not: see awaitRunning). Other gate-api processes are
-	// not excluded (see the README: concurrent declares of one graph
-	// through two processes are last-writer-wins in kv).
-	declareMu sync.Mutex
-	// closing is closed when Serve starts shutting down; it ends the waits
-	// of declares for a relay so the drain is not held up by them.
-	closing   chan struct{}
-	closeOnce sync.Once
-	// pushBytes bounds the bytes buffered across in-flight pushes.
-	pushBytes inflight
-	// pusher carries the push front door's items to the broker.
-	pusher pushBatcher
-	// rr names round-robin partitions of Gate-owned ingress queues.
-	rr atomic.Uint64
-
-	// hist is the PostgreSQL history; nil without PG_HOST.
-	hist atomic.Pointer[history.DB]
-
-	health healthProbe
-	depth  depthCache
-	// diagSince serves the diagnostics route (diagnostics.go).
-	diagSince sinceBook
-	// now is the clock (time.Now outside tests).
-	now func() time.Time
+	service.Base
+	p       *plane.Plane
+	declare *declare.Declarer
+	handler *httpapi.Router
 }
+
+// Option changes what New builds.
+type Option func(*plane.Options)
+
+// WithClock makes c the server's clock (tests give a clock.Virtual); the
+// default is the wall clock.
+func WithClock(c clock.Clock) Option { return func(o *plane.Options) { o.Clock = c } }
 
 // New builds a server for cfg, logging to log (nil: slog.Default()). It does
 // not touch the network; Start (or Run) loads the declared graphs.
-func New(cfg config.Config, log *slog.Logger) (*Server, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
+func New(cfg config.Config, log *slog.Logger, opts ...Option) (*Server, error) {
+	o := plane.Options{Log: log}
+	for _, opt := range opts {
+		opt(&o)
 	}
-	if log == nil {
-		log = slog.Default()
-	}
-	var opts []queen.Option
-	if cfg.BrokerTimeout > 0 {
-		opts = append(opts, queen.WithCallTimeout(cfg.BrokerTimeout))
-	}
-	c, err := queen.New(cfg.QueenURL, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("QUEEN_URL: %w", err)
-	}
-	st := store.New(c, cfg.KVNamespace)
-	ag, err := agent.New(context.Background(), cfg.AI, log)
+	p, err := plane.New(cfg, o)
 	if err != nil {
 		return nil, err
 	}
-	log.Info("ai agent", "enabled", ag.Enabled(), "config", cfg.AI.AI)
-	s := &Server{
-		cfg: cfg, log: log, client: c, store: st,
-		cat:     newCatalog(st, cfg.PlanOptions(), log, cfg.Refresh),
-		metrics: newMetrics(),
-		closing: make(chan struct{}),
-		now:     time.Now,
-		agent:   ag,
+	a, err := ai.New(context.Background(), p)
+	if err != nil {
+		return nil, err
 	}
-	s.pushBytes.limit = cfg.PushInflightBytes
-	s.pusher = pushBatcher{push: c.Push, maxItems: cfg.PushBatch, maxBytes: int(cfg.MaxPushBodyBytes)}
-	s.metrics.watchDoor(&s.pusher)
-	s.health.ttl = time.Second
-	s.depth.ttl = 2 * time.Second
-	s.handler = s.routes()
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gate_api_requests_total",
+		Help: "HTTP requests answered, by route and status code.",
+	}, []string{"route", "method", "status"})
+	p.Registry.MustRegister(requests, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s := &Server{p: p, declare: declare.New(p)}
+	s.handler = s.routes(requests, push.New(p), live.New(p), insight.New(p), a)
 	return s, nil
 }
 
 // Handler is the application plane's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Start re-saves stored v1 documents in v2 shape (once; see resaveV1),
-// loads the declared graphs and the relays' status once (a failure is
-// logged, not fatal: the broker may come up later; the re-save is then
-// retried every refresh interval until the store can be listed) and keeps
-// them fresh until ctx ends.
-func (s *Server) Start(ctx context.Context) {
-	if err := s.resaveV1(ctx); err != nil {
-		s.log.Warn("stored v1 documents could not be re-saved in v2 shape at start; retrying every refresh interval", "error", err)
-		go s.resaveUntilDone(ctx, s.cfg.Refresh)
+// Routes lists every route of the application plane, sorted, so a plane
+// that mounts this handler (gate-console) can prove each one is guarded.
+func (s *Server) Routes() []Route { return s.handler.Routes() }
+
+// Route is one registered route: its method and path template (gorilla
+// syntax, e.g. /v1/apps/{app}/graphs/{name}).
+type Route = httpapi.RouteInfo
+
+// Plane is the state the route families share, for gate-api's own tests
+// (gate-api/internal/apitest); code outside gate-api cannot name its type.
+func (s *Server) Plane() *plane.Plane { return s.p }
+
+// UseHistory gives the server its PostgreSQL history (nil: none). Call it
+// before serving; Run does it from the PG_ knobs.
+func (s *Server) UseHistory(db *history.DB) { s.p.UseHistory(db) }
+
+// History is the server's history database, nil without PG_HOST.
+func (s *Server) History() *history.DB { return s.p.History() }
+
+// Start re-saves stored v1 documents in v2 shape (once; see
+// declare.Declarer.ResaveV1), loads the declared graphs and the relays'
+// status once (a failure is logged, not fatal: the broker may come up
+// later; the re-save is then retried every refresh interval until the
+// store can be listed) and keeps them fresh until Stop or the end of ctx.
+// It never fails; starting a running server does nothing.
+func (s *Server) Start(ctx context.Context) error {
+	ctx, ok := s.StartInit(ctx)
+	if !ok {
+		return nil
 	}
-	if err := s.cat.syncDocuments(ctx, true); err != nil {
-		s.log.Warn("the declared graphs could not be read at start; retrying every refresh interval", "error", err)
+	if err := s.declare.ResaveV1(ctx); err != nil {
+		s.p.Log.Warn("stored v1 documents could not be re-saved in v2 shape at start; retrying every refresh interval", "error", err)
+		s.Go(func() { s.declare.ResaveUntilDone(ctx, s.p.Cfg.Refresh) })
 	}
-	_ = s.cat.syncStatus(ctx)
-	go s.cat.run(ctx)
+	if err := s.p.Cat.SyncDocuments(ctx, true); err != nil {
+		s.p.Log.Warn("the declared graphs could not be read at start; retrying every refresh interval", "error", err)
+	}
+	_ = s.p.Cat.SyncStatus(ctx)
+	s.Go(func() { s.p.Cat.Run(ctx) })
+	s.Ready()
+	return nil
 }
 
 // Run serves the application plane on cfg.Bind until ctx ends, then stops
@@ -144,7 +137,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	db, err := openHistory(ctx, cfg, s.log)
+	db, err := openHistory(ctx, cfg, s.p.Log)
 	if err != nil {
 		return err
 	}
@@ -159,37 +152,43 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve is Run on a listener the caller opened.
+// Serve is Run on a listener the caller opened: the background work runs
+// until the drain is over.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
-	defer stop()
-	s.Start(bg)
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		WriteTimeout:      time.Minute + s.cfg.DeclareWait, // a PUT may wait for a relay
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	if err := s.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(jsonErrorListener{ln}) }()
-	s.log.Info("gate-api serving", "bind", ln.Addr().String(), "queen", s.cfg.QueenURL, "kvNamespace", s.cfg.KVNamespace, "version", buildVersion())
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serving %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-	}
-	s.log.Info("gate-api shutting down", "timeout", s.cfg.ShutdownTimeout.String())
-	s.closeOnce.Do(func() { close(s.closing) })
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
-	}
+	defer s.Stop()
+	cfg := s.p.Cfg
+	return httpapi.Serve(ctx, jsonErrorListener{ln}, httpapi.Serving{
+		Name: "gate-api",
+		Server: &http.Server{
+			Handler:           s.handler,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       time.Minute,
+			WriteTimeout:      time.Minute + cfg.DeclareWait, // a PUT may wait for a relay
+			IdleTimeout:       120 * time.Second,
+		},
+		Drain: cfg.ShutdownTimeout,
+		Log:   s.p.Log,
+		Attrs: []any{"queen", cfg.QueenURL, "kvNamespace", cfg.KVNamespace, "version", buildVersion()},
+		// A declare waiting for a relay answers at once: the drain waits
+		// for no relay.
+		Stopping: s.declare.Close,
+	})
+}
+
+// openHistory opens the history the PG_ knobs name (nil without PG_HOST)
+// and says plainly which way gate-api runs.
+func openHistory(ctx context.Context, cfg config.Config, log *slog.Logger) (*history.DB, error) {
+	db, err := history.Open(ctx, cfg.History, history.Options{Logger: log})
 	if err != nil {
-		return fmt.Errorf("shutting down: %w", err)
+		return nil, err
 	}
-	return nil
+	if db == nil {
+		log.Info("no PostgreSQL history: PG_HOST is not set; Gate limits exactly as well, Watch is refused (rule watch-history) and the history routes answer 503 or empty")
+		return nil, nil
+	}
+	log.Info("PostgreSQL history open", "history", cfg.History.Describe(), "schema", db.Schema())
+	return db, nil
 }

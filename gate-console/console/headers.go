@@ -4,6 +4,9 @@ import (
 	"context"
 	"net/http"
 	"strings"
+
+	"github.com/queen-mq/gate/libs/httpapi"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 type nonceKey struct{}
@@ -29,7 +32,7 @@ func (s *Server) secure(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		nonce, err := randomString(16)
 		if err != nil {
-			writeError(w, http.StatusInternalServerError, "no randomness for the CSP nonce: "+err.Error(), "")
+			httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusInternalServerError, wire.CodeInternalError, "no randomness for the CSP nonce: %v", err))
 			return
 		}
 		h := w.Header()
@@ -55,7 +58,7 @@ func (s *Server) crossOrigin(next http.Handler) http.Handler {
 		s.log.Warn("GATE_PUBLIC_URL is not usable as a trusted origin; same-host requests still pass", "url", s.cfg.PublicURL, "error", err)
 	}
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusForbidden, "cross-site request refused: a "+r.Method+" from another origin cannot change Gate (http.CrossOriginProtection); use the console at "+s.cfg.PublicURL+", or gate-api on GATE_BIND from your own network", "")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusForbidden, wire.CodeCrossSite, "cross-site request refused: a %s from another origin cannot change Gate (http.CrossOriginProtection); use the console at %s, or gate-api on GATE_BIND from your own network", r.Method, s.cfg.PublicURL))
 	}))
 	return cop.Handler(next)
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,28 +13,20 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/gate-console/config"
+	"github.com/queen-mq/gate/libs/clock"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 const testSecret = "0123456789abcdef0123456789abcdef-test"
 
-// fakeClock is a settable clock.
-type fakeClock struct{ ns atomic.Int64 }
-
-func newFakeClock() *fakeClock {
-	c := &fakeClock{}
-	c.ns.Store(time.Now().UnixNano())
-	return c
-}
-func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
-
 // testEnv is a console under test with a counting application plane.
 type testEnv struct {
+	t       *testing.T
 	s       *Server
 	h       http.Handler
 	reached atomic.Int64
 	admins  atomic.Value
-	clock   *fakeClock
+	clock   *clock.Virtual
 }
 
 // newTestEnv builds a console for cfg (defaults: sign-in configured against
@@ -58,7 +51,7 @@ func newTestEnvOpt(t *testing.T, mutate func(*config.Config), fsys fstest.MapFS,
 	if fsys == nil {
 		fsys = fstest.MapFS{}
 	}
-	e := &testEnv{clock: newFakeClock()}
+	e := &testEnv{t: t, clock: clock.NewVirtual(time.Now())}
 	e.admins.Store("admin@example.com")
 	opt.Getenv = func(k string) string {
 		if k == "GATE_ADMIN_EMAILS" {
@@ -66,7 +59,10 @@ func newTestEnvOpt(t *testing.T, mutate func(*config.Config), fsys fstest.MapFS,
 		}
 		return ""
 	}
-	opt.Now, opt.WebApp = e.clock.Now, fsys
+	if opt.Clock == nil {
+		opt.Clock = e.clock
+	}
+	opt.WebApp = fsys
 	s, err := New(cfg, slog.New(slog.DiscardHandler), opt)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -80,10 +76,21 @@ func newTestEnvOpt(t *testing.T, mutate func(*config.Config), fsys fstest.MapFS,
 	return e
 }
 
-// do runs one request through the console.
+// do runs one request through the console. A refusal (status 400 and up)
+// must be a JSON body with a sentence and a code of the catalogue that is
+// answered with that status.
 func (e *testEnv) do(r *http.Request) *httptest.ResponseRecorder {
+	e.t.Helper()
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, r)
+	if w.Code >= 400 {
+		var refusal wire.Error
+		if w.Header().Get("Content-Type") != "application/json" || json.Unmarshal(w.Body.Bytes(), &refusal) != nil || refusal.Error == "" {
+			e.t.Errorf("%s %s: %d without a JSON refusal: %.300s", r.Method, r.URL, w.Code, w.Body)
+		} else if !refusal.Code.Known(w.Code) {
+			e.t.Errorf("%s %s: %d with code %q, which the catalogue does not answer with %d", r.Method, r.URL, w.Code, refusal.Code, w.Code)
+		}
+	}
 	return w
 }
 

@@ -16,6 +16,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/queen-mq/gate/libs/clock"
+	"github.com/queen-mq/gate/libs/httpapi"
+	"github.com/queen-mq/gate/libs/service"
 	"github.com/queen-mq/gate/libs/store"
 	"github.com/queen-mq/gate/libs/wire"
 )
@@ -27,7 +30,8 @@ const (
 	denialsSubject  = "gate.relay.denials"
 )
 
-// LiveOptions tune GET /api/live. The zero value is the defaults.
+// LiveOptions tune GET /api/live. The zero value is the defaults; a field
+// zero or negative takes its default.
 type LiveOptions struct {
 	// Heartbeat is the period of the ": heartbeat" comment that keeps
 	// proxies and the browser from calling an idle stream dead (15 s).
@@ -50,36 +54,29 @@ type LiveOptions struct {
 	PollInterval time.Duration
 }
 
-func (o LiveOptions) withDefaults() LiveOptions {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	defInt := func(d *int, v int) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&o.Heartbeat, 15*time.Second)
-	def(&o.WriteTimeout, 10*time.Second)
-	def(&o.StaleAfter, 30*time.Second)
-	def(&o.PollInterval, 2*time.Second)
-	defInt(&o.MaxDenials, 500)
-	defInt(&o.MaxClients, 1000)
-	defInt(&o.MaxGraphs, 100)
+// WithDefaults fills the fields left unset with their defaults.
+func (o LiveOptions) WithDefaults() LiveOptions {
+	o.Heartbeat = positive(o.Heartbeat, 15*time.Second)
+	o.WriteTimeout = positive(o.WriteTimeout, 10*time.Second)
+	o.StaleAfter = positive(o.StaleAfter, 30*time.Second)
+	o.PollInterval = positive(o.PollInterval, 2*time.Second)
+	o.MaxDenials = positive(o.MaxDenials, 500)
+	o.MaxClients = positive(o.MaxClients, 1000)
+	o.MaxGraphs = positive(o.MaxGraphs, 100)
 	return o
 }
 
 // liveHub fans the relays' NATS messages out to the browser streams: one
 // NATS subscription per subject however many tabs watch it, a bounded
 // coalescing buffer per client, and a status event whenever NATS comes or
-// goes.
+// goes. It is a service: Start connects to NATS, Stop ends every stream and
+// the connection and waits; it serves once (a stopped hub stays closed).
 type liveHub struct {
-	url string
-	log *slog.Logger
-	opt LiveOptions
-	now func() time.Time
+	service.Base
+	url   string
+	log   *slog.Logger
+	opt   LiveOptions
+	clock clock.Clock
 
 	mu       sync.Mutex
 	nc       *nats.Conn
@@ -103,9 +100,9 @@ type liveSnapshot struct {
 	seen  time.Time
 }
 
-func newLiveHub(url string, log *slog.Logger, opt LiveOptions) *liveHub {
+func newLiveHub(url string, log *slog.Logger, clk clock.Clock, opt LiveOptions) *liveHub {
 	h := &liveHub{
-		url: url, log: log, opt: opt.withDefaults(), now: time.Now,
+		url: url, log: log, opt: opt.WithDefaults(), clock: clock.Or(clk),
 		subs: map[string]*subjectSub{}, clients: map[*liveClient]struct{}{},
 		replicas: map[string]map[string]liveSnapshot{}, done: make(chan struct{}),
 	}
@@ -117,11 +114,23 @@ func newLiveHub(url string, log *slog.Logger, opt LiveOptions) *liveHub {
 	return h
 }
 
-// start connects to NATS (retrying in the background until it answers).
-func (h *liveHub) start(ctx context.Context) {
+// Start connects to NATS (retrying in the background until it answers)
+// and closes the hub when ctx ends or Stop is called. Without
+// GATE_NATS_URL it only waits for that end: /api/live tells the web app to
+// poll.
+func (h *liveHub) Start(ctx context.Context) error {
+	ctx, ok := h.StartInit(ctx)
+	if !ok {
+		return nil
+	}
+	h.Go(func() {
+		<-ctx.Done()
+		h.close()
+	})
+	defer h.Ready()
 	if h.url == "" {
 		h.log.Info("GATE_NATS_URL is not set: /api/live tells the web app to poll")
-		return
+		return nil
 	}
 	nc, err := nats.Connect(h.url,
 		nats.Name("gate-console"),
@@ -135,13 +144,13 @@ func (h *liveHub) start(ctx context.Context) {
 	if err != nil {
 		h.log.Warn("NATS connection failed; /api/live tells the web app to poll", "url", h.url, "error", err)
 		h.setUp(false, fmt.Sprintf("NATS at %s is not usable (%v): poll the graph view", h.url, err))
-		return
+		return nil
 	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		nc.Close()
-		return
+		return nil
 	}
 	h.nc = nc
 	up := nc.IsConnected()
@@ -149,16 +158,11 @@ func (h *liveHub) start(ctx context.Context) {
 	if up {
 		h.setUp(true, "")
 	}
-	go func() {
-		select {
-		case <-ctx.Done():
-			h.close()
-		case <-h.done:
-		}
-	}()
+	return nil
 }
 
-// close ends every stream and the NATS connection.
+// close ends every stream and the NATS connection (Stop, or the end of
+// Start's context).
 func (h *liveHub) close() {
 	h.mu.Lock()
 	if h.closed {
@@ -330,7 +334,7 @@ func (h *liveHub) onMsg(m *nats.Msg) {
 // sum records one replica's snapshot and returns the graph's counters
 // summed over the replicas that published within StaleAfter.
 func (h *liveHub) sum(replica string, snap liveSnapshot) *wire.LiveCounters {
-	now := h.now()
+	now := h.clock.Now()
 	snap.seen = now
 	key := snap.Graph.App + "/" + snap.Graph.Graph
 	h.mu.Lock()
@@ -523,13 +527,12 @@ func liveName(s string) bool {
 func (h *liveHub) serve(w http.ResponseWriter, r *http.Request) {
 	graphs, bad := parseGraphs(r.URL.Query().Get("graphs"), h.opt.MaxGraphs)
 	if bad != "" {
-		writeError(w, http.StatusBadRequest, bad, "graphs")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusBadRequest, wire.CodeInvalidQuery, "%s", bad).Field("graphs"))
 		return
 	}
 	c := newLiveClient(graphs, h.opt.MaxDenials)
 	if err := h.register(c); err != nil {
-		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusServiceUnavailable, err.Error(), "")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeLiveUnavailable, "%v", err).RetryAfter(5))
 		return
 	}
 	defer h.unregister(c)
@@ -546,6 +549,8 @@ func (h *liveHub) serve(w http.ResponseWriter, r *http.Request) {
 
 	var buf bytes.Buffer
 	write := func() bool {
+		// A socket's deadline is the operating system's wall clock, never
+		// the injected one.
 		if err := rc.SetWriteDeadline(time.Now().Add(h.opt.WriteTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return false
 		}
@@ -557,15 +562,15 @@ func (h *liveHub) serve(w http.ResponseWriter, r *http.Request) {
 		_ = rc.SetWriteDeadline(time.Time{})
 		return err == nil
 	}
-	beat := time.NewTicker(h.opt.Heartbeat)
+	beat := h.clock.NewTicker(h.opt.Heartbeat)
 	defer beat.Stop()
 	// A stream ends with its session (the browser reconnects and is asked
 	// to sign in again); the dev bypass has no expiry.
 	var expired <-chan time.Time
 	if id, ok := identityFrom(r.Context()); ok && !id.Expires.IsZero() {
-		t := time.NewTimer(max(id.Expires.Sub(h.now()), 0))
+		t := h.clock.NewTimer(max(id.Expires.Sub(h.clock.Now()), 0))
 		defer t.Stop()
-		expired = t.C
+		expired = t.C()
 	}
 	for {
 		select {
@@ -575,7 +580,7 @@ func (h *liveHub) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-h.done:
 			return
-		case <-beat.C:
+		case <-beat.C():
 			buf.WriteString(": heartbeat\n\n")
 		case <-c.wake:
 			c.take(&buf)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/gate-console/config"
+	"github.com/queen-mq/gate/libs/clock"
 	"github.com/queen-mq/gate/libs/gatetest"
 	"github.com/queen-mq/gate/libs/store"
 	"github.com/queen-mq/gate/libs/wire"
@@ -37,17 +38,19 @@ func newLiveEnv(t *testing.T, live LiveOptions, readTimeout time.Duration) *live
 		c.DevEmail = "dev@example.com"
 		c.NATSURL = n.URL
 	}
-	e := newTestEnvOpt(t, cfg, nil, Options{Live: live, ReadTimeout: readTimeout})
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	e.s.live.start(ctx)
+	// The streams' heartbeats and write deadlines run on the wall clock:
+	// the test measures them against the server's real read timeout.
+	e := newTestEnvOpt(t, cfg, nil, Options{Live: live, ReadTimeout: readTimeout, Clock: clock.Real()})
+	if err := e.s.live.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := e.s.httpServer()
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { e.s.live.close(); _ = srv.Close() })
+	t.Cleanup(func() { e.s.live.Stop(); _ = srv.Close() })
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	return &liveEnv{testEnv: e, url: "http://" + ln.Addr().String(), nats: n, app: "t" + hex.EncodeToString(b)}
@@ -59,6 +62,9 @@ type sse struct {
 	res  *http.Response
 	rd   *bufio.Reader
 	conn chan sseEvent
+	// done ends the pump when the test ends, however full conn is.
+	done   chan struct{}
+	pumped chan struct{}
 }
 
 type sseEvent struct {
@@ -78,19 +84,31 @@ func (l *liveEnv) open(t *testing.T, graphs string) *sse {
 	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("/api/live = %d %s", res.StatusCode, res.Header.Get("Content-Type"))
 	}
-	s := &sse{t: t, res: res, rd: bufio.NewReader(res.Body), conn: make(chan sseEvent, 1024)}
-	t.Cleanup(func() { res.Body.Close() })
+	s := &sse{t: t, res: res, rd: bufio.NewReader(res.Body), conn: make(chan sseEvent, 1024), done: make(chan struct{}), pumped: make(chan struct{})}
+	t.Cleanup(func() { close(s.done); res.Body.Close(); <-s.pumped })
 	go s.pump()
 	return s
 }
 
+// pump hands the stream's events to conn until the stream or the test
+// ends.
 func (s *sse) pump() {
+	defer close(s.pumped)
+	send := func(ev sseEvent) bool {
+		select {
+		case s.conn <- ev:
+			return true
+		case <-s.done:
+			return false
+		}
+	}
 	var ev sseEvent
 	for {
 		line, err := s.rd.ReadString('\n')
 		if err != nil {
-			s.conn <- sseEvent{err: err, at: time.Now()}
-			close(s.conn)
+			if send(sseEvent{err: err, at: time.Now()}) {
+				close(s.conn)
+			}
 			return
 		}
 		line = strings.TrimRight(line, "\n")
@@ -98,7 +116,9 @@ func (s *sse) pump() {
 		case line == "":
 			if ev.name != "" || ev.comment {
 				ev.at = time.Now()
-				s.conn <- ev
+				if !send(ev) {
+					return
+				}
 			}
 			ev = sseEvent{}
 		case strings.HasPrefix(line, ":"):
@@ -399,6 +419,9 @@ func (f *flushRecorder) Flush() {
 // A stream ends when its session does.
 func TestLiveStreamEndsWithTheSession(t *testing.T) {
 	e := newTestEnv(t, nil, nil)
+	// A session's expiry is whole seconds: minted on a whole second, it
+	// is still valid 50 ms before its end.
+	e.clock.Set(e.clock.Now().Truncate(time.Second))
 	c := e.sessionCookie(t, "viewer@example.com")
 	e.clock.Advance(SessionTTL - 50*time.Millisecond)
 	r := newReq(http.MethodGet, "/api/live", "")
@@ -406,6 +429,12 @@ func TestLiveStreamEndsWithTheSession(t *testing.T) {
 	done := make(chan struct{})
 	w := &flushRecorder{ch: make(chan string, 8)}
 	go func() { e.h.ServeHTTP(w, r); close(done) }()
+	// The stream waits on its heartbeat and on its session's end; 50 ms
+	// of the console's clock later the session is over.
+	if !e.clock.WaitForPending(2, done) {
+		t.Fatal("the stream ended before its session did")
+	}
+	e.clock.Advance(50 * time.Millisecond)
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):

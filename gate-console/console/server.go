@@ -5,9 +5,9 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -20,17 +20,21 @@ import (
 	"github.com/queen-mq/gate/gate-console/config"
 	"github.com/queen-mq/gate/gate-console/internal/token"
 	"github.com/queen-mq/gate/gate-console/webapp"
+	"github.com/queen-mq/gate/libs/clock"
 	"github.com/queen-mq/gate/libs/history"
+	"github.com/queen-mq/gate/libs/httpapi"
+	"github.com/queen-mq/gate/libs/service"
 	"github.com/queen-mq/gate/libs/wire"
 )
 
 // Options are what a test (or an embedding program) changes; the zero
-// value is production: os.Getenv, time.Now, the embedded web app.
+// value is production: os.Getenv, the wall clock, the embedded web app.
 type Options struct {
 	// Getenv reads GATE_ADMIN_EMAILS on every request (nil: os.Getenv).
 	Getenv func(string) string
-	// Now is the clock of sessions and sign-in state (nil: time.Now).
-	Now func() time.Time
+	// Clock is the clock of sessions, sign-in state and the live stream,
+	// and the application plane's (nil: the wall clock).
+	Clock clock.Clock
 	// WebApp is the web app's files (nil: the embedded webapp.FS()).
 	WebApp fs.FS
 	// HTTPClient reaches the sign-in provider (nil: a client with a 10 s
@@ -38,13 +42,43 @@ type Options struct {
 	HTTPClient *http.Client
 	// Live tunes the live stream (zero: the defaults).
 	Live LiveOptions
-	// ReadTimeout is the HTTP server's request read timeout (0: 1 min);
-	// the live stream clears it for itself.
+	// ReadTimeout is the HTTP server's request read timeout (0 or less:
+	// 1 min); the live stream clears it for itself.
 	ReadTimeout time.Duration
 }
 
+// Option defaults.
+const (
+	// defaultProviderTimeout bounds one call to the sign-in provider.
+	defaultProviderTimeout = 10 * time.Second
+	// defaultReadTimeout is the HTTP server's request read timeout.
+	defaultReadTimeout = time.Minute
+)
+
+// WithDefaults fills the fields left unset with production's.
+func (o Options) WithDefaults() Options {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	o.Clock = clock.Or(o.Clock)
+	o.WebApp = cmp.Or(o.WebApp, webapp.FS())
+	o.HTTPClient = cmp.Or(o.HTTPClient, &http.Client{Timeout: defaultProviderTimeout})
+	o.ReadTimeout = positive(o.ReadTimeout, defaultReadTimeout)
+	o.Live = o.Live.WithDefaults()
+	return o
+}
+
+// positive is v, or def when v is zero or negative.
+func positive[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
 // Server is one gate-console process. Build it with New; Start its
-// background work; serve Handler.
+// background work (the application plane's refresh and the live hub),
+// Stop it; serve Handler.
 type Server struct {
 	cfg    config.Config
 	log    *slog.Logger
@@ -55,7 +89,7 @@ type Server struct {
 	static *static
 	live   *liveHub
 	getenv func(string) string
-	now    func() time.Time
+	clock  clock.Clock
 	// history is the history database (nil when none is configured).
 	history *history.DB
 
@@ -72,19 +106,8 @@ func New(cfg config.Config, log *slog.Logger, opt Options) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	if opt.Getenv == nil {
-		opt.Getenv = os.Getenv
-	}
-	if opt.Now == nil {
-		opt.Now = time.Now
-	}
-	if opt.WebApp == nil {
-		opt.WebApp = webapp.FS()
-	}
-	if opt.HTTPClient == nil {
-		opt.HTTPClient = &http.Client{Timeout: 10 * time.Second}
-	}
-	api, err := apiserver.New(cfg.API, log)
+	opt = opt.WithDefaults()
+	api, err := apiserver.New(cfg.API, log, apiserver.WithClock(opt.Clock))
 	if err != nil {
 		return nil, err
 	}
@@ -99,17 +122,13 @@ func New(cfg config.Config, log *slog.Logger, opt Options) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, log: log, api: api, app: api.Handler(),
-		signer: token.NewSigner(secret, opt.Now),
+		signer: token.NewSigner(secret, opt.Clock),
 		static: newStatic(opt.WebApp),
-		getenv: opt.Getenv, now: opt.Now,
+		getenv: opt.Getenv, clock: opt.Clock,
+		readTimeout: opt.ReadTimeout,
 	}
-	if opt.ReadTimeout <= 0 {
-		opt.ReadTimeout = time.Minute
-	}
-	s.readTimeout = opt.ReadTimeout
 	s.signin = newSignin(s, opt.HTTPClient)
-	s.live = newLiveHub(cfg.NATSURL, log, opt.Live)
-	s.live.now = opt.Now
+	s.live = newLiveHub(cfg.NATSURL, log, opt.Clock, opt.Live)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -117,27 +136,34 @@ func New(cfg config.Config, log *slog.Logger, opt Options) (*Server, error) {
 // Handler is the public plane.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// routes is the public mux: sign-in and /health open, the static shell
+// routes is the public router: sign-in and /health open, the static shell
 // open, everything else behind guard, all of it behind the cross-origin
-// check and the security headers.
+// check and the security headers. Routes are tried in order, the most
+// specific first; a path that is not clean is redirected to its clean form
+// as net/http's ServeMux did.
 func (s *Server) routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+config.LoginPath, s.signin.login)
-	mux.HandleFunc("GET "+config.CallbackPath, s.signin.callback)
-	mux.HandleFunc("POST "+config.LogoutPath, s.logout)
-	mux.HandleFunc("/api/auth/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no sign-in route "+r.Method+" "+r.URL.Path+": sign in with GET "+config.LoginPath+", sign out with POST "+config.LogoutPath, "")
-	})
-	mux.Handle("GET /api/me", s.guard(http.HandlerFunc(s.me)))
-	mux.Handle("GET /api/live", s.guard(http.HandlerFunc(s.live.serve)))
-	app := s.guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.app.ServeHTTP(w, r) }))
-	mux.Handle("/api/", app)
-	mux.Handle("/v1/", app)
-	mux.Handle("/version", app)
-	mux.Handle("/metrics", app)
-	mux.Handle("/health", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.app.ServeHTTP(w, r) }))
-	mux.Handle("/", s.static)
-	return s.crossOrigin(s.secure(mux))
+	r := httpapi.NewRouter(httpapi.Config{Name: "gate-console", Log: s.log, Clock: s.clock, Clean: true})
+	r.HandleHTTP(config.LoginPath, http.HandlerFunc(s.signin.login), http.MethodGet, http.MethodHead)
+	r.HandleHTTP(config.CallbackPath, http.HandlerFunc(s.signin.callback), http.MethodGet, http.MethodHead)
+	r.HandleHTTP(config.LogoutPath, http.HandlerFunc(s.logout), http.MethodPost)
+	r.HandlePrefix("/api/auth/", http.HandlerFunc(noSignInRoute))
+	r.HandleHTTP("/api/me", s.guard(http.HandlerFunc(s.me)), http.MethodGet, http.MethodHead)
+	r.HandleHTTP("/api/live", s.guard(http.HandlerFunc(s.live.serve)), http.MethodGet, http.MethodHead)
+	// s.app is read per request: a test wraps it after New.
+	plane := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.app.ServeHTTP(w, r) })
+	app := s.guard(plane)
+	r.HandlePrefix("/api/", app)
+	r.HandlePrefix("/v1/", app)
+	r.HandleHTTP("/version", app)
+	r.HandleHTTP("/metrics", app)
+	r.HandleHTTP("/health", plane)
+	r.HandlePrefix("/", s.static)
+	return s.crossOrigin(s.secure(r))
+}
+
+// noSignInRoute answers a path under /api/auth/ that is no sign-in route.
+func noSignInRoute(w http.ResponseWriter, r *http.Request) {
+	httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusNotFound, wire.CodeRouteNotFound, "no sign-in route %s %s: sign in with GET %s, sign out with POST %s", r.Method, r.URL.Path, config.LoginPath, config.LogoutPath))
 }
 
 // me is GET /api/me.
@@ -149,7 +175,7 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 		ms := id.Expires.UnixMilli()
 		m.ExpiresAt = &ms
 	}
-	writeJSON(w, http.StatusOK, m)
+	httpapi.WriteJSON(w, http.StatusOK, m)
 }
 
 // logout is POST /api/auth/logout: the session cookie is cleared and the
@@ -172,12 +198,15 @@ func (s *Server) httpServer() *http.Server {
 	}
 }
 
-// Start runs the background work until ctx ends: the application plane's
-// catalogue refresh and the live hub's NATS subscriptions.
-func (s *Server) Start(ctx context.Context) {
-	s.api.Start(ctx)
-	s.live.start(ctx)
+// Start runs the background work until Stop or the end of ctx: the
+// application plane's catalogue refresh and the live hub's NATS
+// subscriptions.
+func (s *Server) Start(ctx context.Context) error {
+	return service.StartAll(ctx, s.api, s.live)
 }
+
+// Stop ends the background work and waits for every goroutine of it.
+func (s *Server) Stop() { service.StopAll(s.api, s.live) }
 
 // Boot is New plus what must answer before the console listens: the
 // history database when one is configured (an unreachable one refuses the
@@ -200,12 +229,12 @@ func Boot(ctx context.Context, cfg config.Config, log *slog.Logger, opt Options)
 	return s, nil
 }
 
-// Close releases what Boot opened.
+// Close releases what Boot opened, and stops the background work.
 func (s *Server) Close() {
+	s.Stop()
 	if s.history != nil {
 		s.history.Close()
 	}
-	s.live.close()
 }
 
 // Run serves the console on cfg.PublicBind until ctx ends.
@@ -222,34 +251,25 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve is Run on a listener the caller opened.
+// Serve is Run on a listener the caller opened: the background work runs
+// until the drain is over.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
-	defer stop()
 	if s.cfg.DevEmail != "" {
 		s.log.Warn("!!! SIGN-IN IS BYPASSED: GATE_DEV_EMAIL is set, every request to the console is "+s.cfg.DevEmail+" — for a local run only; unset it and configure GOOGLE_CLIENT_ID before anyone else can reach "+ln.Addr().String()+" !!!",
 			"GATE_DEV_EMAIL", s.cfg.DevEmail, "admin", s.admin(s.cfg.DevEmail))
 	}
-	s.Start(bg)
-	srv := s.httpServer()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	s.log.Info("gate-console serving", "bind", ln.Addr().String(), "publicURL", s.cfg.PublicURL, "queen", s.cfg.API.QueenURL, "signIn", s.cfg.SignIn(), "issuer", s.cfg.Issuer, "nats", s.cfg.NATSURL != "")
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serving %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
+	if err := s.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
 	}
-	s.log.Info("gate-console shutting down", "timeout", s.cfg.API.ShutdownTimeout.String())
-	s.live.close()
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.API.ShutdownTimeout)
-	defer cancel()
-	err := srv.Shutdown(sctx)
-	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
-	}
-	if err != nil {
-		return fmt.Errorf("shutting down: %w", err)
-	}
-	return nil
+	defer s.Stop()
+	return httpapi.Serve(ctx, ln, httpapi.Serving{
+		Name:   "gate-console",
+		Server: s.httpServer(),
+		Drain:  s.cfg.API.ShutdownTimeout,
+		Log:    s.log,
+		Attrs:  []any{"publicURL", s.cfg.PublicURL, "queen", s.cfg.API.QueenURL, "signIn", s.cfg.SignIn(), "issuer", s.cfg.Issuer, "nats", s.cfg.NATSURL != ""},
+		// The live streams end before the drain, which would otherwise
+		// wait for every open stream.
+		Stopping: s.live.Stop,
+	})
 }

@@ -2,6 +2,8 @@ package console
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"mime"
@@ -13,7 +15,9 @@ import (
 
 	"github.com/queen-mq/gate/gate-console/config"
 	"github.com/queen-mq/gate/gate-console/internal/token"
+	"github.com/queen-mq/gate/libs/httpapi"
 	"github.com/queen-mq/gate/libs/knob"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // Session facts of gate-runtime.md §4.2.
@@ -129,11 +133,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if !s.admin(id.Email) {
-				writeError(w, http.StatusForbidden, fmt.Sprintf("read-only: this account (%s) is not in GATE_ADMIN_EMAILS; an administrator adds it there (comma-separated, read on every request) to allow %s", id.Email, r.Method), "")
+				httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusForbidden, wire.CodeReadOnly, "read-only: this account (%s) is not in GATE_ADMIN_EMAILS; an administrator adds it there (comma-separated, read on every request) to allow %s", id.Email, r.Method))
 				return
 			}
 			if bad := jsonBody(r); bad != "" {
-				writeError(w, http.StatusUnsupportedMediaType, bad, "Content-Type")
+				httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusUnsupportedMediaType, wire.CodeUnsupportedMediaType, "%s", bad).Field("Content-Type"))
 				return
 			}
 		}
@@ -144,7 +148,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 // refuseAnonymous answers a request without a usable session.
 func (s *Server) refuseAnonymous(w http.ResponseWriter, r *http.Request, why error) {
 	if !s.cfg.SignIn() {
-		writeError(w, http.StatusServiceUnavailable, "sign-in is not configured: set GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET, GOOGLE_ALLOWED_DOMAINS and GATE_SESSION_SECRET (or GATE_DEV_EMAIL on a local http URL) and restart gate-console", "")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeSignInNotConfigured, "sign-in is not configured: set GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET, GOOGLE_ALLOWED_DOMAINS and GATE_SESSION_SECRET (or GATE_DEV_EMAIL on a local http URL) and restart gate-console"))
 		return
 	}
 	var reason string
@@ -162,7 +166,7 @@ func (s *Server) refuseAnonymous(w http.ResponseWriter, r *http.Request, why err
 		http.Redirect(w, r, config.LoginPath+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
-	writeError(w, http.StatusUnauthorized, "sign in required: "+reason+"; sign in at "+config.LoginPath, "")
+	httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusUnauthorized, wire.CodeSignInRequired, "sign in required: %s; sign in at %s", reason, config.LoginPath))
 }
 
 // jsonBody is "" when a write's body (if any) is declared JSON, else the
@@ -181,4 +185,13 @@ func jsonBody(r *http.Request) string {
 
 func acceptsHTML(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// randomString is n random bytes, base64url without padding.
+func randomString(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
 }

@@ -16,7 +16,9 @@ import (
 
 	"github.com/queen-mq/gate/gate-console/config"
 	"github.com/queen-mq/gate/gate-console/internal/token"
+	"github.com/queen-mq/gate/libs/httpapi"
 	"github.com/queen-mq/gate/libs/knob"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // Sign-in facts of gate-runtime.md §4.2.
@@ -106,26 +108,26 @@ func safeNext(next string) string {
 func (si *signin) login(w http.ResponseWriter, r *http.Request) {
 	c := si.s.cfg
 	if !c.SignIn() {
-		writeError(w, http.StatusServiceUnavailable, "sign-in is not configured: set GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET, GOOGLE_ALLOWED_DOMAINS and GATE_SESSION_SECRET and restart gate-console", "")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeSignInNotConfigured, "sign-in is not configured: set GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET, GOOGLE_ALLOWED_DOMAINS and GATE_SESSION_SECRET and restart gate-console"))
 		return
 	}
 	p, err := si.discover(r.Context())
 	if err != nil {
 		si.s.log.Warn("sign-in provider discovery failed", "issuer", c.Issuer, "error", err)
-		writeError(w, http.StatusBadGateway, fmt.Sprintf("the sign-in provider %s did not answer its discovery document (%v): check GATE_OIDC_ISSUER and the network, then retry", c.Issuer, err), "")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusBadGateway, wire.CodeSignInProviderFailed, "the sign-in provider %s did not answer its discovery document (%v): check GATE_OIDC_ISSUER and the network, then retry", c.Issuer, err))
 		return
 	}
 	sid, err1 := randomString(16)
 	nonce, err2 := randomString(16)
 	if err := errors.Join(err1, err2); err != nil {
-		writeError(w, http.StatusInternalServerError, "no randomness for the sign-in state: "+err.Error(), "")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusInternalServerError, wire.CodeInternalError, "no randomness for the sign-in state: %v", err))
 		return
 	}
 	verifier := oauth2.GenerateVerifier()
 	state, err1 := si.s.signer.Sign(useState, StateTTL, &stateClaims{SID: sid, Nonce: nonce, Next: safeNext(r.URL.Query().Get("next"))})
 	cookie, err2 := si.s.signer.Sign(useLogin, StateTTL, &loginClaims{SID: sid, Verifier: verifier})
 	if err := errors.Join(err1, err2); err != nil {
-		writeError(w, http.StatusInternalServerError, "signing the sign-in state failed: "+err.Error(), "")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusInternalServerError, wire.CodeInternalError, "signing the sign-in state failed: %v", err))
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
@@ -147,17 +149,17 @@ func (si *signin) login(w http.ResponseWriter, r *http.Request) {
 func (si *signin) callback(w http.ResponseWriter, r *http.Request) {
 	c := si.s.cfg
 	if !c.SignIn() {
-		writeError(w, http.StatusServiceUnavailable, "sign-in is not configured: set GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET, GOOGLE_ALLOWED_DOMAINS and GATE_SESSION_SECRET and restart gate-console", "")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeSignInNotConfigured, "sign-in is not configured: set GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET, GOOGLE_ALLOWED_DOMAINS and GATE_SESSION_SECRET and restart gate-console"))
 		return
 	}
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("the sign-in provider refused: %.200s %.200s; try again from %s", e, q.Get("error_description"), config.LoginPath), "error")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusBadRequest, wire.CodeSignInRefused, "the sign-in provider refused: %.200s %.200s; try again from %s", e, q.Get("error_description"), config.LoginPath).Field("error"))
 		return
 	}
 	code, rawState := q.Get("code"), q.Get("state")
 	if code == "" || rawState == "" {
-		writeError(w, http.StatusBadRequest, "the sign-in callback needs code and state: start sign-in at "+config.LoginPath, "state")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusBadRequest, wire.CodeSignInState, "the sign-in callback needs code and state: start sign-in at %s", config.LoginPath).Field("state"))
 		return
 	}
 	var st stateClaims
@@ -166,7 +168,7 @@ func (si *signin) callback(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, token.ErrExpired) {
 			msg = fmt.Sprintf("the sign-in state expired (sign-in must finish within %d s): start sign-in again at %s", int(StateTTL/time.Second), config.LoginPath)
 		}
-		writeError(w, http.StatusBadRequest, msg, "state")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusBadRequest, wire.CodeSignInState, "%s", msg).Field("state"))
 		return
 	}
 	var lc loginClaims
@@ -175,34 +177,34 @@ func (si *signin) callback(w http.ResponseWriter, r *http.Request) {
 		err = si.s.signer.Verify(useLogin, lcookie.Value, &lc)
 	}
 	if err != nil || lc.SID != st.SID {
-		writeError(w, http.StatusBadRequest, "this sign-in was not started in this browser (no matching gate_login cookie): start sign-in again at "+config.LoginPath, "state")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusBadRequest, wire.CodeSignInState, "this sign-in was not started in this browser (no matching gate_login cookie): start sign-in again at %s", config.LoginPath).Field("state"))
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: LoginCookie, Value: "", Path: "/api/auth/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: c.HTTPS()})
 	p, err := si.discover(r.Context())
 	if err != nil {
-		writeError(w, http.StatusBadGateway, fmt.Sprintf("the sign-in provider %s did not answer its discovery document (%v): retry", c.Issuer, err), "")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusBadGateway, wire.CodeSignInProviderFailed, "the sign-in provider %s did not answer its discovery document (%v): retry", c.Issuer, err))
 		return
 	}
 	ctx := si.ctx(r.Context())
 	tok, err := si.oauth(p).Exchange(ctx, code, oauth2.VerifierOption(lc.Verifier))
 	if err != nil {
 		si.s.log.Warn("sign-in code exchange failed", "issuer", c.Issuer, "error", err)
-		writeError(w, http.StatusBadGateway, "the sign-in provider refused the code exchange ("+err.Error()+"): start sign-in again at "+config.LoginPath, "code")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusBadGateway, wire.CodeSignInProviderFailed, "the sign-in provider refused the code exchange (%v): start sign-in again at %s", err, config.LoginPath).Field("code"))
 		return
 	}
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
-		writeError(w, http.StatusUnauthorized, "the sign-in provider answered without an id_token: check that GATE_OIDC_ISSUER is an OpenID Connect provider", "")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusUnauthorized, wire.CodeSignInToken, "the sign-in provider answered without an id_token: check that GATE_OIDC_ISSUER is an OpenID Connect provider"))
 		return
 	}
-	idt, err := p.VerifierContext(ctx, &oidc.Config{ClientID: c.ClientID, Now: si.s.now}).Verify(ctx, raw)
+	idt, err := p.VerifierContext(ctx, &oidc.Config{ClientID: c.ClientID, Now: si.s.clock.Now}).Verify(ctx, raw)
 	if err != nil {
-		writeError(w, http.StatusUnauthorized, "the id token did not verify ("+err.Error()+"): start sign-in again at "+config.LoginPath, "")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusUnauthorized, wire.CodeSignInToken, "the id token did not verify (%v): start sign-in again at %s", err, config.LoginPath))
 		return
 	}
 	if idt.Nonce != st.Nonce {
-		writeError(w, http.StatusUnauthorized, "the id token's nonce does not match this sign-in (a replayed or foreign token): start sign-in again at "+config.LoginPath, "nonce")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusUnauthorized, wire.CodeSignInToken, "the id token's nonce does not match this sign-in (a replayed or foreign token): start sign-in again at %s", config.LoginPath).Field("nonce"))
 		return
 	}
 	var claims struct {
@@ -212,20 +214,20 @@ func (si *signin) callback(w http.ResponseWriter, r *http.Request) {
 		HD            string `json:"hd"`
 	}
 	if err := idt.Claims(&claims); err != nil || claims.Sub == "" || claims.Email == "" {
-		writeError(w, http.StatusUnauthorized, "the id token carries no sub or email: grant the email scope to the OAuth client", "")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusUnauthorized, wire.CodeSignInToken, "the id token carries no sub or email: grant the email scope to the OAuth client"))
 		return
 	}
 	email := strings.ToLower(strings.TrimSpace(claims.Email))
 	if v := claims.EmailVerified; v != true && v != "true" {
-		writeError(w, http.StatusForbidden, "the e-mail "+email+" is not verified by the sign-in provider: verify it there, then sign in again", "email_verified")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusForbidden, wire.CodeAccountNotAllowed, "the e-mail %s is not verified by the sign-in provider: verify it there, then sign in again", email).Field("email_verified"))
 		return
 	}
 	if !allowedDomain(c.AllowedDomains, claims.HD, email) {
-		writeError(w, http.StatusForbidden, fmt.Sprintf("the account %s is not in an allowed domain (GOOGLE_ALLOWED_DOMAINS=%s): sign in with an account of one of them, or ask an administrator to add the domain", email, strings.Join(c.AllowedDomains, ",")), "email")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusForbidden, wire.CodeAccountNotAllowed, "the account %s is not in an allowed domain (GOOGLE_ALLOWED_DOMAINS=%s): sign in with an account of one of them, or ask an administrator to add the domain", email, strings.Join(c.AllowedDomains, ",")).Field("email"))
 		return
 	}
 	if err := si.s.issueSession(w, Identity{Actor: si.actor(), Email: email, Subject: claims.Sub}); err != nil {
-		writeError(w, http.StatusInternalServerError, "minting the session failed: "+err.Error(), "")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusInternalServerError, wire.CodeInternalError, "minting the session failed: %v", err))
 		return
 	}
 	si.s.log.Info("signed in", "email", email, "role", si.s.role(email))

@@ -11,6 +11,9 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/queen-mq/gate/libs/httpapi"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // NoncePlaceholder, where index.html holds it, is replaced by the
@@ -57,7 +60,7 @@ func (st *static) file(name string) *staticFile {
 
 func (st *static) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		writeError(w, http.StatusMethodNotAllowed, r.Method+" is not allowed on the console's pages: they are read with GET", "")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "%s is not allowed on the console's pages: they are read with GET", r.Method))
 		return
 	}
 	p := r.URL.Path
@@ -81,7 +84,7 @@ func (st *static) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if strings.HasPrefix(p, "/assets/") || p == "/favicon.ico" || !acceptsHTML(r) {
-		writeError(w, http.StatusNotFound, "no file "+p+" in the console's web app: app pages are loaded by a browser (Accept: text/html), the API lives under /api and /v1", "")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusNotFound, wire.CodeFileNotFound, "no file %s in the console's web app: app pages are loaded by a browser (Accept: text/html), the API lives under /api and /v1", p))
 		return
 	}
 	st.index(w, r)
@@ -92,7 +95,7 @@ func (st *static) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (st *static) index(w http.ResponseWriter, r *http.Request) {
 	f := st.file("index.html")
 	if !f.ok {
-		writeError(w, http.StatusServiceUnavailable, "the console's web app is not built into this binary: run `cd gate-console/ui && npm ci && npm run build` (it writes gate-console/webapp/dist), then rebuild gate-console; the API under /api and /v1 works without it", "")
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeWebAppMissing, "the console's web app is not built into this binary: run `cd gate-console/ui && npm ci && npm run build` (it writes gate-console/webapp/dist), then rebuild gate-console; the API under /api and /v1 works without it"))
 		return
 	}
 	if !bytes.Contains(f.body, []byte(NoncePlaceholder)) {

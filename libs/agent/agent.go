@@ -119,18 +119,19 @@ func (a *Agent) Status() wire.AIStatus {
 	return s
 }
 
-// Error is a chat refusal: the HTTP status, a code, the message (naming
-// the bound or the fix) and, for a request problem, the field.
+// Error is a chat refusal: the HTTP status, its code of the refusal
+// catalogue (wire.Codes), the message (naming the bound or the fix) and,
+// for a request problem, the field.
 type Error struct {
 	Status  int
-	Code    string
+	Code    wire.Code
 	Field   string
 	Message string
 }
 
 func (e *Error) Error() string { return e.Message }
 
-func refuse(status int, code, field, format string, args ...any) *Error {
+func refuse(status int, code wire.Code, field, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
@@ -152,7 +153,7 @@ type Env struct {
 // Gate rejected). The error is an *Error.
 func (a *Agent) Chat(ctx context.Context, req wire.AIChatRequest, env Env) (wire.AIChatReply, error) {
 	if !a.Enabled() {
-		return wire.AIChatReply{}, refuse(http.StatusServiceUnavailable, "ai-off", "", "%s", a.Setup())
+		return wire.AIChatReply{}, refuse(http.StatusServiceUnavailable, wire.CodeAIOff, "", "%s", a.Setup())
 	}
 	draft, bad := checkRequest(req)
 	if bad != nil {
@@ -162,7 +163,7 @@ func (a *Agent) Chat(ctx context.Context, req wire.AIChatRequest, env Env) (wire
 	case a.slots <- struct{}{}:
 		defer func() { <-a.slots }()
 	default:
-		return wire.AIChatReply{}, refuse(http.StatusTooManyRequests, "ai-busy", "", "busy: this replica already runs %d AI chats; retry in a moment", a.cfg.MaxConcurrent)
+		return wire.AIChatReply{}, refuse(http.StatusTooManyRequests, wire.CodeAIBusy, "", "busy: this replica already runs %d AI chats; retry in a moment", a.cfg.MaxConcurrent)
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 	defer cancel()
@@ -171,7 +172,7 @@ func (a *Agent) Chat(ctx context.Context, req wire.AIChatRequest, env Env) (wire
 	outcome := "ok"
 	var e *Error
 	if errors.As(err, &e) {
-		outcome = e.Code
+		outcome = string(e.Code)
 	} else if err != nil {
 		outcome = "error"
 	} else if reply.Draft == nil {
@@ -214,7 +215,7 @@ func (a *Agent) converse(ctx context.Context, req wire.AIChatRequest, draft []by
 			Message{Role: RoleAssistant, Content: r.Text},
 			Message{Role: RoleUser, Content: repairTurn(why)})
 	}
-	return wire.AIChatReply{}, MaxCalls, refuse(http.StatusBadGateway, "ai-draft-invalid", "",
+	return wire.AIChatReply{}, MaxCalls, refuse(http.StatusBadGateway, wire.CodeAIDraftInvalid, "",
 		"the drafted configuration did not pass Gate validation after one repair; add detail to your request (the queues, each limit as a count per time window, the cost of an item) and ask again. Gate's rejection: %s", problems)
 }
 
@@ -229,24 +230,24 @@ func (a *Agent) providerFailure(ctx context.Context, err error) *Error {
 	name := pe.Provider
 	switch pe.Class {
 	case ClassAccess:
-		return refuse(http.StatusBadGateway, "ai-access", "", "%s refused the API key or its access to the model %s (HTTP %d): check the key and that it may use GATE_AI_MODEL", name, a.p.Model(), pe.Status)
+		return refuse(http.StatusBadGateway, wire.CodeAIAccess, "", "%s refused the API key or its access to the model %s (HTTP %d): check the key and that it may use GATE_AI_MODEL", name, a.p.Model(), pe.Status)
 	case ClassQuota:
-		return refuse(http.StatusBadGateway, "ai-quota", "", "%s's quota or rate limit is exhausted (HTTP 429): wait and retry, or raise the quota of the key", name)
+		return refuse(http.StatusBadGateway, wire.CodeAIQuota, "", "%s's quota or rate limit is exhausted (HTTP 429): wait and retry, or raise the quota of the key", name)
 	case ClassConfig:
-		return refuse(http.StatusBadGateway, "ai-configuration", "", "%s refused the request configuration or the model %s (HTTP %d): check that GATE_AI_MODEL names a model that supports JSON-schema structured output", name, a.p.Model(), pe.Status)
+		return refuse(http.StatusBadGateway, wire.CodeAIConfiguration, "", "%s refused the request configuration or the model %s (HTTP %d): check that GATE_AI_MODEL names a model that supports JSON-schema structured output", name, a.p.Model(), pe.Status)
 	case ClassUnfinished:
-		return refuse(http.StatusBadGateway, "ai-unfinished", "", "%s did not finish the reply (incomplete, cut at the output limit, or stopped early): ask for a smaller graph, or retry", name)
+		return refuse(http.StatusBadGateway, wire.CodeAIUnfinished, "", "%s did not finish the reply (incomplete, cut at the output limit, or stopped early): ask for a smaller graph, or retry", name)
 	case ClassTimeout:
 		if ctx.Err() != nil {
-			return refuse(http.StatusBadGateway, "ai-timeout", "", "timeout: the AI chat took longer than %s; retry, or ask for a smaller graph", a.cfg.RequestTimeout)
+			return refuse(http.StatusBadGateway, wire.CodeAITimeout, "", "timeout: the AI chat took longer than %s; retry, or ask for a smaller graph", a.cfg.RequestTimeout)
 		}
-		return refuse(http.StatusBadGateway, "ai-timeout", "", "timeout: %s did not answer within %s; retry in a moment", name, a.cfg.CallTimeout)
+		return refuse(http.StatusBadGateway, wire.CodeAITimeout, "", "timeout: %s did not answer within %s; retry in a moment", name, a.cfg.CallTimeout)
 	case ClassTooLarge:
-		return refuse(http.StatusBadGateway, "ai-reply", "", "%s's reply was larger than %d bytes and was dropped: ask for a smaller graph", name, a.cfg.ReplyLimit)
+		return refuse(http.StatusBadGateway, wire.CodeAIReply, "", "%s's reply was larger than %d bytes and was dropped: ask for a smaller graph", name, a.cfg.ReplyLimit)
 	case ClassMalformed:
-		return refuse(http.StatusBadGateway, "ai-reply", "", "%s's reply could not be read: retry", name)
+		return refuse(http.StatusBadGateway, wire.CodeAIReply, "", "%s's reply could not be read: retry", name)
 	}
-	return refuse(http.StatusBadGateway, "ai-unavailable", "", "%s is temporarily unavailable or unreachable: retry in a moment", name)
+	return refuse(http.StatusBadGateway, wire.CodeAIUnavailable, "", "%s is temporarily unavailable or unreachable: retry in a moment", name)
 }
 
 // refusalReply is the canned answer to a refused request.

@@ -105,7 +105,7 @@ func TestOutcomes(t *testing.T) {
 				noSecrets(t, "the logs", a.logs.String())
 				if c.status != 0 {
 					e := chatErr(t, err)
-					if e.Status != c.status || e.Code != c.code || !strings.Contains(e.Message, c.message) {
+					if e.Status != c.status || string(e.Code) != c.code || !strings.Contains(e.Message, c.message) {
 						t.Fatalf("error %d %s %q, want %d %s containing %q", e.Status, e.Code, e.Message, c.status, c.code, c.message)
 					}
 					noSecrets(t, "the error", e.Message)

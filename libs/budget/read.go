@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 )
 
@@ -89,6 +90,28 @@ func ReadCounters(ctx context.Context, kv KV, ns string, keys []string) (map[str
 // ReadKeys is ReadCounters in the limiter's namespace.
 func (l *Limiter) ReadKeys(ctx context.Context, keys []string) (map[string]Reading, error) {
 	return ReadCounters(ctx, l.KV, l.NS, keys)
+}
+
+// ReadNodes reads the live counters of nodes, every distinct unscoped
+// counter of each (Unscoped), and the extra keys (a breaker record, a
+// shared budget's key) in one getMany of namespace ns, writing nothing.
+// It is the one read behind every view of a graph's live counters: the
+// graph view, the console's lists and shared budgets, the product metrics,
+// the diagnostics and the ETA. The map and the error are ReadCounters':
+// a Reading per key found, none for an absent key, no call without keys.
+func ReadNodes(ctx context.Context, kv KV, ns string, nodes []plan.Node, extra ...string) (map[string]Reading, error) {
+	var keys []string
+	for i := range nodes {
+		for _, c := range Unscoped(&nodes[i]) {
+			keys = append(keys, c.Key)
+		}
+	}
+	return ReadCounters(ctx, kv, ns, append(keys, extra...))
+}
+
+// ReadNodes is the package's ReadNodes in the limiter's namespace.
+func (l *Limiter) ReadNodes(ctx context.Context, nodes []plan.Node, extra ...string) (map[string]Reading, error) {
+	return ReadNodes(ctx, l.KV, l.NS, nodes, extra...)
 }
 
 // Full reads a node's unscoped counters (cs as Unscoped gives them, each at

@@ -77,6 +77,40 @@ func TestReadCountersWithoutKeysMakesNoCall(t *testing.T) {
 	}
 }
 
+// ReadNodes asks for every distinct unscoped counter of every node (a
+// scoped budget has no one counter; two budgets on one key read it once)
+// and the extra keys, in one getMany.
+func TestReadNodesReadsTheUnscopedCountersOfEveryNodeAndTheExtraKeysInOneCall(t *testing.T) {
+	t.Parallel()
+	nodes := []plan.Node{
+		{Name: "a", Budgets: []plan.Budget{
+			{ID: "g", Key: "b:x:g:a:g", Ceilings: map[string]int64{"p": 10}},
+			{ID: "per", Key: "b:x:g:a:per", ScopeBy: "payload.account"},
+			{ID: "shared", Key: "b:x:shared:k", Ceilings: map[string]int64{"p": 5}},
+		}},
+		{Name: "b", Budgets: []plan.Budget{{ID: "shared", Key: "b:x:shared:k", Ceilings: map[string]int64{"p": 7}}}},
+	}
+	kv := &answerKV{res: queen.KVResponse{Results: []queen.KVResult{{Op: queen.OpGetMany,
+		Rows: []queen.KVRow{{Key: "b:x:g:a:g", Value: json.RawMessage("4")}}}}}}
+	got, err := budget.ReadNodes(context.Background(), kv, "gate", nodes, "brk:x:g:a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kv.calls) != 1 || len(kv.calls[0]) != 1 {
+		t.Fatalf("sent %+v, want one call of one getMany", kv.calls)
+	}
+	if keys := strings.Join(kv.calls[0][0].Keys, " "); keys != "b:x:g:a:g b:x:shared:k brk:x:g:a" {
+		t.Fatalf("read %q, want the two unscoped counters and the breaker key", keys)
+	}
+	if got["b:x:g:a:g"].Value != 4 || got["b:x:shared:k"].Found {
+		t.Fatalf("readings %+v", got)
+	}
+	l := &budget.Limiter{KV: &answerKV{err: errors.New("must not be called")}, NS: "gate"}
+	if got, err := l.ReadNodes(context.Background(), []plan.Node{{Name: "c", Budgets: []plan.Budget{{ID: "s", Key: "k", ScopeBy: "payload.x"}}}}); err != nil || len(got) != 0 {
+		t.Fatalf("a node with only a scoped budget and no extra key: %v, %v; want no call", got, err)
+	}
+}
+
 func TestReadCountersFailsOnAFailedRefusedOrMalformedAnswer(t *testing.T) {
 	t.Parallel()
 	for name, kv := range map[string]*answerKV{

@@ -1,11 +1,14 @@
 package wire
 
 // Error is every refusal's body on both planes: a sentence naming the
-// number, the consequence and the fix, and where it helps the request field
-// at fault and the rule that refused.
+// number, the consequence and the fix, its stable machine code, and where
+// it helps the request field at fault and the rule that refused.
 type Error struct {
 	// Error is the human message.
 	Error string `json:"error"`
+	// Code is the refusal's stable machine code, always set (Codes lists
+	// them): branch on it, not on the message.
+	Code Code `json:"code"`
 	// Field names the request field at fault, when there is one.
 	Field string `json:"field,omitempty"`
 	// Rule names the rule that refused, when there is one.

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/queen-mq/gate/libs/clock"
 )
 
 // header is the only header this package writes or accepts.
@@ -54,26 +56,23 @@ type Payload interface{ Base() *Claims }
 
 // Signer signs and verifies with one secret and clock.
 type Signer struct {
-	key []byte
-	now func() time.Time
+	key   []byte
+	clock clock.Clock
 }
 
-// NewSigner returns a signer for secret; now nil means time.Now.
-func NewSigner(secret []byte, now func() time.Time) *Signer {
-	if now == nil {
-		now = time.Now
-	}
-	return &Signer{key: append([]byte(nil), secret...), now: now}
+// NewSigner returns a signer for secret on clk (nil: the wall clock).
+func NewSigner(secret []byte, clk clock.Clock) *Signer {
+	return &Signer{key: append([]byte(nil), secret...), clock: clock.Or(clk)}
 }
 
-// Now is the signer's clock.
-func (s *Signer) Now() time.Time { return s.now() }
+// Now is the time on the signer's clock.
+func (s *Signer) Now() time.Time { return s.clock.Now() }
 
 // Sign stamps p with use, issued-at now and expiry now+ttl and returns the
 // token.
 func (s *Signer) Sign(use string, ttl time.Duration, p Payload) (string, error) {
 	b := p.Base()
-	now := s.now()
+	now := s.clock.Now()
 	b.Use, b.IssuedAt, b.Expires = use, now.Unix(), now.Add(ttl).Unix()
 	body, err := json.Marshal(p)
 	if err != nil {
@@ -112,7 +111,7 @@ func (s *Signer) Verify(use, tok string, p Payload) error {
 	if b.Use != use {
 		return fmt.Errorf("%w: a %q token where a %q token belongs", ErrMalformed, b.Use, use)
 	}
-	if now := s.now().Unix(); now >= b.Expires {
+	if now := s.clock.Now().Unix(); now >= b.Expires {
 		return fmt.Errorf("%w at %s", ErrExpired, time.Unix(b.Expires, 0).UTC().Format(time.RFC3339))
 	}
 	return nil

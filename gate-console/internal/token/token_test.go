@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/gate/libs/clock"
 )
 
 type payload struct {
@@ -12,11 +14,12 @@ type payload struct {
 	Email string `json:"email"`
 }
 
-func clock(t time.Time) func() time.Time { return func() time.Time { return t } }
+// at is a clock standing at t.
+func at(t time.Time) clock.Clock { return clock.NewVirtual(t) }
 
 func TestSignVerify(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	s := NewSigner([]byte("k-0123456789abcdef0123456789abcdef"), clock(now))
+	s := NewSigner([]byte("k-0123456789abcdef0123456789abcdef"), at(now))
 	tok, err := s.Sign("session", time.Hour, &payload{Email: "a@example.com"})
 	if err != nil {
 		t.Fatal(err)
@@ -28,11 +31,11 @@ func TestSignVerify(t *testing.T) {
 	if err := s.Verify("state", tok, &p); !errors.Is(err, ErrMalformed) {
 		t.Errorf("a session token passed as state: %v", err)
 	}
-	other := NewSigner([]byte("another-key-0123456789abcdef01234"), clock(now))
+	other := NewSigner([]byte("another-key-0123456789abcdef01234"), at(now))
 	if err := other.Verify("session", tok, &p); !errors.Is(err, ErrSignature) {
 		t.Errorf("another key: %v", err)
 	}
-	late := NewSigner([]byte("k-0123456789abcdef0123456789abcdef"), clock(now.Add(time.Hour)))
+	late := NewSigner([]byte("k-0123456789abcdef0123456789abcdef"), at(now.Add(time.Hour)))
 	if err := late.Verify("session", tok, &p); !errors.Is(err, ErrExpired) {
 		t.Errorf("at expiry: %v", err)
 	}
@@ -50,7 +53,7 @@ func TestSignVerify(t *testing.T) {
 }
 
 func FuzzVerify(f *testing.F) {
-	s := NewSigner([]byte("k-0123456789abcdef0123456789abcdef"), clock(time.Unix(1_800_000_000, 0)))
+	s := NewSigner([]byte("k-0123456789abcdef0123456789abcdef"), at(time.Unix(1_800_000_000, 0)))
 	tok, _ := s.Sign("session", time.Hour, &payload{Email: "a@example.com"})
 	f.Add(tok)
 	f.Add("")

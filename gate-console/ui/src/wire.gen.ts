@@ -261,13 +261,194 @@ export interface MetricsPath {
 }
 
 /**
+ * Code is the stable machine code of a refusal: every error body gate-api
+ * and gate-console write carries one in "code", next to the sentence in
+ * "error". A client branches on the code (and the status), never on the
+ * sentence, which may be reworded. Codes are kebab-case like the declare
+ * rules; Codes lists every one with the statuses it is answered with, and
+ * gate-api/README.md shows the same table (a test keeps them equal).
+ *
+ * - `invalid-json`: the body is not valid JSON (a syntax error, trailing data after the value).
+ * - `empty-body`: the request has no body where the route reads one.
+ * - `body-unreadable`: reading the body failed before its end (the connection broke or the client stopped sending).
+ * - `unsupported-media-type`: a body was sent without a JSON Content-Type (application/json or application/…+json).
+ * - `body-too-large`: the body is larger than the route's limit (limit: GATE_MAX_PUSH_BODY_BYTES on push routes, else 2 MiB).
+ * - `wrong-type`: the body or one of its fields has another JSON type than the route reads (an array where an object belongs, a string where a whole number belongs; field names it).
+ * - `unknown-field`: the body has a field the route does not know, or one whose case differs from a known one (field names it).
+ * - `duplicate-field`: the body gives one field twice, at any depth (field names it).
+ * - `invalid-utf8`: a string of the body (a key or a value) is not valid UTF-8 (field names it).
+ * - `missing-field`: a field the route needs is absent (field names it).
+ * - `invalid-field`: a field's value is refused: too long, with control characters, out of its range or not usable as sent (field names it).
+ * - `invalid-query`: a query parameter is refused: given twice, not a whole number, out of its range or not of its form (field names it).
+ * - `invalid-name`: an application, graph or node name in the URL breaks the name rule (1–63 bytes of a-z, 0-9 and '-'; field names the segment). On a PUT the declare rules application and graph-name say it instead.
+ * - `invalid-url-encoding`: a segment of the URL is not valid percent-encoding (field names it).
+ * - `route-not-found`: no route has this method and path.
+ * - `method-not-allowed`: the path exists but not with this method.
+ * - `malformed-request`: net/http could not read the request as HTTP/1.1 before any route ran: a malformed percent-escape in the request line or a bad header line (400), a transfer coding it does not implement (501), a protocol version it does not take (505).
+ * - `headers-too-large`: the request headers are over 1 MiB.
+ * - `internal-error`: the server failed on the request (a bug or a local failure, logged): retry, and report it if it repeats.
+ * - `broker-timeout`: the broker did not answer the request's broker work within GATE_BROKER_TIMEOUT_MS (broker, timeoutMs, Retry-After: 1); the refusal's other fields say what the route knew.
+ * - `broker-unhealthy`: the broker is unreachable or reports itself unhealthy (GET /health: status, queen).
+ * - `broker-failed`: a broker call the route needs failed or was refused (the counters, the breaker records); nothing was changed unless the sentence says otherwise.
+ * - `graph-not-found`: no graph of that name is declared in the application (on a flat route: in any application).
+ * - `application-not-found`: the application declares no graph.
+ * - `ambiguous-graph`: a flat route names a graph several applications declare (applications lists them).
+ * - `stored-document-invalid`: the graph's stored document does not compile (it was stored by an older gate-api): PUT a corrected one.
+ * - `node-not-found`: the graph has no node of that name, or none the route can answer for (field names node).
+ * - `path-not-found`: the graph has no path of that name, or none through the node (field names path; paths lists the choices).
+ * - `ambiguous-node`: a target has several ingress nodes, so the target route cannot pick one (nodes lists them).
+ * - `no-ingress`: the node (or the target, or the path's first node) has no ingress to push or re-enter into.
+ * - `http-push-off`: the node reads an application-owned queue with the HTTP front door off: push to that queue with your own SDK.
+ * - `not-running`: no gate-relay replica runs the graph, so nothing would move what the route sends (Retry-After: 1).
+ * - `shed`: the node sheds and every unscoped counter is at its ceiling: nothing was charged or queued (node, retryAfterSeconds, Retry-After).
+ * - `push-inflight-full`: the bytes of pushes in flight would pass GATE_PUSH_INFLIGHT_BYTES: nothing was read or queued (inflightBytes, limit, Retry-After: 1).
+ * - `push-outcome-unknown`: the push was sent to the broker but its answer did not come back before the request ended: retry with the same txn.
+ * - `push-failed`: the broker refused or failed the push (or re-entry): nothing was queued; retry with the same txn.
+ * - `cost-max`: the item's cost is above the node's cost.max (rule cost-max).
+ * - `scope-value-missing`: a scoped budget that applies to the item finds no value at its scopeBy path (field, budget).
+ * - `scope-value-too-long`: the item's scope value would make its counter key longer than the broker's 512 bytes (field, budget, room, bytes).
+ * - `max-attempts`: a re-entry's attempt is over the graph's maxAttempts: dead-letter the item (maxAttempts).
+ * - `no-unscoped-budget`: a backoff names a node with only scoped budgets, which has no window to spend.
+ * - `eta-unavailable`: the backlog or the counters an ETA needs could not be read from the broker.
+ * - `gone`: the route was removed (the pop and the leases): the sentence says what replaces it (queue when there is one).
+ * - `declare-refused`: the document was refused by a declare rule (rule, rules, problems; 409 for version-bump and ingress-owner), or could not be read as a document at all (rule document).
+ * - `provisioning-failed`: provisioning the graph's queues failed: nothing was stored, and the sentence says what still serves.
+ * - `store-failed`: writing or deleting the stored document in kv failed: the sentence says what still serves or was stopped.
+ * - `no-history`: the route needs the PostgreSQL history and this server has none (PG_HOST is not set).
+ * - `history-failed`: reading the PostgreSQL history failed.
+ * - `not-watching`: the graph is not in Watch, so there is no recording to read or replay.
+ * - `watch-not-started`: the graph is in Watch but has no watch.startedAt: declare it again through gate-api.
+ * - `preview-unsupported`: the node's shape is outside what the one-node limit preview replays (a payload cost, several paths): use POST …/simulate with a candidate document.
+ * - `allowance-too-small`: the tried allowance admits less per sub-window than one item costs, so no item could ever pass.
+ * - `recording-cost-changed`: the node's recorded cost per item changed inside the replayed range (second names where).
+ * - `ai-off`: the AI configuration agent is off: the sentence says which knobs turn it on (rule ai-off).
+ * - `ai-busy`: this replica already runs its most concurrent AI chats (rule ai-busy, Retry-After: 1).
+ * - `ai-request`: the chat request breaks one of its bounds (rule ai-request, field).
+ * - `ai-store`: the declared graphs could not be read, so a draft cannot be checked against them (rule ai-store).
+ * - `ai-draft-invalid`: the model's drafts kept failing the declare rules (rule ai-draft-invalid).
+ * - `ai-access`: the AI provider refused the key or its access to the model (rule ai-access).
+ * - `ai-quota`: the AI provider's quota or rate limit is exhausted (rule ai-quota).
+ * - `ai-configuration`: the AI provider refused the request's configuration or the model (rule ai-configuration).
+ * - `ai-unfinished`: the AI provider did not finish its reply (rule ai-unfinished).
+ * - `ai-timeout`: the AI chat or one provider call took too long (rule ai-timeout).
+ * - `ai-reply`: the AI provider's reply could not be used: too large, unreadable or not of the agreed shape (rule ai-reply).
+ * - `ai-unavailable`: the AI provider is unavailable or unreachable (rule ai-unavailable).
+ * - `sign-in-required`: the console request has no usable session: none, expired or not valid (an HTML navigation is redirected to sign-in instead).
+ * - `sign-in-not-configured`: the console has no sign-in configured (GOOGLE_CLIENT_ID … GATE_SESSION_SECRET, or GATE_DEV_EMAIL).
+ * - `read-only`: the signed-in account is not in GATE_ADMIN_EMAILS, so it may only read.
+ * - `cross-site`: a write came from another origin (http.CrossOriginProtection).
+ * - `sign-in-state`: the sign-in callback's state is missing, not valid, expired or was started in another browser: sign in again.
+ * - `sign-in-refused`: the sign-in provider refused the sign-in.
+ * - `sign-in-provider-failed`: the sign-in provider did not answer its discovery document or refused the code exchange.
+ * - `sign-in-token`: the provider's id token is absent, does not verify, or lacks the claims a session needs.
+ * - `account-not-allowed`: the account's e-mail is not verified or not in GOOGLE_ALLOWED_DOMAINS.
+ * - `live-unavailable`: the console cannot open another live stream (too many are open, or it is shutting down; Retry-After: 5).
+ * - `file-not-found`: the console's web app has no such file (app pages are served to HTML navigations only).
+ * - `webapp-missing`: the console binary was built without its web app.
+ */
+export type Code =
+  | "invalid-json"
+  | "empty-body"
+  | "body-unreadable"
+  | "unsupported-media-type"
+  | "body-too-large"
+  | "wrong-type"
+  | "unknown-field"
+  | "duplicate-field"
+  | "invalid-utf8"
+  | "missing-field"
+  | "invalid-field"
+  | "invalid-query"
+  | "invalid-name"
+  | "invalid-url-encoding"
+  | "route-not-found"
+  | "method-not-allowed"
+  | "malformed-request"
+  | "headers-too-large"
+  | "internal-error"
+  | "broker-timeout"
+  | "broker-unhealthy"
+  | "broker-failed"
+  | "graph-not-found"
+  | "application-not-found"
+  | "ambiguous-graph"
+  | "stored-document-invalid"
+  | "node-not-found"
+  | "path-not-found"
+  | "ambiguous-node"
+  | "no-ingress"
+  | "http-push-off"
+  | "not-running"
+  | "shed"
+  | "push-inflight-full"
+  | "push-outcome-unknown"
+  | "push-failed"
+  | "cost-max"
+  | "scope-value-missing"
+  | "scope-value-too-long"
+  | "max-attempts"
+  | "no-unscoped-budget"
+  | "eta-unavailable"
+  | "gone"
+  | "declare-refused"
+  | "provisioning-failed"
+  | "store-failed"
+  | "no-history"
+  | "history-failed"
+  | "not-watching"
+  | "watch-not-started"
+  | "preview-unsupported"
+  | "allowance-too-small"
+  | "recording-cost-changed"
+  | "ai-off"
+  | "ai-busy"
+  | "ai-request"
+  | "ai-store"
+  | "ai-draft-invalid"
+  | "ai-access"
+  | "ai-quota"
+  | "ai-configuration"
+  | "ai-unfinished"
+  | "ai-timeout"
+  | "ai-reply"
+  | "ai-unavailable"
+  | "sign-in-required"
+  | "sign-in-not-configured"
+  | "read-only"
+  | "cross-site"
+  | "sign-in-state"
+  | "sign-in-refused"
+  | "sign-in-provider-failed"
+  | "sign-in-token"
+  | "account-not-allowed"
+  | "live-unavailable"
+  | "file-not-found"
+  | "webapp-missing";
+
+/**
+ * CodeStatuses is one code of the catalogue with the HTTP statuses it is
+ * answered with.
+ */
+export interface CodeStatuses {
+  /** Code is the code. */
+  code: Code;
+  /** Statuses are the HTTP statuses a refusal with this code has. */
+  statuses: number[];
+}
+
+/**
  * Error is every refusal's body on both planes: a sentence naming the
- * number, the consequence and the fix, and where it helps the request field
- * at fault and the rule that refused.
+ * number, the consequence and the fix, its stable machine code, and where
+ * it helps the request field at fault and the rule that refused.
  */
 export interface Error {
   /** Error is the human message. */
   error: string;
+  /**
+   * Code is the refusal's stable machine code, always set (Codes lists
+   * them): branch on it, not on the message.
+   */
+  code: Code;
   /** Field names the request field at fault, when there is one. */
   field?: string;
   /** Rule names the rule that refused, when there is one. */

@@ -8,8 +8,8 @@ export class ApiError extends Error {
   constructor(public status: number, message: string, public body: W.ErrorBody | null) {
     super(message);
   }
-  /** The route is not there on this server (another build adds it). */
-  get missing() { return this.status === 404 && (!this.body || /^no route /.test(this.message)); }
+  /** The route is not there on this server (another build adds it): its code says so, or, from a build before codes, its words. */
+  get missing() { return this.status === 404 && (!this.body || this.body.code === "route-not-found" || /^no route /.test(this.message)); }
 }
 
 async function request<T>(method: string, url: string, body?: unknown): Promise<T> {

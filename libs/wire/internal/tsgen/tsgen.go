@@ -5,7 +5,10 @@
 // omitempty, "T | null" for pointers and the Go doc comments as JSDoc.
 //
 // A type whose JSON is custom says its TypeScript with a "wire:ts TYPE"
-// line in its doc comment; a field does so with a ts:"TYPE" struct tag.
+// line in its doc comment; a field does so with a ts:"TYPE" struct tag. A
+// string type with typed string constants (wire.Code) is the union of
+// their values, each listed with its doc comment, so the web app can
+// branch on them.
 package tsgen
 
 import (
@@ -33,8 +36,8 @@ func Generate(dir string) ([]byte, error) {
 		return nil, err
 	}
 	sort.Strings(names)
-	var out bytes.Buffer
-	out.WriteString(Header)
+	var files []*ast.File
+	var paths []string
 	for _, name := range names {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
@@ -50,6 +53,16 @@ func Generate(dir string) ([]byte, error) {
 		if f.Name.Name != "wire" {
 			return nil, fmt.Errorf("%s is package %s, not wire", name, f.Name.Name)
 		}
+		files, paths = append(files, f), append(paths, name)
+	}
+	consts, err := constants(files)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	out.WriteString(Header)
+	for i, f := range files {
+		name := paths[i]
 		for _, decl := range f.Decls {
 			gd, ok := decl.(*ast.GenDecl)
 			if !ok || gd.Tok != token.TYPE {
@@ -64,7 +77,7 @@ func Generate(dir string) ([]byte, error) {
 				if doc == nil && len(gd.Specs) == 1 {
 					doc = gd.Doc
 				}
-				if err := render(&out, ts, doc); err != nil {
+				if err := render(&out, ts, doc, consts[ts.Name.Name]); err != nil {
 					return nil, fmt.Errorf("%s: type %s: %w", filepath.Base(name), ts.Name.Name, err)
 				}
 			}
@@ -73,8 +86,86 @@ func Generate(dir string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-func render(out *bytes.Buffer, ts *ast.TypeSpec, doc *ast.CommentGroup) error {
+// Const is one typed string constant of the package.
+type Const struct {
+	// Name is the Go name, Value the string, Doc the doc comment's text.
+	Name, Value, Doc string
+}
+
+// Constants reads the typed string constants of the package in dir, by
+// the name of their type, in source order (a test of the package checks
+// its catalogue with them).
+func Constants(dir string) (map[string][]Const, error) {
+	fset := token.NewFileSet()
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		if err != nil {
+			return nil, fmt.Errorf("parsing %s: %w", name, err)
+		}
+		files = append(files, f)
+	}
+	return constants(files)
+}
+
+// constants collects every constant declared with a named type and a
+// string literal value, by type name.
+func constants(files []*ast.File) (map[string][]Const, error) {
+	out := map[string][]Const{}
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				typ, ok := vs.Type.(*ast.Ident)
+				if !ok || len(vs.Values) != len(vs.Names) {
+					continue
+				}
+				for i, n := range vs.Names {
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING || !n.IsExported() {
+						continue
+					}
+					v, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						return nil, fmt.Errorf("constant %s: %w", n.Name, err)
+					}
+					doc := ""
+					if vs.Doc != nil {
+						doc = strings.TrimSpace(vs.Doc.Text())
+					}
+					out[typ.Name] = append(out[typ.Name], Const{Name: n.Name, Value: v, Doc: doc})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// Meaning is a constant's doc comment without its leading "Name means ",
+// joined on one line.
+func (c Const) Meaning() string {
+	m := strings.TrimPrefix(c.Doc, c.Name+" means ")
+	return strings.Join(strings.Fields(m), " ")
+}
+
+func render(out *bytes.Buffer, ts *ast.TypeSpec, doc *ast.CommentGroup, consts []Const) error {
 	name := ts.Name.Name
+	if id, ok := ts.Type.(*ast.Ident); ok && id.Name == "string" && len(consts) > 0 && !ts.Assign.IsValid() {
+		renderUnion(out, name, doc, consts)
+		return nil
+	}
 	custom := ""
 	if doc != nil {
 		for _, c := range doc.List {
@@ -150,6 +241,37 @@ func render(out *bytes.Buffer, ts *ast.TypeSpec, doc *ast.CommentGroup) error {
 	out.Write(body.Bytes())
 	out.WriteString("}\n\n")
 	return nil
+}
+
+// renderUnion writes a string type with constants as the union of their
+// values, the type's doc followed by each value's meaning.
+func renderUnion(out *bytes.Buffer, name string, doc *ast.CommentGroup, consts []Const) {
+	var lines []string
+	if doc != nil {
+		lines = append(lines, strings.Split(strings.TrimSpace(doc.Text()), "\n")...)
+		lines = append(lines, "")
+	}
+	for _, c := range consts {
+		lines = append(lines, "- `"+c.Value+"`: "+c.Meaning())
+	}
+	out.WriteString("/**\n")
+	for _, l := range lines {
+		if l = strings.TrimRight(strings.ReplaceAll(l, "*/", "* /"), " "); l == "" {
+			out.WriteString(" *\n")
+			continue
+		}
+		fmt.Fprintf(out, " * %s\n", l)
+	}
+	out.WriteString(" */\n")
+	fmt.Fprintf(out, "export type %s =\n", name)
+	for i, c := range consts {
+		end := ""
+		if i == len(consts)-1 {
+			end = ";"
+		}
+		fmt.Fprintf(out, "  | %s%s\n", strconv.Quote(c.Value), end)
+	}
+	out.WriteString("\n")
 }
 
 func tsType(e ast.Expr) (string, error) {

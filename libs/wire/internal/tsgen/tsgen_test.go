@@ -85,6 +85,41 @@ type Alias = Thing
 	}
 }
 
+// A string type with typed constants is the union of their values, each
+// listed with its meaning; an untyped constant or one of another type is
+// not a member.
+func TestStringConstantsAreAUnion(t *testing.T) {
+	out, err := gen(t, `package wire
+// Kind says what it is.
+type Kind string
+const (
+	// KindA means the first.
+	KindA Kind = "a-one"
+	// KindB means the second,
+	// on two lines.
+	KindB Kind = "b-two"
+	loose = "c"
+	Other int = 3
+)
+// Plain has no constants.
+type Plain string
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"/**\n * Kind says what it is.\n *\n * - `a-one`: the first.\n * - `b-two`: the second, on two lines.\n */\nexport type Kind =\n  | \"a-one\"\n  | \"b-two\";\n",
+		"export type Plain = string;",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `"c"`) {
+		t.Errorf("an untyped constant joined the union:\n%s", out)
+	}
+}
+
 func TestRefusesWhatHasNoTypeScript(t *testing.T) {
 	for _, src := range []string{
 		"package wire\ntype A struct{ X string }\n",

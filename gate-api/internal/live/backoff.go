@@ -1,0 +1,118 @@
+package live
+
+import (
+	"net/http"
+
+	"github.com/queen-mq/gate/gate-api/internal/plane"
+	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/httpapi"
+	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/store"
+	"github.com/queen-mq/gate/libs/wire"
+)
+
+// Breaker bounds, in seconds.
+const (
+	minBackoffSeconds = 1
+	maxBackoffSeconds = 3600
+	maxBy             = 256
+)
+
+type backoffBody struct {
+	RetryAfterSeconds *int64  `json:"retryAfterSeconds"`
+	RefundCost        *int64  `json:"refundCost"`
+	By                *string `json:"by"`
+}
+
+// backoffNode resolves the graph and node of a backoff route (a stopped
+// runtime is not refused here: the counters are kv rows either way).
+func (l *Live) backoffNode(q *httpapi.Request) (*plane.Entry, *plan.Node, *httpapi.Refusal) {
+	e, bad := l.p.Resolve(q, "graph")
+	if bad != nil {
+		return nil, nil, bad
+	}
+	n, bad := plane.NodeOf(q, e)
+	if bad != nil {
+		return nil, nil, bad
+	}
+	return e, n, nil
+}
+
+// backoff is POST …/nodes/{node}/backoff: the vendor said 429, so the
+// node's window is spent — every unscoped counter is written to its ceiling
+// with a TTL of the Retry-After — and the breaker record is written for the
+// whole fleet to see.
+func (l *Live) backoff(q *httpapi.Request) *httpapi.Refusal {
+	raw, bad := q.ReadRaw()
+	if bad != nil {
+		return bad
+	}
+	var b backoffBody
+	if bad := httpapi.DecodeStrict(raw, &b, "the backoff body"); bad != nil {
+		return bad
+	}
+	if b.RetryAfterSeconds == nil {
+		return httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeMissingField, "retryAfterSeconds is required: send the vendor's Retry-After in whole seconds (1–3600)").Field("retryAfterSeconds")
+	}
+	if b.RefundCost != nil && *b.RefundCost < 0 {
+		return httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidField, "refundCost is %d: send the cost units the refused calls had spent (≥ 0), or leave it out", *b.RefundCost).Field("refundCost")
+	}
+	by := ""
+	if b.By != nil {
+		by = *b.By
+		if bad := plane.CheckText("by", by, maxBy); bad != nil {
+			return bad
+		}
+	}
+	e, n, bad := l.backoffNode(q)
+	if bad != nil {
+		return bad
+	}
+	seconds := min(max(*b.RetryAfterSeconds, minBackoffSeconds), maxBackoffSeconds)
+	counters := budget.Unscoped(n)
+	keys := budget.Keys(counters)
+	if len(keys) == 0 {
+		return httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeNoUnscopedBudget, "node '%s' has only per-key (scoped) budgets, so it has no window to spend: back off in your worker, or add an unscoped budget to the node", n.Name).Field("node")
+	}
+	ctx := q.Context()
+	var refund int64
+	if b.RefundCost != nil {
+		refund = *b.RefundCost
+	}
+	refundErr, err := l.p.Limiter().Spend(ctx, counters, seconds, refund)
+	if refundErr != nil {
+		l.p.Log.Warn("backoff: crediting the refund failed", "application", e.App, "graph", e.Graph, "node", n.Name, "error", refundErr)
+	}
+	if err != nil {
+		return httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "spending the window of node '%s' failed: %v; the node is not held, retry", n.Name, err)
+	}
+	at := l.p.Clock.Now().UnixMilli()
+	rec := store.Breaker{At: at, RetryAfterSeconds: seconds, By: by, Application: e.App, Graph: e.Graph, Node: n.Name}
+	if err := l.p.Store.PutBreaker(ctx, n.BreakerKey, rec); err != nil {
+		return httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "the window of node '%s' is spent, but %v; retry so the fleet can see it", n.Name, err)
+	}
+	l.p.Log.Warn("backoff: node held", "application", e.App, "graph", e.Graph, "node", n.Name, "retryAfterSeconds", seconds, "by", by, "keys", keys)
+	httpapi.WriteJSON(q.W, http.StatusOK, wire.Backoff{
+		OK: true, Node: n.Name, RetryAfterSeconds: seconds, Until: rec.Until(),
+		Keys: plane.NonNil(keys), Refunded: refund,
+	})
+	return nil
+}
+
+// liftBackoff is DELETE …/nodes/{node}/backoff: delete every unscoped
+// counter and the breaker record in one batch, so the next admission starts
+// a fresh window.
+func (l *Live) liftBackoff(q *httpapi.Request) *httpapi.Refusal {
+	e, n, bad := l.backoffNode(q)
+	if bad != nil {
+		return bad
+	}
+	counters := budget.Unscoped(n)
+	cleared := append(budget.Keys(counters), n.BreakerKey)
+	if err := l.p.Limiter().Lift(q.Context(), counters, n.BreakerKey); err != nil {
+		return httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "lifting the backoff of node '%s' failed: %v; the node stays held until its window expires, retry", n.Name, err)
+	}
+	l.p.Log.Info("backoff lifted", "application", e.App, "graph", e.Graph, "node", n.Name)
+	httpapi.WriteJSON(q.W, http.StatusOK, wire.BackoffLifted{OK: true, Node: n.Name, Cleared: cleared})
+	return nil
+}

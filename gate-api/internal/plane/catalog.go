@@ -1,0 +1,369 @@
+package plane
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/queen-mq/gate/libs/clock"
+	"github.com/queen-mq/gate/libs/declare"
+	"github.com/queen-mq/gate/libs/graph"
+	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/store"
+)
+
+// GraphKey identifies a declared graph.
+type GraphKey struct{ App, Graph string }
+
+// Entry is one stored document, compiled.
+type Entry struct {
+	// App and Graph name it; Body is the stored document, Legacy true for
+	// a v1 target row ("spec:").
+	App, Graph string
+	Body       []byte
+	Legacy     bool
+	// Doc is the document as read (nil when it could not be); Plan is the
+	// compiled plan, nil when the document does not compile.
+	Doc  *graph.Document
+	Plan *plan.Plan
+	// Problem says why the stored document does not compile; Plan is nil.
+	Problem string
+}
+
+// Catalog is this process's picture of what is declared (the stored
+// documents, compiled) and what runs (the relays' published status). It is
+// refreshed from kv on a timer (Run) and right after this process's own
+// declares, so the hot push path never reads kv to find a graph.
+type Catalog struct {
+	st      *store.Store
+	opts    plan.Options
+	log     *slog.Logger
+	clock   clock.Clock
+	refresh time.Duration
+	// eager is the minimum age before a miss triggers a synchronous re-read.
+	eager time.Duration
+
+	mu       sync.RWMutex
+	graphs   map[GraphKey]*Entry
+	rev      int64
+	listed   time.Time
+	complete bool
+	status   []store.RelayStatus
+	statusAt time.Time
+
+	listMu   sync.Mutex // serialises document re-reads
+	statusMu sync.Mutex // serialises status re-reads
+}
+
+// CatalogConfig is what a Catalog reads and how often.
+type CatalogConfig struct {
+	// Store holds the declarations and the relays' status.
+	Store *store.Store
+	// Options are the compile knobs of the stored documents.
+	Options plan.Options
+	// Log receives the failed re-reads; nil means slog.Default().
+	Log *slog.Logger
+	// Clock times the refresh and the re-reads; nil means the wall clock.
+	Clock clock.Clock
+	// Refresh is how often Run re-reads (GATE_API_REFRESH_MS).
+	Refresh time.Duration
+}
+
+// WithDefaults fills the zero fields that have a default.
+func (c CatalogConfig) WithDefaults() CatalogConfig {
+	c.Log = cmp.Or(c.Log, slog.Default())
+	c.Clock = clock.Or(c.Clock)
+	return c
+}
+
+// maxEager bounds how long a miss waits before it may re-read kv.
+const maxEager = 250 * time.Millisecond
+
+// NewCatalog returns an empty catalog; Run (or SyncDocuments and
+// SyncStatus) fills it.
+func NewCatalog(cfg CatalogConfig) *Catalog {
+	cfg = cfg.WithDefaults()
+	return &Catalog{st: cfg.Store, opts: cfg.Options, log: cfg.Log, clock: cfg.Clock, refresh: cfg.Refresh,
+		eager: min(cfg.Refresh/4, maxEager), graphs: map[GraphKey]*Entry{}, rev: -1}
+}
+
+// CompileStored compiles a stored document offline (the plan the relays
+// run is compiled the same way, with their own knobs).
+func CompileStored(app, name string, body []byte, legacy bool, opts plan.Options) *Entry {
+	e := &Entry{App: app, Graph: name, Body: body, Legacy: legacy}
+	res, err := declare.Compile(declare.Input{App: app, Name: name, Body: body, Target: legacy, Options: opts})
+	switch {
+	case err != nil:
+		e.Problem = err.Error()
+	case res.Plan == nil:
+		e.Problem = strings.Join(res.Errors(), "; ")
+		e.Doc = res.Doc
+	default:
+		e.Doc, e.Plan = res.Doc, res.Plan
+	}
+	return e
+}
+
+// Run refreshes the catalog every refresh interval until ctx ends.
+func (c *Catalog) Run(ctx context.Context) {
+	t := c.clock.NewTicker(c.refresh)
+	defer t.Stop()
+	for {
+		_ = c.SyncDocuments(ctx, false)
+		_ = c.SyncStatus(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// SyncDocuments re-reads the stored documents when the change signal moved
+// (or always, with force).
+func (c *Catalog) SyncDocuments(ctx context.Context, force bool) error {
+	c.listMu.Lock()
+	defer c.listMu.Unlock()
+	if !force && !c.Stale() {
+		return nil // another caller re-read while this one waited
+	}
+	rev, err := c.st.Revision(ctx)
+	if err != nil {
+		c.log.Warn("reading the declarations' change signal failed", "error", err)
+		c.markListed()
+		return err
+	}
+	c.mu.RLock()
+	same := rev == c.rev
+	c.mu.RUnlock()
+	if same && !force {
+		c.mu.Lock()
+		c.listed = c.clock.Now()
+		c.mu.Unlock()
+		return nil
+	}
+	l, err := c.st.List(ctx)
+	if err != nil {
+		c.log.Warn("listing the stored declarations failed", "error", err)
+		c.markListed()
+		return err
+	}
+	c.mu.RLock()
+	old := c.graphs
+	c.mu.RUnlock()
+	next := make(map[GraphKey]*Entry, len(l.Documents))
+	for _, d := range l.Documents {
+		k := GraphKey{d.App, d.Graph}
+		if cur, ok := next[k]; ok && !cur.Legacy {
+			continue // a graph row wins over a legacy target row
+		}
+		if e, ok := old[k]; ok && e.Legacy == d.Legacy && bytes.Equal(e.Body, d.Body) {
+			next[k] = e
+			continue
+		}
+		next[k] = CompileStored(d.App, d.Graph, d.Body, d.Legacy, c.opts)
+	}
+	if !l.Complete {
+		// Keep what an incomplete listing could not show.
+		for k, e := range old {
+			if _, ok := next[k]; !ok {
+				next[k] = e
+			}
+		}
+	}
+	c.mu.Lock()
+	c.graphs, c.rev, c.listed, c.complete = next, rev, c.clock.Now(), l.Complete
+	c.mu.Unlock()
+	return nil
+}
+
+// markListed records a read attempt, so a failing broker is retried at
+// most once per eager interval (and by the timer) rather than per request.
+func (c *Catalog) markListed() {
+	c.mu.Lock()
+	c.listed = c.clock.Now()
+	c.mu.Unlock()
+}
+
+// SyncStatus re-reads the relays' published status.
+func (c *Catalog) SyncStatus(ctx context.Context) error { return c.ReadStatus(ctx, 0) }
+
+// ReadStatus re-reads the relays' status unless a read younger than maxAge
+// landed while this caller waited (maxAge 0: always).
+func (c *Catalog) ReadStatus(ctx context.Context, maxAge time.Duration) error {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	if maxAge > 0 {
+		c.mu.RLock()
+		fresh := c.clock.Since(c.statusAt) <= maxAge
+		c.mu.RUnlock()
+		if fresh {
+			return nil
+		}
+	}
+	st, err := c.st.Statuses(ctx)
+	if err != nil {
+		c.log.Warn("reading the relays' status failed", "error", err)
+		c.mu.Lock()
+		c.statusAt = c.clock.Now() // keep the last picture; retry on the timer
+		c.mu.Unlock()
+		return err
+	}
+	c.mu.Lock()
+	c.status, c.statusAt = st, c.clock.Now()
+	c.mu.Unlock()
+	return nil
+}
+
+// Put records this process's own declare without waiting for the timer.
+// It waits for a re-read in flight, which may have listed before the store
+// write, so that the re-read cannot overwrite it.
+func (c *Catalog) Put(e *Entry) {
+	c.listMu.Lock()
+	defer c.listMu.Unlock()
+	c.mu.Lock()
+	c.graphs[GraphKey{e.App, e.Graph}] = e
+	c.mu.Unlock()
+}
+
+// Forget records this process's own delete.
+func (c *Catalog) Forget(app, name string) {
+	c.listMu.Lock()
+	defer c.listMu.Unlock()
+	c.mu.Lock()
+	delete(c.graphs, GraphKey{app, name})
+	c.mu.Unlock()
+}
+
+// Lookup returns the declared graph app/name as cached, nil when none.
+func (c *Catalog) Lookup(app, name string) *Entry {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.graphs[GraphKey{app, name}]
+}
+
+// Stale reports whether the last document read is older than the eager
+// re-read threshold.
+func (c *Catalog) Stale() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.clock.Since(c.listed) > c.eager
+}
+
+// Get returns the declared graph app/name, re-reading kv once when the
+// cached picture misses and is not fresh (another replica may have just
+// declared it).
+func (c *Catalog) Get(ctx context.Context, app, name string) *Entry {
+	if e := c.Lookup(app, name); e != nil {
+		return e
+	}
+	if c.Stale() {
+		_ = c.SyncDocuments(ctx, false)
+	}
+	return c.Lookup(app, name)
+}
+
+// Apps returns the applications that declare a graph called name, sorted.
+func (c *Catalog) Apps(ctx context.Context, name string) []string {
+	find := func() []string {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		var out []string
+		for k := range c.graphs {
+			if k.Graph == name {
+				out = append(out, k.App)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	out := find()
+	if len(out) == 0 && c.Stale() {
+		_ = c.SyncDocuments(ctx, false)
+		out = find()
+	}
+	return out
+}
+
+// All returns every declared graph of app ("" = every application).
+func (c *Catalog) All(app string) []*Entry {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []*Entry
+	for k, e := range c.graphs {
+		if app == "" || k.App == app {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].App != out[j].App {
+			return out[i].App < out[j].App
+		}
+		return out[i].Graph < out[j].Graph
+	})
+	return out
+}
+
+// Statuses returns the relays' last published status.
+func (c *Catalog) Statuses() []store.RelayStatus {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.status
+}
+
+// Runners returns the replicas that run app/name (any version) according
+// to the cached status.
+func (c *Catalog) Runners(app, name string) []string {
+	var out []string
+	for _, r := range c.Statuses() {
+		if g, ok := r.Graph(app, name); ok && g.Running {
+			out = append(out, r.Replica)
+		}
+	}
+	return out
+}
+
+// Running reports whether some relay replica runs app/name, re-reading the
+// status once when the cached picture says no and is not fresh.
+func (c *Catalog) Running(ctx context.Context, app, name string) bool {
+	if len(c.Runners(app, name)) > 0 {
+		return true
+	}
+	c.mu.RLock()
+	old := c.clock.Since(c.statusAt) > c.eager
+	c.mu.RUnlock()
+	if old {
+		_ = c.ReadStatus(ctx, c.eager)
+	}
+	return len(c.Runners(app, name)) > 0
+}
+
+// RunsVersion reports whether some relay replica runs version of app/name
+// according to the cached status; when none does, failure is the error a
+// replica reported for that version's failed start ("" when none did).
+func (c *Catalog) RunsVersion(app, name string, version int64) (ok bool, failure string) {
+	for _, r := range c.Statuses() {
+		g, found := r.Graph(app, name)
+		if !found || g.Version != version {
+			continue
+		}
+		if g.Running {
+			return true, ""
+		}
+		if g.Error != "" {
+			failure = r.Replica + ": " + g.Error
+		}
+	}
+	return false, failure
+}
+
+// RunsVersionNow reports whether some relay runs e's declared version.
+func (c *Catalog) RunsVersionNow(e *Entry) bool {
+	ok, _ := c.RunsVersion(e.App, e.Graph, int64(e.Plan.Version))
+	return ok
+}

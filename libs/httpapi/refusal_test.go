@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/wire"
+)
+
+// Every detail setter fills the wire.Error field of its name, and between
+// them they reach every field of wire.Error: a refusal can say whatever
+// the body can carry, and nothing can set a field that does not exist.
+func TestRefusalSettersFillTheirWireFields(t *testing.T) {
+	e := Refuse(http.StatusConflict, wire.CodeAmbiguousGraph, "graph %q is declared by %d applications", "g", 2).
+		Field("f").Rule("r").Rules([]string{"r"}, []wire.Problem{{Rule: "r", Message: "m", At: "/x"}}).
+		Applications([]string{"a", "b"}).Paths([]string{"p"}).Nodes([]string{"n"}).Node("n").Budget("b").Queue("q").
+		Limit(1).MaxAttempts(3).RetryAfterSeconds(2).Room(3).Bytes(300).Broker("http://127.0.0.1:6632", 10000).
+		Second(1764590400000).InflightBytes(1 << 20).Unhealthy(wire.QueenState{URL: "u"}).RetryAfter(7)
+	w := httptest.NewRecorder()
+	WriteRefusal(w, e)
+	if w.Code != http.StatusConflict || w.Header().Get("Content-Type") != "application/json" || w.Header().Get("Retry-After") != "7" {
+		t.Fatalf("written %d %v", w.Code, w.Header())
+	}
+	var body map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"error": `graph "g" is declared by 2 applications`, "code": "ambiguous-graph", "field": "f", "rule": "r",
+		"node": "n", "budget": "b", "queue": "q", "limit": 1.0, "maxAttempts": 3.0, "retryAfterSeconds": 2.0,
+		"room": 3.0, "bytes": 300.0, "broker": "http://127.0.0.1:6632", "timeoutMs": 10000.0, "second": 1764590400000.0,
+		"inflightBytes": float64(1 << 20), "status": "unhealthy",
+	}
+	for k, v := range want {
+		if body[k] != v {
+			t.Errorf("%s = %v, want %v", k, body[k], v)
+		}
+	}
+	var fields []string
+	for i := range reflect.TypeFor[wire.Error]().NumField() {
+		name, _, _ := strings.Cut(reflect.TypeFor[wire.Error]().Field(i).Tag.Get("json"), ",")
+		if _, ok := body[name]; !ok {
+			fields = append(fields, name)
+		}
+	}
+	sort.Strings(fields)
+	if len(fields) != 0 {
+		t.Fatalf("no setter reaches the wire.Error fields %v", fields)
+	}
+	if e.Status() != http.StatusConflict || e.Code() != wire.CodeAmbiguousGraph || e.Message() != want["error"] || !strings.Contains(e.Error(), "HTTP 409") {
+		t.Fatalf("accessors: %d %q %q %q", e.Status(), e.Code(), e.Message(), e.Error())
+	}
+}
+
+// A refusal built from a broker call that timed out is the broker's 504,
+// whichever deadline fired first: the mark the Router converts on is set
+// from the error itself, through any wrapping, and only for a timeout.
+func TestRefusalFromABrokerTimeoutIsMarked(t *testing.T) {
+	timeout := fmt.Errorf("budget: spending 1 counters: %w", &queen.TimeoutError{Method: "POST", Route: "/api/v1/kv", After: 300 * time.Millisecond, Err: context.DeadlineExceeded})
+	if e := Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "spending the window failed: %v", timeout); !e.brokerTimedOut {
+		t.Errorf("a refusal built from %v is not marked as a broker timeout", timeout)
+	}
+	if e := Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "spending the window failed: %v", errors.New("connection refused")); e.brokerTimedOut {
+		t.Error("a refusal built from a plain error is marked as a broker timeout")
+	}
+}
+
+// A value that cannot be encoded is a 500 whose body is still a refusal
+// with its code.
+func TestWriteJSONOfAnUnencodableValueIsARefusal(t *testing.T) {
+	w := httptest.NewRecorder()
+	WriteJSON(w, http.StatusOK, map[string]any{"f": func() {}})
+	var body wire.Error
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != http.StatusInternalServerError || body.Code != wire.CodeInternalError || body.Error == "" {
+		t.Fatalf("%d %s (%v)", w.Code, w.Body, err)
+	}
+}
