@@ -28,15 +28,9 @@ var relayBinary string
 // TestMain builds the gate-relay binary the process tests run, then runs
 // the tests and fails the package when one left a goroutine behind (a
 // stage, a relay loop, a publisher, a handover or an ops server that
-// outlived its Stop).
+// outlived its Stop); only idle keep-alive connections are not counted.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(withBinary{m},
-		// Idle keep-alive connections of net/http's transports (the tests'
-		// GETs, the broker clients' pools) park in these loops until the
-		// transport closes them; net/http owns them, not the relay.
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-	)
+	goleak.VerifyTestMain(withBinary{m}, gatetest.IgnoreIdleConns()...)
 }
 
 // withBinary runs the tests with relayBinary built into a temporary
