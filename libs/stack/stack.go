@@ -110,11 +110,11 @@ type Stack struct {
 	consoleURL string
 	started    []string
 
-	mu       sync.Mutex
-	queen    *Process
-	api      *Process
-	console  *Process
-	relays   []*Process
+	mu      sync.Mutex
+	queen   *Process
+	api     *Process
+	console *Process
+	relays  []*Process
 	// children is what the children run under: it ends only when the
 	// stack stops them, in order, never all at once.
 	children context.Context
