@@ -207,18 +207,20 @@ func (s *Server) Start(ctx context.Context) error {
 	s.mu.Unlock()
 	srv := &http.Server{Handler: Handler(s.src), ReadHeaderTimeout: 5 * time.Second}
 	s.Go(func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	})
+	// Serving starts last: a listener that fails ends the work, and Go
+	// must not be called once it has ended.
+	s.Go(func() {
 		defer end()
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			s.mu.Lock()
 			s.err = fmt.Errorf("serving %s: %w", s.bind, err)
 			s.mu.Unlock()
 		}
-	})
-	s.Go(func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
 	})
 	s.log.Info("serving /health and /metrics", "bind", ln.Addr().String())
 	s.Ready()

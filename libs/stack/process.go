@@ -84,15 +84,6 @@ func (p *Process) Start(ctx context.Context) error {
 	pid := cmd.Process.Pid
 	reaped := make(chan struct{})
 	p.Go(func() {
-		err := cmd.Wait()
-		logf.Close()
-		p.mu.Lock()
-		p.err = err
-		p.mu.Unlock()
-		close(reaped)
-		end(exited)
-	})
-	p.Go(func() {
 		<-ctx.Done()
 		if !errors.Is(context.Cause(ctx), exited) {
 			// Stopped: ask, then insist after the grace period.
@@ -109,6 +100,17 @@ func (p *Process) Start(ctx context.Context) error {
 		// A well-behaved child may leave grandchildren in its group; sweep
 		// them.
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	})
+	// The wait starts last: the child's exit ends the work, and Go must
+	// not be called once it has ended.
+	p.Go(func() {
+		err := cmd.Wait()
+		logf.Close()
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(reaped)
+		end(exited)
 	})
 	p.Ready()
 	return nil
