@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -196,6 +197,23 @@ func Attach(cfg Config, gateURL string) (*Stack, error) {
 	return s, nil
 }
 
+// WithDefaults returns c with its zero fields filled: the binaries and
+// logs under Root's .gate-run (when Root is set), DefaultReconcileSeconds,
+// one relay, DefaultHealthTimeout and a logger that discards. A negative
+// reconcile period or health timeout counts as zero; negative Relays (none)
+// is kept.
+func (c Config) WithDefaults() Config {
+	if c.Root != "" {
+		c.BinDir = cmp.Or(c.BinDir, filepath.Join(c.Root, ".gate-run", "bin"))
+		c.LogDir = cmp.Or(c.LogDir, filepath.Join(c.Root, ".gate-run", "logs"))
+	}
+	c.ReconcileSeconds = cmp.Or(max(c.ReconcileSeconds, 0), DefaultReconcileSeconds)
+	c.Relays = cmp.Or(c.Relays, 1)
+	c.HealthTimeout = cmp.Or(max(c.HealthTimeout, 0), DefaultHealthTimeout)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	return c
+}
+
 func prepare(cfg Config) (*Stack, error) {
 	if cfg.Root == "" {
 		wd, err := os.Getwd()
@@ -206,25 +224,8 @@ func prepare(cfg Config) (*Stack, error) {
 			return nil, err
 		}
 	}
-	if cfg.BinDir == "" {
-		cfg.BinDir = filepath.Join(cfg.Root, ".gate-run", "bin")
-	}
-	if cfg.LogDir == "" {
-		cfg.LogDir = filepath.Join(cfg.Root, ".gate-run", "logs")
-	}
-	if cfg.ReconcileSeconds <= 0 {
-		cfg.ReconcileSeconds = DefaultReconcileSeconds
-	}
-	if cfg.Relays == 0 {
-		cfg.Relays = 1
-	}
-	if cfg.HealthTimeout <= 0 {
-		cfg.HealthTimeout = DefaultHealthTimeout
-	}
+	cfg = cfg.WithDefaults()
 	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating log dir: %w", err)
 	}
