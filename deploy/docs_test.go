@@ -218,7 +218,8 @@ func TestOperationsGuideDefaultsAndRanges(t *testing.T) {
 		return strconv.Itoa(n)
 	}
 	for _, k := range []knob.Int{knob.StageBatch, knob.StageConcurrency, knob.LaneCapacity, knob.LeaseSeconds, knob.RetryLimit,
-		knob.ReconcileSeconds, knob.StageLingerMs, knob.BrokerTimeout, knob.PushBatch, knob.PGPort, recorderconfig.FlushMs} {
+		knob.ReconcileSeconds, knob.StageLingerMs, knob.PollTimeoutSeconds, knob.MaxParkMs, knob.InteriorSeedSkewSeconds,
+		knob.SignalPollMs, knob.StatusSeconds, knob.BrokerTimeout, knob.PushBatch, knob.PGPort, recorderconfig.FlushMs} {
 		row, ok := rows[k.Name]
 		if !ok {
 			t.Errorf("no row for %s", k.Name)

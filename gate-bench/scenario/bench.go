@@ -118,7 +118,7 @@ func (b *Bench) useRelayEnv(ctx context.Context, mode string, env ...string) err
 		return nil
 	}
 	if b.relay != nil {
-		b.relay.p.Stop(10 * time.Second)
+		b.relay.p.Stop()
 	}
 	if b.relays == nil {
 		b.relays = map[string]*benchRelay{}

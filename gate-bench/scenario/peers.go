@@ -667,7 +667,7 @@ func (b *Bench) gatePeer(ctx context.Context, r, m int) (peerRow, error) {
 		return row, fmt.Errorf("starting a second gate-relay: %w", err)
 	}
 	g, err = run("two")
-	p.Stop(10 * time.Second)
+	p.Stop()
 	if err != nil {
 		return row, err
 	}

@@ -15,32 +15,12 @@ import (
 	"github.com/queen-mq/gate/gate-relay/observe"
 	"github.com/queen-mq/gate/gate-relay/relay"
 	"github.com/queen-mq/gate/gate-relay/stage"
+	"github.com/queen-mq/gate/libs/clock"
 	"github.com/queen-mq/gate/libs/gatetest"
 	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
 )
-
-// vclock is virtual time: it moves only when the test advances it; its
-// tickers never fire (the test drives each pass).
-type vclock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *vclock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *vclock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func (c *vclock) Tick(time.Duration) (<-chan time.Time, func()) { return nil, func() {} }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -51,9 +31,12 @@ type world struct {
 	client *queen.Client
 	store  *store.Store
 	app    string
-	clk    *vclock
-	pg     *gatetest.Postgres
-	db     *history.DB
+	// clk is virtual time: it moves only when the test advances it; the
+	// handovers and recorders on it are driven pass by pass (Flush,
+	// Tick), never started, so no ticker of theirs waits on it.
+	clk *clock.Virtual
+	pg  *gatetest.Postgres
+	db  *history.DB
 	// forwarded counts items committed per stage "path/node".
 	mu        sync.Mutex
 	forwarded map[string]int64
@@ -69,9 +52,9 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &world{t: t, b: b, client: c, store: store.New(c, b.Namespace()), app: b.Prefix, clk: &vclock{now: t0}, forwarded: map[string]int64{}}
+	w := &world{t: t, b: b, client: c, store: store.New(c, b.Namespace()), app: b.Prefix, clk: clock.NewVirtual(t0), forwarded: map[string]int64{}}
 	w.pg = gatetest.NewPostgres(t)
-	w.db, err = history.OpenURL(t.Context(), w.pg.URL, w.pg.Schema, history.Options{Now: w.clk.Now, Logger: quiet})
+	w.db, err = history.OpenURL(t.Context(), w.pg.URL, w.pg.Schema, history.Options{Clock: w.clk, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +98,10 @@ func (w *world) startReplica(id string) *replica {
 	rep.relay = r
 	rep.hand.SetDenials(r.Denials())
 	ctx, cancel := context.WithCancel(context.Background())
-	r.Start(ctx)
+	if err := r.Start(ctx); err != nil {
+		cancel()
+		w.t.Fatal(err)
+	}
 	w.t.Cleanup(func() {
 		cancel()
 		select {

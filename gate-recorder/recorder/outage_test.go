@@ -91,7 +91,7 @@ func TestDatabaseOutage(t *testing.T) {
 	px := newProxy(t, u.Host)
 	via := *u
 	via.Host = px.addr
-	db, err := history.OpenURL(ctx, via.String(), w.pg.Schema, history.Options{Now: w.clk.Now, Logger: quiet, ConnectTimeout: 2 * time.Second})
+	db, err := history.OpenURL(ctx, via.String(), w.pg.Schema, history.Options{Clock: w.clk, Logger: quiet, ConnectTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,43 +1,29 @@
 package recorder
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
 	"time"
 
+	"github.com/queen-mq/gate/gate-recorder/config"
+	"github.com/queen-mq/gate/libs/clock"
 	"github.com/queen-mq/gate/libs/handover"
 	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/service"
 	"github.com/queen-mq/gate/libs/store"
 )
 
-// Clock tells the time and makes tickers; tests inject a virtual one.
-type Clock interface {
-	Now() time.Time
-	Tick(d time.Duration) (<-chan time.Time, func())
-}
-
-// WallClock is the system clock.
-type WallClock struct{}
-
-// Now is time.Now.
-func (WallClock) Now() time.Time { return time.Now() }
-
-// Tick is a time.Ticker.
-func (WallClock) Tick(d time.Duration) (<-chan time.Time, func()) {
-	t := time.NewTicker(d)
-	return t.C, t.Stop
-}
-
 // Fixed periods (gate-runtime §5.3, §8.2).
 const (
-	// DefaultFlush is the drain period.
-	DefaultFlush = 10 * time.Second
 	// SnapshotTimeout bounds one graph's snapshot.
 	SnapshotTimeout = 8 * time.Second
 	// callTimeout bounds one drain's broker and database calls.
 	callTimeout = 30 * time.Second
+	// finalDrainTimeout bounds the drain at stop.
+	finalDrainTimeout = 5 * time.Second
 )
 
 // Config is what a Recorder runs with.
@@ -47,35 +33,33 @@ type Config struct {
 	Namespace string
 	// DB is the open history database.
 	DB *history.DB
-	// Flush is the drain period (default 10 s).
+	// Flush is the drain period (GATE_RECORDER_FLUSH_MS by default).
 	Flush time.Duration
 	// Metrics receives the drain outcomes; nil keeps none.
 	Metrics *Metrics
-	// Clock defaults to the wall clock; Logger to slog.Default().
-	Clock  Clock
+	// Clock times the drains, the minute snapshots and the hourly
+	// retention (nil is the wall clock); Logger defaults to slog.Default().
+	Clock  clock.Clock
 	Logger *slog.Logger
 }
 
-// WithDefaults fills the zero fields of c.
+// WithDefaults returns c with its zero fields filled: the knob's drain
+// period, the wall clock, slog.Default(). A negative period counts as
+// zero.
 func (c Config) WithDefaults() Config {
-	if c.Flush <= 0 {
-		c.Flush = DefaultFlush
-	}
-	if c.Clock == nil {
-		c.Clock = WallClock{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Flush = cmp.Or(max(c.Flush, 0), time.Duration(config.FlushMs.Default)*time.Millisecond)
+	c.Clock = clock.Or(c.Clock)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
 // Recorder drains, samples and prunes.
 type Recorder struct {
-	cfg     Config
-	log     *slog.Logger
-	store   *store.Store
-	stopped chan struct{}
+	service.Base
+
+	cfg   Config
+	log   *slog.Logger
+	store *store.Store
 
 	lastMinute int64
 	lastHour   int64
@@ -88,32 +72,36 @@ func New(cfg Config) (*Recorder, error) {
 		return nil, errors.New("recorder: Client, Namespace and DB are required")
 	}
 	cfg = cfg.WithDefaults()
-	return &Recorder{cfg: cfg, log: cfg.Logger, store: store.New(cfg.Client, cfg.Namespace), stopped: make(chan struct{})}, nil
+	return &Recorder{cfg: cfg, log: cfg.Logger, store: store.New(cfg.Client, cfg.Namespace)}, nil
 }
 
-// Stopped closes once Start's loop has returned.
-func (r *Recorder) Stopped() <-chan struct{} { return r.stopped }
-
-// Start runs the loop until ctx ends: a drain every Flush, a snapshot pass
-// at each new minute, retention at each new hour (and at start).
-func (r *Recorder) Start(ctx context.Context) {
-	go func() {
-		defer close(r.stopped)
-		tick, stop := r.cfg.Clock.Tick(r.cfg.Flush)
-		defer stop()
+// Start runs the loop on its own goroutine until Stop or the end of ctx: a
+// pass at once, then a drain every Flush, a snapshot pass at each new
+// minute, retention at each new hour (and at start); at the end, one last
+// drain. Starting a running recorder does nothing.
+func (r *Recorder) Start(ctx context.Context) error {
+	ctx, ok := r.StartInit(ctx)
+	if !ok {
+		return nil
+	}
+	tick := r.cfg.Clock.NewTicker(r.cfg.Flush)
+	r.Go(func() {
+		defer tick.Stop()
 		r.Tick(ctx)
 		for {
 			select {
 			case <-ctx.Done():
-				fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalDrainTimeout)
 				_, _ = r.Drain(fctx)
 				cancel()
 				return
-			case <-tick:
+			case <-tick.C():
 				r.Tick(ctx)
 			}
 		}
-	}()
+	})
+	r.Ready()
+	return nil
 }
 
 // Tick is one period: drain, and when a new minute (hour) began, the

@@ -76,19 +76,23 @@ func Default() Config {
 		StageBatch:       knob.StageBatch.Default,
 		LaneCapacity:     knob.LaneCapacity.Default,
 		Lease:            knob.DefaultLeaseSeconds * time.Second,
-		PollTimeout:      30 * time.Second,
-		MaxPark:          30 * time.Second,
-		InteriorSeedSkew: 120 * time.Second,
+		PollTimeout:      seconds(knob.PollTimeoutSeconds.Default),
+		MaxPark:          millis(knob.MaxParkMs.Default),
+		InteriorSeedSkew: seconds(knob.InteriorSeedSkewSeconds.Default),
 		RetryLimit:       knob.DefaultRetryLimit,
 		Reconcile:        knob.DefaultReconcileSeconds * time.Second,
-		SignalPoll:       500 * time.Millisecond,
-		StatusPeriod:     5 * time.Second,
+		SignalPoll:       millis(knob.SignalPollMs.Default),
+		StatusPeriod:     seconds(knob.StatusSeconds.Default),
 		Bind:             "127.0.0.1:8791",
 		LogLevel:         knob.DefaultLogLevel,
 		Admission:        knob.Admission.Default,
-		Linger:           time.Duration(knob.StageLingerMs.Default) * time.Millisecond,
+		Linger:           millis(knob.StageLingerMs.Default),
 	}
 }
+
+func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
+
+func millis(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // Load reads the knobs through getenv (os.Getenv in main): the knobs every
 // binary shares through package knob, then gate-relay's own with the same
@@ -103,8 +107,8 @@ func Load(getenv func(string) string) (Config, error) {
 			*dst = v
 		}
 	}
-	durKnob := func(name string, dst *time.Duration, unit time.Duration, lo, hi int) {
-		n, err := knob.Int{Name: name, Default: int(*dst / unit), Min: lo, Max: hi}.Read(getenv)
+	durKnob := func(k knob.Int, dst *time.Duration, unit time.Duration) {
+		n, err := k.Read(getenv)
 		*dst = time.Duration(n) * unit
 		errs = append(errs, err)
 	}
@@ -114,14 +118,14 @@ func Load(getenv func(string) string) (Config, error) {
 	c.StageBatch, c.StageConcurrency, c.LaneCapacity = shared.StageBatch, shared.StageConcurrency, shared.LaneCapacity
 	c.Lease, c.RetryLimit = time.Duration(shared.LeaseSeconds)*time.Second, shared.RetryLimit
 	c.Reconcile = time.Duration(shared.ReconcileSeconds) * time.Second
-	durKnob("GATE_POLL_TIMEOUT_SECONDS", &c.PollTimeout, time.Second, 1, 300)
-	durKnob("GATE_MAX_PARK_MS", &c.MaxPark, time.Millisecond, 0, 3_600_000)
-	durKnob("GATE_INTERIOR_SEED_SKEW_SECONDS", &c.InteriorSeedSkew, time.Second, 0, 600)
-	durKnob("GATE_SIGNAL_POLL_MS", &c.SignalPoll, time.Millisecond, 50, 60000)
-	durKnob("GATE_STATUS_SECONDS", &c.StatusPeriod, time.Second, 1, 300)
+	durKnob(knob.PollTimeoutSeconds, &c.PollTimeout, time.Second)
+	durKnob(knob.MaxParkMs, &c.MaxPark, time.Millisecond)
+	durKnob(knob.InteriorSeedSkewSeconds, &c.InteriorSeedSkew, time.Second)
+	durKnob(knob.SignalPollMs, &c.SignalPoll, time.Millisecond)
+	durKnob(knob.StatusSeconds, &c.StatusPeriod, time.Second)
 	c.Admission, err = knob.Admission.Read(getenv)
 	errs = append(errs, err)
-	durKnob(knob.StageLingerMs.Name, &c.Linger, time.Millisecond, knob.StageLingerMs.Min, knob.StageLingerMs.Max)
+	durKnob(knob.StageLingerMs, &c.Linger, time.Millisecond)
 	str("GATE_RELAY_BIND", &c.Bind)
 	str("GATE_NATS_URL", &c.NATSURL)
 	str("GATE_RELAY_ID", &c.Replica)

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/queen-mq/gate/gate-relay/denial"
 	"github.com/queen-mq/gate/gate-relay/stage"
+	"github.com/queen-mq/gate/libs/clock"
 	"github.com/queen-mq/gate/libs/handover"
 	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/service"
 	"github.com/queen-mq/gate/libs/store"
 )
 
@@ -76,25 +79,20 @@ type Config struct {
 	Denials *denial.Ring
 	// Period is the flush period; TTL the rows' TTL.
 	Period, TTL time.Duration
-	// Clock defaults to the wall clock; Logger to slog.Default().
-	Clock  Clock
+	// Clock is when settles happen and when flushes run (nil is the wall
+	// clock); Logger defaults to slog.Default().
+	Clock  clock.Clock
 	Logger *slog.Logger
 }
 
-// WithDefaults fills the zero fields of c.
+// WithDefaults returns c with its zero fields filled: DefaultPeriod,
+// DefaultTTL, the wall clock, slog.Default(). A negative duration counts
+// as zero.
 func (c Config) WithDefaults() Config {
-	if c.Period <= 0 {
-		c.Period = DefaultPeriod
-	}
-	if c.TTL <= 0 {
-		c.TTL = DefaultTTL
-	}
-	if c.Clock == nil {
-		c.Clock = WallClock{}
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Period = cmp.Or(max(c.Period, 0), DefaultPeriod)
+	c.TTL = cmp.Or(max(c.TTL, 0), DefaultTTL)
+	c.Clock = clock.Or(c.Clock)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
@@ -131,8 +129,11 @@ type written struct {
 }
 
 // Handover keeps the observations and hands them over. Build with New;
-// Observe is the stage Observer; Run flushes every Period until ctx ends.
+// Observe is the stage Observer; Start flushes every Period until Stop (or
+// the end of Start's context), then once more.
 type Handover struct {
+	service.Base
+
 	cfg Config
 	log *slog.Logger
 
@@ -195,10 +196,25 @@ func (h *Handover) Observe(ev stage.Settled) {
 	}
 }
 
-// Run flushes every Period until ctx ends, then once more.
-func (h *Handover) Run(ctx context.Context) {
-	tick, stop := h.cfg.Clock.Tick(h.cfg.Period)
-	defer stop()
+// Start flushes every Period, on its own goroutine, until Stop or the end
+// of ctx; then it flushes once more (bounded by callTimeout), so what was
+// observed up to the stop is handed over. The first flush is one Period
+// after Start. Starting a running handover does nothing.
+func (h *Handover) Start(ctx context.Context) error {
+	ctx, ok := h.StartInit(ctx)
+	if !ok {
+		return nil
+	}
+	tick := h.cfg.Clock.NewTicker(h.cfg.Period)
+	h.Go(func() {
+		defer tick.Stop()
+		h.loop(ctx, tick.C())
+	})
+	h.Ready()
+	return nil
+}
+
+func (h *Handover) loop(ctx context.Context, tick <-chan time.Time) {
 	for {
 		select {
 		case <-ctx.Done():

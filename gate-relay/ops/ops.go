@@ -1,12 +1,15 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/service"
 	"github.com/queen-mq/gate/libs/store"
 	"github.com/queen-mq/gate/libs/wire"
 )
@@ -156,29 +160,84 @@ func Handler(src Source) http.Handler {
 	return mux
 }
 
-// Serve listens on bind and serves Handler until ctx ends (then shuts down
-// within a second). The listener is bound before Serve returns its first
-// error, so a busy port fails the start.
-func Serve(ctx context.Context, bind string, src Source, log *slog.Logger) (<-chan error, error) {
-	ln, err := net.Listen("tcp", bind)
-	if err != nil {
-		return nil, err
+// shutdownGrace bounds how long a stopping Server lets requests in flight
+// finish.
+const shutdownGrace = time.Second
+
+// Server serves Handler(src) on one address: the relay's /health and
+// /metrics. Build it with NewServer; Start binds the address (a busy port
+// fails the start) and serves until Stop or the end of Start's context,
+// when it shuts down within a second. A server whose listener fails stops
+// on its own; Err then says why.
+type Server struct {
+	service.Base
+
+	bind string
+	src  Source
+	log  *slog.Logger
+
+	mu   sync.Mutex
+	addr string
+	err  error
+}
+
+// NewServer returns a Server for bind ("host:port"; port 0 picks a free
+// one) reading src; log nil is slog.Default().
+func NewServer(bind string, src Source, log *slog.Logger) *Server {
+	return &Server{bind: bind, src: src, log: cmp.Or(log, slog.Default())}
+}
+
+// Start binds the address and serves on it in the background.
+func (s *Server) Start(ctx context.Context) error {
+	// life ends when the work ends on its own (the listener failed), so
+	// that Stopped closes then too.
+	life, end := context.WithCancel(ctx)
+	ctx, ok := s.StartInit(life)
+	if !ok {
+		end()
+		return nil
 	}
-	srv := &http.Server{Handler: Handler(src), ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan error, 1)
-	go func() {
-		err := srv.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		done <- err
-	}()
-	go func() {
+	ln, err := net.Listen("tcp", s.bind)
+	if err != nil {
+		end()
+		return s.Fail(fmt.Errorf("serving /health and /metrics on %s: %w; set GATE_RELAY_BIND to a free host:port", s.bind, err))
+	}
+	s.mu.Lock()
+	s.addr, s.err = ln.Addr().String(), nil
+	s.mu.Unlock()
+	srv := &http.Server{Handler: Handler(s.src), ReadHeaderTimeout: 5 * time.Second}
+	s.Go(func() {
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
-	}()
-	log.Info("serving /health and /metrics", "bind", ln.Addr().String())
-	return done, nil
+	})
+	// Serving starts last: a listener that fails ends the work, and Go
+	// must not be called once it has ended.
+	s.Go(func() {
+		defer end()
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			s.mu.Lock()
+			s.err = fmt.Errorf("serving %s: %w", s.bind, err)
+			s.mu.Unlock()
+		}
+	})
+	s.log.Info("serving /health and /metrics", "bind", ln.Addr().String())
+	s.Ready()
+	return nil
+}
+
+// Addr is the address the server listens on ("" before Start).
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Err is why the server stopped serving on its own (nil while it serves,
+// and after a Stop).
+func (s *Server) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
 }

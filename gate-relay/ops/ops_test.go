@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -62,5 +64,46 @@ func TestMetricsHaveRuntimeAndStages(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+// The Server binds its address at Start (a busy one is an error naming
+// the knob, and nothing runs), serves /health until Stop, and leaves
+// nothing listening after it.
+func TestServerBindsAtStartServesAndStops(t *testing.T) {
+	t.Parallel()
+	quiet := slog.New(slog.DiscardHandler)
+	src := fixed{store.RelayStatus{Replica: "r-1"}}
+	s := NewServer("127.0.0.1:0", src, quiet)
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	res, err := hc.Get("http://" + s.Addr() + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(b), `"replica":"r-1"`) {
+		t.Fatalf("/health answered %d %s, want 200 naming the replica", res.StatusCode, b)
+	}
+
+	busy := NewServer(s.Addr(), src, quiet)
+	if err := busy.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "GATE_RELAY_BIND") {
+		t.Fatalf("a second server on the same address started (%v), want an error naming GATE_RELAY_BIND", err)
+	}
+	select {
+	case <-busy.Stopped():
+	default:
+		t.Fatal("a server that could not bind is still running")
+	}
+
+	s.Stop()
+	if s.Err() != nil {
+		t.Fatalf("Err after Stop = %v, want nil", s.Err())
+	}
+	if _, err := hc.Get("http://" + s.Addr() + "/health"); err == nil {
+		t.Fatal("the server still answers after Stop")
 	}
 }

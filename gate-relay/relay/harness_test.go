@@ -25,32 +25,31 @@ import (
 
 var relayBinary string
 
+// TestMain builds the gate-relay binary the process tests run, then runs
+// the tests and fails the package when one left a goroutine behind (a
+// stage, a relay loop, a publisher, a handover or an ops server that
+// outlived its Stop); only idle keep-alive connections are not counted.
 func TestMain(m *testing.M) {
-	code := func() int {
-		dir, err := os.MkdirTemp("", "gate-relay-test-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		relayBinary, err = buildBinary(dir)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "building gate-relay:", err)
-			return 1
-		}
-		return m.Run()
-	}()
-	if code == 0 {
-		if err := goleak.Find(
-			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-			goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-		); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
+	goleak.VerifyTestMain(withBinary{m}, gatetest.IgnoreIdleConns()...)
+}
+
+// withBinary runs the tests with relayBinary built into a temporary
+// directory that is removed afterwards.
+type withBinary struct{ m *testing.M }
+
+func (w withBinary) Run() int {
+	dir, err := os.MkdirTemp("", "gate-relay-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
-	os.Exit(code)
+	defer os.RemoveAll(dir)
+	relayBinary, err = buildBinary(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "building gate-relay:", err)
+		return 1
+	}
+	return w.m.Run()
 }
 
 // env is one test's broker, store and application.
@@ -139,7 +138,10 @@ func (e *env) startStoppableRelay(k knobs) (*relay.Relay, func()) {
 		e.t.Fatalf("relay: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r.Start(ctx)
+	if err := r.Start(ctx); err != nil {
+		cancel()
+		e.t.Fatalf("relay start: %v", err)
+	}
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {

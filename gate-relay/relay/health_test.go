@@ -52,7 +52,7 @@ func TestHealthNamesAnUnreachableBrokerAndADeadNATSDoesNotFailShutdown(t *testin
 		}
 		return nil
 	})
-	mini.Close()
+	mini.Stop()
 	code, v, err := health()
 	if err != nil {
 		t.Fatal(err)

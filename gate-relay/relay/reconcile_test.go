@@ -28,7 +28,9 @@ func TestDeclareChangeAndDeleteReachARunningRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r.Start(ctx)
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { cancel(); <-r.Stopped() })
 	running := func(version int64) func() bool {
 		return func() bool {

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,12 +14,15 @@ import (
 	"github.com/queen-mq/gate/gate-relay/denial"
 	"github.com/queen-mq/gate/gate-relay/stage"
 	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/clock"
+	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/service"
 	"github.com/queen-mq/gate/libs/store"
 )
 
-// Config is what a Relay runs with. Zero durations take the knob defaults.
+// Config is what a Relay runs with. WithDefaults fills what is left zero.
 type Config struct {
 	// Client is the broker; Store reads documents from its kv namespace
 	// (the same namespace holds the counters).
@@ -29,17 +33,21 @@ type Config struct {
 	// StageBatch, StageConcurrency and LaneCapacity are the compile knobs
 	// (0 = defaults, derived workers).
 	StageBatch, StageConcurrency, LaneCapacity int
-	// Lease, PollTimeout and MaxPark are the stage knobs.
+	// Lease, PollTimeout and MaxPark are the stage knobs (package stage
+	// says what zero means for each).
 	Lease, PollTimeout, MaxPark time.Duration
 	// InteriorSeedSkew seeds new interior groups at start − skew.
 	InteriorSeedSkew time.Duration
-	// RetryLimit is configured on Gate-owned queues.
+	// RetryLimit is configured on Gate-owned queues (0 is none; negative
+	// is the knob's default).
 	RetryLimit int
 	// Reconcile is the full re-read period; SignalPoll the change-signal
 	// read period.
 	Reconcile, SignalPoll time.Duration
-	// Clock is for park arithmetic (default wall clock).
-	Clock stage.Clock
+	// Clock is the relay's time: its reconcile and change-signal periods,
+	// the stop deadline, and the clock of every stage it runs (nil is the
+	// wall clock).
+	Clock clock.Clock
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Observer sees committed settles; BudgetObserver sees applied counter
@@ -54,10 +62,31 @@ type Config struct {
 	Linger time.Duration
 }
 
+// WithDefaults returns c with its zero fields filled from the knobs'
+// defaults (lease, poll timeout, reconcile and signal periods, retry limit
+// when negative, admission), the wall clock and slog.Default(). A negative
+// duration counts as zero.
+func (c Config) WithDefaults() Config {
+	c.Lease = cmp.Or(max(c.Lease, 0), time.Duration(knob.LeaseSeconds.Default)*time.Second)
+	c.PollTimeout = cmp.Or(max(c.PollTimeout, 0), time.Duration(knob.PollTimeoutSeconds.Default)*time.Second)
+	c.Reconcile = cmp.Or(max(c.Reconcile, 0), time.Duration(knob.ReconcileSeconds.Default)*time.Second)
+	c.SignalPoll = cmp.Or(max(c.SignalPoll, 0), time.Duration(knob.SignalPollMs.Default)*time.Millisecond)
+	if c.RetryLimit < 0 {
+		c.RetryLimit = knob.RetryLimit.Default
+	}
+	c.Clock = clock.Or(c.Clock)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Admission = cmp.Or(c.Admission, knob.Admission.Default)
+	return c
+}
+
 // Relay runs every stored graph on this replica. Build with New, run with
-// Start; cancelling Start's context stops every graph, and Stopped closes
-// when all stages have returned.
+// Start; Stop (or the end of Start's context) stops every graph, and
+// Stopped closes when all stages have returned (or, past the poll timeout
+// plus two seconds, were detached).
 type Relay struct {
+	service.Base
+
 	cfg     Config
 	client  *queen.Client
 	store   *store.Store
@@ -72,7 +101,6 @@ type Relay struct {
 	mu       sync.Mutex
 	graphs   map[string]*runtime
 	lastErrs map[string]string
-	stopped  chan struct{}
 	kick     chan struct{}
 	changed  chan struct{}
 }
@@ -85,40 +113,17 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.Replica == "" {
 		return nil, errors.New("relay: Replica is required")
 	}
-	if cfg.Lease <= 0 {
-		cfg.Lease = 10 * time.Second
-	}
-	if cfg.PollTimeout <= 0 {
-		cfg.PollTimeout = 30 * time.Second
-	}
-	if cfg.Reconcile <= 0 {
-		cfg.Reconcile = 15 * time.Second
-	}
-	if cfg.SignalPoll <= 0 {
-		cfg.SignalPoll = 500 * time.Millisecond
-	}
-	if cfg.RetryLimit < 0 {
-		cfg.RetryLimit = 3
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = stage.SystemClock{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.Admission == "" {
-		cfg.Admission = "riders"
-	}
-	if cfg.Admission != "riders" && cfg.Admission != "separate" {
+	cfg = cfg.WithDefaults()
+	if cfg.Admission != knob.AdmissionRiders && cfg.Admission != knob.AdmissionSeparate {
 		return nil, fmt.Errorf("relay: Admission %q is not riders or separate", cfg.Admission)
 	}
 	return &Relay{
-		admit: stage.NewAdmission(cfg.Admission == "riders", cfg.Logger),
+		admit: stage.NewAdmission(cfg.Admission == knob.AdmissionRiders, cfg.Logger),
 		cfg:   cfg, client: cfg.Client, store: cfg.Store,
 		limiter: &budget.Limiter{KV: cfg.Client, NS: cfg.Store.Namespace(), Observer: cfg.BudgetObserver},
 		denials: &denial.Ring{}, log: cfg.Logger,
 		graphs: map[string]*runtime{}, lastErrs: map[string]string{},
-		stopped: make(chan struct{}), kick: make(chan struct{}, 1), changed: make(chan struct{}, 1),
+		kick: make(chan struct{}, 1), changed: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -127,9 +132,6 @@ func (r *Relay) Denials() *denial.Ring { return r.denials }
 
 // Replica is this replica's id.
 func (r *Relay) Replica() string { return r.cfg.Replica }
-
-// Stopped is closed once Start's context ended and every graph stopped.
-func (r *Relay) Stopped() <-chan struct{} { return r.stopped }
 
 // Changed receives a value after every reconcile pass that changed what
 // runs here (a graph started, swapped, stopped or failed to start), so the
@@ -154,32 +156,38 @@ func (r *Relay) Reconcile() {
 }
 
 // Start restores every stored graph and then reconciles on the period and
-// on the change signal until ctx ends, when it stops every graph.
-func (r *Relay) Start(ctx context.Context) {
-	go r.loop(ctx)
+// on the change signal, on its own goroutine, until Stop or the end of
+// ctx, when it stops every graph. Starting a running relay does nothing.
+func (r *Relay) Start(ctx context.Context) error {
+	ctx, ok := r.StartInit(ctx)
+	if !ok {
+		return nil
+	}
+	r.Go(func() { r.loop(ctx) })
+	r.Ready()
+	return nil
 }
 
 func (r *Relay) loop(ctx context.Context) {
-	defer close(r.stopped)
 	defer r.stopAll()
 	r.probe(ctx)
 	rev, _ := r.revision(ctx)
 	r.reconcile(ctx)
-	full := time.NewTicker(r.cfg.Reconcile)
+	full := r.cfg.Clock.NewTicker(r.cfg.Reconcile)
 	defer full.Stop()
-	signal := time.NewTicker(r.cfg.SignalPoll)
+	signal := r.cfg.Clock.NewTicker(r.cfg.SignalPoll)
 	defer signal.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-full.C:
+		case <-full.C():
 			rev, _ = r.revision(ctx)
 			r.reconcile(ctx)
 		case <-r.kick:
 			rev, _ = r.revision(ctx)
 			r.reconcile(ctx)
-		case <-signal.C:
+		case <-signal.C():
 			now, err := r.revision(ctx)
 			if err == nil && now != rev {
 				rev = now
@@ -314,7 +322,7 @@ func (r *Relay) declare(ctx context.Context, k string, old *runtime, doc store.D
 			old.setErr("the stored document does not compile; the previous one keeps running: " + err.Error())
 			return
 		}
-		rt := &runtime{app: doc.App, graph: doc.Graph, body: bytes.Clone(doc.Body), legacy: doc.Legacy, started: time.Now()}
+		rt := &runtime{app: doc.App, graph: doc.Graph, body: bytes.Clone(doc.Body), legacy: doc.Legacy, started: r.cfg.Clock.Now()}
 		rt.setErr(err.Error())
 		r.put(k, rt)
 		return
@@ -362,7 +370,7 @@ func (r *Relay) stop(rt *runtime) {
 		return
 	}
 	rt.cancelStages()
-	if !rt.await(r.cfg.PollTimeout + 2*time.Second) {
+	if !rt.await(r.cfg.Clock, r.cfg.PollTimeout+2*time.Second) {
 		r.log.Warn("graph stages did not stop in time; detached", "app", rt.app, "graph", rt.graph)
 	}
 	rt.running.Store(false)
@@ -380,9 +388,9 @@ func (r *Relay) stopAll() {
 	for _, rt := range all {
 		rt.cancelStages()
 	}
-	deadline := time.Now().Add(r.cfg.PollTimeout + 2*time.Second)
+	deadline := r.cfg.Clock.Now().Add(r.cfg.PollTimeout + 2*time.Second)
 	for _, rt := range all {
-		if !rt.await(max(time.Until(deadline), 0)) {
+		if !rt.await(r.cfg.Clock, max(deadline.Sub(r.cfg.Clock.Now()), 0)) {
 			r.log.Warn("graph stages did not stop in time; detached", "app", rt.app, "graph", rt.graph)
 		}
 		rt.running.Store(false)
@@ -398,7 +406,7 @@ func (r *Relay) Snapshot() store.RelayStatus {
 		all = append(all, rt)
 	}
 	r.mu.Unlock()
-	st := store.RelayStatus{Replica: r.cfg.Replica, At: time.Now().UnixMilli()}
+	st := store.RelayStatus{Replica: r.cfg.Replica, At: r.cfg.Clock.Now().UnixMilli()}
 	for _, rt := range all {
 		st.Graphs = append(st.Graphs, rt.status())
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	"github.com/nats-io/nats.go"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/queen-mq/gate/gate-relay/ops"
 	"github.com/queen-mq/gate/gate-relay/status"
 	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/service"
 	"github.com/queen-mq/gate/libs/store"
 )
 
@@ -34,7 +34,9 @@ func WithLogger(l *slog.Logger) RunOption {
 // the replica's status, serves /health and /metrics, and fans out to NATS
 // when configured, until ctx ends (SIGTERM). Then it stops popping,
 // finishes or releases the claims in flight and returns within the poll
-// timeout plus two seconds.
+// timeout plus two seconds. Its pieces are services (package
+// libs/service): the ops server, the relay, the status publisher and the
+// history handover start in that order, and all stop together.
 func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 	o := runOptions{log: slog.Default()}
 	for _, opt := range opts {
@@ -66,12 +68,10 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 	if err != nil {
 		return err
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	served, err := ops.Serve(runCtx, cfg.Bind, r, log)
-	if err != nil {
-		return fmt.Errorf("GATE_RELAY_BIND=%s: %w", cfg.Bind, err)
-	}
+	// The history handover (Watch samples, roll-up counts, denials) goes
+	// to gate-recorder through kv; it never waits on PostgreSQL.
+	hand.SetDenials(r.Denials())
+	srv := ops.NewServer(cfg.Bind, r, log)
 	var nc *nats.Conn
 	if cfg.NATSURL != "" {
 		// A dead NATS is never the relay's failure: its error stays here,
@@ -87,32 +87,25 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 	} else {
 		log.Info("GATE_NATS_URL is not set: no live fan-out; status is shared through kv only")
 	}
+	pub := status.New(status.Config{Store: st, Source: r, Period: cfg.StatusPeriod, NATS: nc, Logger: log, Changed: r.Changed()})
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	parts := []service.Service{srv, r, pub, hand}
 	log.Info("gate-relay starting", "replica", cfg.Replica, "queen", cfg.QueenURL, "namespace", cfg.KVNamespace)
-	r.Start(runCtx)
-	pub := &status.Publisher{Store: st, Source: r, Period: cfg.StatusPeriod, NATS: nc, Logger: log, Changed: r.Changed()}
-	var wg sync.WaitGroup
-	// The history handover (Watch samples, roll-up counts, denials) goes
-	// to gate-recorder through kv; it never waits on PostgreSQL.
-	hand.SetDenials(r.Denials())
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		hand.Run(runCtx)
-	}()
-	go func() {
-		defer wg.Done()
-		pub.Run(runCtx)
-	}()
+	if err := service.StartAll(runCtx, parts...); err != nil {
+		return err
+	}
 	select {
 	case <-ctx.Done():
-	case err = <-served:
-		if err != nil {
-			err = fmt.Errorf("serving %s: %w", cfg.Bind, err)
-		}
+	case <-srv.Stopped():
+		err = srv.Err()
 	}
+	// Every part stops at once, as one process: the stages stop popping
+	// and drain, the status document is withdrawn and the handover
+	// flushes a last time; StopAll then waits for each.
 	cancel()
-	<-r.Stopped()
-	wg.Wait()
+	service.StopAll(parts...)
 	log.Info("gate-relay stopped", "replica", cfg.Replica)
 	return err
 }

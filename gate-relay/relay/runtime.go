@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/gate-relay/stage"
+	"github.com/queen-mq/gate/libs/clock"
 	"github.com/queen-mq/gate/libs/declare"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/provision"
@@ -85,7 +86,7 @@ func (r *Relay) provision(ctx context.Context, p *plan.Plan) error {
 // runtime's start instant is taken before provisioning; interior groups
 // are seeded at it minus the skew.
 func (r *Relay) launch(ctx context.Context, doc store.Document, p *plan.Plan) (*runtime, error) {
-	rt := &runtime{app: doc.App, graph: doc.Graph, body: bytes.Clone(doc.Body), legacy: doc.Legacy, started: time.Now(), plan: p}
+	rt := &runtime{app: doc.App, graph: doc.Graph, body: bytes.Clone(doc.Body), legacy: doc.Legacy, started: r.cfg.Clock.Now(), plan: p}
 	if err := r.provision(ctx, p); err != nil {
 		rt.setErr(err.Error())
 		return rt, err
@@ -106,9 +107,19 @@ func (r *Relay) launch(ctx context.Context, doc store.Document, p *plan.Plan) (*
 		}
 		stages = append(stages, s)
 	}
+	// The stages run until the runtime cancels them (a swap, a removal,
+	// the relay's stop), not until the reconcile pass that launched them
+	// ends.
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	for _, s := range stages {
-		s.Start(sctx)
+	for i, s := range stages {
+		if err := s.Start(sctx); err != nil {
+			cancel()
+			for _, started := range stages[:i] {
+				started.Stop()
+			}
+			rt.setErr(err.Error())
+			return rt, err
+		}
 	}
 	rt.stages, rt.cancel = stages, cancel
 	rt.running.Store(true)
@@ -124,15 +135,15 @@ func (rt *runtime) cancelStages() {
 	}
 }
 
-// await waits for every stage to return, at most timeout in total
+// await waits for every stage to return, at most timeout in total on c
 // (stragglers are detached and logged by the caller).
-func (rt *runtime) await(timeout time.Duration) bool {
-	deadline := time.NewTimer(timeout)
+func (rt *runtime) await(c clock.Clock, timeout time.Duration) bool {
+	deadline := c.NewTimer(timeout)
 	defer deadline.Stop()
 	for _, s := range rt.stages {
 		select {
 		case <-s.Stopped():
-		case <-deadline.C:
+		case <-deadline.C():
 			return false
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/clock"
 	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/miniqueen"
 	"github.com/queen-mq/gate/libs/plan"
@@ -29,19 +29,28 @@ import (
 // broker: the stage's clock is the broker's frozen clock, and every park
 // moves both at once, so a test that parks for a window takes no wall time.
 
-// brokerClock is the stage's clock on miniqueen's frozen clock: After moves
-// the broker forward by d and fires at once. onSleep, when set, runs after
-// each move (a test's "meanwhile").
+// brokerClock is the stage's clock on miniqueen's frozen clock: a timer
+// moves the broker forward by its duration and fires at once. onSleep,
+// when set, runs after each move (a test's "meanwhile"). Its timers are
+// a virtual clock's, moved in step.
 type brokerClock struct {
+	*clock.Virtual
 	mini    *miniqueen.Server
 	mu      sync.Mutex
 	slept   time.Duration
 	onSleep func(total time.Duration)
 }
 
+func newBrokerClock(mini *miniqueen.Server) *brokerClock {
+	return &brokerClock{Virtual: clock.NewVirtual(mini.Now()), mini: mini}
+}
+
 func (c *brokerClock) Now() time.Time { return c.mini.Now() }
 
-func (c *brokerClock) After(d time.Duration) <-chan time.Time {
+func (c *brokerClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+func (c *brokerClock) NewTimer(d time.Duration) clock.Timer {
+	t := c.Virtual.NewTimer(d)
 	c.mini.FastForward(d)
 	c.mu.Lock()
 	c.slept += d
@@ -50,9 +59,8 @@ func (c *brokerClock) After(d time.Duration) <-chan time.Time {
 	if hook != nil {
 		hook(total)
 	}
-	ch := make(chan time.Time, 1)
-	ch <- c.mini.Now()
-	return ch
+	c.Virtual.Advance(d)
+	return t
 }
 
 func (c *brokerClock) total() time.Duration {
@@ -128,7 +136,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, mini: mini, c: c, clock: &brokerClock{mini: mini}, src: "t.src", out: "t.out", group: "t.src.g", ns: "gate"}
+	r := &rig{t: t, mini: mini, c: c, clock: newBrokerClock(mini), src: "t.src", out: "t.out", group: "t.src.g", ns: "gate"}
 	if o.ttl == 0 {
 		o.ttl = 1
 	}
@@ -555,55 +563,14 @@ func TestOneCumulativeAckSettlesAWholeClaim(t *testing.T) {
 	}
 }
 
-// turnClock is a clock that stands still: After records how long each
-// wait asked for and fires only when released.
-type turnClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	waits []time.Duration
-	fire  []chan time.Time
-}
-
-func (c *turnClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *turnClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	c.waits = append(c.waits, d)
-	c.fire = append(c.fire, ch)
-	return ch
-}
-
-// asked waits until n waits were asked for and returns them.
-func (c *turnClock) asked(t *testing.T, n int) []time.Duration {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c.mu.Lock()
-		got := append([]time.Duration(nil), c.waits...)
-		c.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d waits asked for, want %d", len(got), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // Workers that all found thin claims take turns, one pop per linger for
 // the stage, and a full claim ends every wait at once.
 func TestWorkersAfterThinClaimsTakeTurnsAndAFullClaimEndsEveryWait(t *testing.T) {
 	t.Parallel()
 	const linger = 5 * time.Millisecond
-	clock := &turnClock{now: time.Unix(1_800_000_000, 0)}
-	s := &Stage{cfg: Config{Linger: linger, Clock: clock}}
+	t0 := time.Unix(1_800_000_000, 0)
+	v := clock.NewVirtual(t0)
+	s := &Stage{cfg: Config{Linger: linger, Clock: v}}
 	done := make(chan struct{}, 3)
 	for range 3 {
 		go func() {
@@ -611,27 +578,57 @@ func TestWorkersAfterThinClaimsTakeTurnsAndAFullClaimEndsEveryWait(t *testing.T)
 			done <- struct{}{}
 		}()
 	}
-	waits := clock.asked(t, 3)
-	slices.Sort(waits)
-	if want := []time.Duration{linger, 2 * linger, 3 * linger}; !slices.Equal(waits, want) {
-		t.Fatalf("three thin workers wait %v, want %v: one pop per linger for the stage", waits, want)
+	pending := func(n int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		if !v.WaitForPending(n, ctx.Done()) {
+			t.Fatalf("%d waits pending, want %d", v.Pending(), n)
+		}
 	}
-	select {
-	case <-done:
-		t.Fatal("a worker stopped waiting before its turn or a full claim")
-	case <-time.After(20 * time.Millisecond):
-	}
-	s.linger(t.Context(), 200, 50) // a quarter full: load is up
-	for range 3 {
+	// turn is one worker's pop: the earliest wait ends at the next linger
+	// and exactly one worker goes.
+	turn := func(k int) {
+		t.Helper()
+		if next, ok := v.Next(); !ok || !next.Equal(t0.Add(time.Duration(k)*linger)) {
+			t.Fatalf("the next wait ends at %v (%v), want %v: one pop per linger for the stage", next, ok, t0.Add(time.Duration(k)*linger))
+		}
+		v.Set(t0.Add(time.Duration(k) * linger))
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			t.Fatal("a full claim did not end the waits of the lingering workers")
+			t.Fatalf("no worker went at turn %d", k)
+		}
+		select {
+		case <-done:
+			t.Fatalf("two workers went at turn %d", k)
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	// Turns start over: the next thin claim waits one linger, not a fourth.
-	go s.linger(t.Context(), 200, 1)
-	if w := clock.asked(t, 4)[3]; w != linger {
-		t.Fatalf("after a full claim a thin one waits %s, want %s", w, linger)
+	pending(3)
+	turn(1)
+	turn(2)
+	if next, ok := v.Next(); !ok || !next.Equal(t0.Add(3*linger)) {
+		t.Fatalf("the third worker waits until %v (%v), want its turn at %v", next, ok, t0.Add(3*linger))
 	}
+	s.linger(t.Context(), 200, 50) // a quarter full: load is up
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a full claim did not end the wait of the last lingering worker")
+	}
+	if n := v.Pending(); n != 0 {
+		t.Fatalf("%d waits left after a full claim ended them", n)
+	}
+	// Turns start over: the next thin claim waits one linger, not a fourth.
+	go func() {
+		s.linger(t.Context(), 200, 1)
+		done <- struct{}{}
+	}()
+	pending(1)
+	if next, _ := v.Next(); !next.Equal(v.Now().Add(linger)) {
+		t.Fatalf("after a full claim a thin one waits until %v, want one linger from now (%v)", next, v.Now().Add(linger))
+	}
+	v.Advance(linger)
+	<-done
 }

@@ -100,7 +100,9 @@ func benchStageRelay(b *testing.B, riders bool) {
 	runCtx, cancel := context.WithCancel(context.Background())
 	b.ResetTimer()
 	start := time.Now()
-	s.Start(runCtx)
+	if err := s.Start(runCtx); err != nil {
+		b.Fatal(err)
+	}
 	select {
 	case <-done:
 	case <-time.After(5 * time.Minute):

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/clock"
 	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
@@ -473,11 +474,9 @@ func (h *handler) parkFor(ch *budget.Charge) bool {
 		sleep = min(ParkRecheck, left)
 	}
 	s.c.parked.Add(1)
-	select {
-	case <-h.ctx.Done():
+	if clock.Sleep(h.ctx, s.cfg.Clock, sleep) != nil {
 		s.c.released.Add(1)
 		return false
-	case <-s.cfg.Clock.After(sleep):
 	}
 	h.park.Spent(sleep)
 	return true

@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -11,28 +12,13 @@ import (
 
 	"github.com/queen-mq/gate/gate-relay/denial"
 	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/clock"
+	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/service"
 	"github.com/queen-mq/gate/libs/store"
 )
-
-// Clock is the stage's time: park and backoff arithmetic, and every sleep
-// and timer of a stage (the windows themselves are the broker's kv TTLs).
-// Tests inject a virtual clock.
-type Clock interface {
-	Now() time.Time
-	// After is time.After on this clock.
-	After(d time.Duration) <-chan time.Time
-}
-
-// SystemClock is the wall clock.
-type SystemClock struct{}
-
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
-
-// After returns time.After(d).
-func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Fixed stage constants (gate-runtime §8.2).
 const (
@@ -81,8 +67,8 @@ type Window struct {
 // called synchronously on the handler's goroutine and must be quick.
 type Observer func(Settled)
 
-// Config is everything one stage needs. Zero durations take the knob
-// defaults (lease 10 s, poll 30 s, park 30 s).
+// Config is everything one stage needs. WithDefaults fills what is left
+// zero.
 type Config struct {
 	// App and Graph name the graph; Stage is the compiled stage and Node its
 	// node's entry (budgets and cost rule).
@@ -92,16 +78,20 @@ type Config struct {
 	// Client is the broker; Limiter charges the node's counters.
 	Client  *queen.Client
 	Limiter *budget.Limiter
-	// Lease is GATE_LEASE_SECONDS; PollTimeout GATE_POLL_TIMEOUT_SECONDS;
-	// MaxPark GATE_MAX_PARK_MS.
+	// Lease is GATE_LEASE_SECONDS and PollTimeout GATE_POLL_TIMEOUT_SECONDS
+	// (zero or negative: the knobs' defaults). MaxPark is GATE_MAX_PARK_MS;
+	// zero (or negative) never parks: a refused claim is released at once.
 	Lease       time.Duration
 	PollTimeout time.Duration
 	MaxPark     time.Duration
 	// SeedFrom is the subscriptionFrom of a new group on an interior
 	// source (runtime start − skew); ignored for ingress sources.
 	SeedFrom time.Time
-	// Clock defaults to the wall clock; Logger to slog.Default().
-	Clock  Clock
+	// Clock is the stage's time: park and backoff arithmetic, and every
+	// wait of a stage (park, linger, pop backoff, lease renewal); the
+	// windows themselves are the broker's kv TTLs. Nil is the wall clock.
+	Clock clock.Clock
+	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Denials receives full-window refusals; nil keeps none.
 	Denials *denial.Ring
@@ -116,19 +106,31 @@ type Config struct {
 	Linger time.Duration
 }
 
-// Stage runs one consumer with its workers. Build it with New, run it
-// with Start, stop it by cancelling Start's context; Stopped closes when
-// every worker has returned.
+// WithDefaults returns c with its zero fields filled: the lease and poll
+// timeout of the knobs' defaults, the wall clock, slog.Default(). A
+// negative duration counts as zero.
+func (c Config) WithDefaults() Config {
+	c.Lease = cmp.Or(max(c.Lease, 0), time.Duration(knob.LeaseSeconds.Default)*time.Second)
+	c.PollTimeout = cmp.Or(max(c.PollTimeout, 0), time.Duration(knob.PollTimeoutSeconds.Default)*time.Second)
+	c.MaxPark = max(c.MaxPark, 0)
+	c.Clock = clock.Or(c.Clock)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	return c
+}
+
+// Stage runs one consumer with its workers. Build it with New and run it
+// with Start; Stop (or the end of Start's context) stops popping, lets
+// each worker settle or release the claim in its hands, and Stopped
+// closes once every worker has returned.
 type Stage struct {
+	service.Base
+
 	cfg     Config
 	log     *slog.Logger
 	c       counters
 	refusal atomic.Pointer[store.Refusal]
 	wedgeMu sync.Mutex
 	wedge   *store.Wedge
-	wg      sync.WaitGroup
-	stopped chan struct{}
-	started atomic.Bool
 	pace    pace
 }
 
@@ -137,48 +139,25 @@ func New(cfg Config) (*Stage, error) {
 	if cfg.Client == nil || cfg.Limiter == nil || cfg.Node == nil {
 		return nil, errors.New("stage: Client, Limiter and Node are required")
 	}
-	if cfg.Lease <= 0 {
-		cfg.Lease = 10 * time.Second
-	}
-	if cfg.PollTimeout <= 0 {
-		cfg.PollTimeout = 30 * time.Second
-	}
-	if cfg.MaxPark < 0 {
-		cfg.MaxPark = 0
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = SystemClock{}
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg = cfg.WithDefaults()
 	log := cfg.Logger.With("app", cfg.App, "graph", cfg.Graph, "path", cfg.Stage.Path, "node", cfg.Stage.Node, "queue", cfg.Stage.Source, "group", cfg.Stage.Group)
-	return &Stage{cfg: cfg, log: log, stopped: make(chan struct{})}, nil
+	return &Stage{cfg: cfg, log: log}, nil
 }
 
-// Start spawns the stage's workers; they run until ctx is cancelled. A
-// second Start does nothing.
-func (s *Stage) Start(ctx context.Context) {
-	if !s.started.CompareAndSwap(false, true) {
-		return
+// Start spawns the stage's workers; they run until Stop or the end of ctx.
+// Starting a running stage does nothing.
+func (s *Stage) Start(ctx context.Context) error {
+	ctx, ok := s.StartInit(ctx)
+	if !ok {
+		return nil
 	}
 	n := max(int(s.cfg.Stage.Concurrency), 1)
 	for i := 0; i < n; i++ {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.work(ctx, i)
-		}()
+		s.Go(func() { s.work(ctx, i) })
 	}
-	go func() {
-		s.wg.Wait()
-		close(s.stopped)
-	}()
+	s.Ready()
+	return nil
 }
-
-// Stopped is closed when every worker has returned (after Start's context
-// was cancelled and claims in flight were settled or released).
-func (s *Stage) Stopped() <-chan struct{} { return s.stopped }
 
 // Status is the stage's counters, last refusal and wedge record.
 func (s *Stage) Status() store.StageStatus {
@@ -229,7 +208,7 @@ func (s *Stage) popRequest() queen.PopRequest {
 // ctx ends. An idle stage is a parked poll, never a loop.
 func (s *Stage) work(ctx context.Context, worker int) {
 	req := s.popRequest()
-	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(worker)))
+	rnd := rand.New(rand.NewPCG(uint64(s.cfg.Clock.Now().UnixNano()), uint64(worker)))
 	sc := &scratch{}
 	failing := 0
 	for ctx.Err() == nil {
@@ -242,10 +221,8 @@ func (s *Stage) work(ctx context.Context, worker int) {
 			if failing == 1 || failing%30 == 0 {
 				s.log.Warn("pop failed; retrying", "err", err, "failures", failing)
 			}
-			select {
-			case <-ctx.Done():
+			if clock.Sleep(ctx, s.cfg.Clock, min(time.Duration(failing)*200*time.Millisecond, 2*time.Second)) != nil {
 				return
-			case <-s.cfg.Clock.After(min(time.Duration(failing)*200*time.Millisecond, 2*time.Second)):
 			}
 			continue
 		}
@@ -289,17 +266,12 @@ func (s *Stage) renew(ctx context.Context, leaseID string) {
 	}
 	every := min(RenewEvery, s.cfg.Lease/3)
 	every = max(every, 100*time.Millisecond)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.cfg.Clock.After(every):
-			cctx, cancel := context.WithTimeout(ctx, every)
-			_, err := s.cfg.Client.ExtendLease(cctx, leaseID, s.cfg.Lease)
-			cancel()
-			if err != nil && ctx.Err() == nil {
-				s.log.Warn("lease renewal failed", "lease", leaseID, "err", err)
-			}
+	for clock.Sleep(ctx, s.cfg.Clock, every) == nil {
+		cctx, cancel := context.WithTimeout(ctx, every)
+		_, err := s.cfg.Client.ExtendLease(cctx, leaseID, s.cfg.Lease)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("lease renewal failed", "lease", leaseID, "err", err)
 		}
 	}
 }
@@ -341,10 +313,12 @@ func (s *Stage) linger(ctx context.Context, batch int, claimed int) {
 	}
 	full := p.full
 	p.mu.Unlock()
+	t := s.cfg.Clock.NewTimer(turn.Sub(now))
+	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-full:
-	case <-s.cfg.Clock.After(turn.Sub(now)):
+	case <-t.C():
 	}
 }
 

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -9,6 +10,9 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/queen-mq/gate/gate-relay/denial"
+	"github.com/queen-mq/gate/libs/clock"
+	"github.com/queen-mq/gate/libs/knob"
+	"github.com/queen-mq/gate/libs/service"
 	"github.com/queen-mq/gate/libs/store"
 )
 
@@ -42,15 +46,15 @@ type Source interface {
 	Denials() *denial.Ring
 }
 
-// Publisher writes the status document and the NATS fan-out. Build it
-// with the fields set and call Run.
-type Publisher struct {
+// Config is what a Publisher runs with. WithDefaults fills what is left
+// zero.
+type Config struct {
 	// Store receives the status document.
 	Store *store.Store
 	// Source is the relay.
 	Source Source
-	// Period is how often to publish (default 5 s); the document's TTL is
-	// three periods.
+	// Period is how often to publish (GATE_STATUS_SECONDS by default); the
+	// document's TTL is three periods.
 	Period time.Duration
 	// NATS, when non-nil, receives the fan-out.
 	NATS *nats.Conn
@@ -58,26 +62,62 @@ type Publisher struct {
 	// (the relay signals it when what runs changed, so a new version is
 	// visible at once); nil publishes on the period only.
 	Changed <-chan struct{}
-	// Logger defaults to slog.Default().
+	// Clock times the period (nil is the wall clock); Logger defaults to
+	// slog.Default().
+	Clock  clock.Clock
 	Logger *slog.Logger
 }
 
-// Run publishes until ctx ends, then withdraws the status document.
-func (p *Publisher) Run(ctx context.Context) {
-	period := p.Period
-	if period <= 0 {
-		period = 5 * time.Second
+// WithDefaults returns c with its zero fields filled: the knob's status
+// period, the wall clock, slog.Default(). A negative period counts as
+// zero.
+func (c Config) WithDefaults() Config {
+	c.Period = cmp.Or(max(c.Period, 0), time.Duration(knob.StatusSeconds.Default)*time.Second)
+	c.Clock = clock.Or(c.Clock)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	return c
+}
+
+// Publisher writes the status document and the NATS fan-out. Build it
+// with New; Start publishes at once and then every Period (and on
+// Changed) until Stop or the end of Start's context, when it withdraws the
+// status document.
+type Publisher struct {
+	service.Base
+
+	cfg Config
+}
+
+// New returns a Publisher for cfg.
+func New(cfg Config) *Publisher { return &Publisher{cfg: cfg.WithDefaults()} }
+
+// withdrawTimeout bounds the delete of the status document at stop.
+const withdrawTimeout = 2 * time.Second
+
+// Start publishes on its own goroutine until Stop or the end of ctx.
+// Starting a running publisher does nothing.
+func (p *Publisher) Start(ctx context.Context) error {
+	ctx, ok := p.StartInit(ctx)
+	if !ok {
+		return nil
 	}
-	log := p.Logger
-	if log == nil {
-		log = slog.Default()
-	}
+	t := p.cfg.Clock.NewTicker(p.cfg.Period)
+	p.Go(func() {
+		defer t.Stop()
+		p.loop(ctx, t.C())
+	})
+	p.Ready()
+	return nil
+}
+
+func (p *Publisher) loop(ctx context.Context, tick <-chan time.Time) {
+	period, log := p.cfg.Period, p.cfg.Logger
 	var cursor uint64
 	failing := false
 	publish := func() {
-		st := p.Source.Snapshot()
+		st := p.cfg.Source.Snapshot()
 		cctx, cancel := context.WithTimeout(ctx, period)
-		err := p.Store.PutStatus(cctx, st, 3*period)
+		err := p.cfg.Store.PutStatus(cctx, st, 3*period)
 		cancel()
 		switch {
 		case err != nil && !failing:
@@ -87,23 +127,21 @@ func (p *Publisher) Run(ctx context.Context) {
 			log.Info("writing the relay status works again")
 			failing = false
 		}
-		if p.NATS != nil {
+		if p.cfg.NATS != nil {
 			cursor = p.fanOut(st, cursor, log)
 		}
 	}
 	publish()
-	t := time.NewTicker(period)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			_ = p.Store.DeleteStatus(cctx, p.Source.Snapshot().Replica)
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
+			_ = p.cfg.Store.DeleteStatus(cctx, p.cfg.Source.Snapshot().Replica)
 			cancel()
 			return
-		case <-t.C:
+		case <-tick:
 			publish()
-		case <-p.Changed:
+		case <-p.cfg.Changed:
 			publish()
 		}
 	}
@@ -115,13 +153,13 @@ func (p *Publisher) fanOut(st store.RelayStatus, cursor uint64, log *slog.Logger
 	for _, g := range st.Graphs {
 		b, err := json.Marshal(GraphSnapshot{Replica: st.Replica, At: st.At, Graph: g})
 		if err == nil {
-			err = p.NATS.Publish(CountersSubjectFor(g.App, g.Graph), b)
+			err = p.cfg.NATS.Publish(CountersSubjectFor(g.App, g.Graph), b)
 		}
 		if err != nil {
 			log.Debug("nats publish failed", "err", err)
 		}
 	}
-	fresh, next := p.Source.Denials().Since(cursor)
+	fresh, next := p.cfg.Source.Denials().Since(cursor)
 	byGraph := map[string][]store.Denial{}
 	for _, d := range fresh {
 		k := DenialsSubjectFor(d.Application, d.Graph)
@@ -130,7 +168,7 @@ func (p *Publisher) fanOut(st store.RelayStatus, cursor uint64, log *slog.Logger
 	for subject, ds := range byGraph {
 		b, err := json.Marshal(ds)
 		if err == nil {
-			err = p.NATS.Publish(subject, b)
+			err = p.cfg.NATS.Publish(subject, b)
 		}
 		if err != nil {
 			log.Debug("nats publish failed", "err", err)

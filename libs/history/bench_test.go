@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-mq/gate/libs/clock"
 	"github.com/queen-mq/gate/libs/gatetest"
 	"github.com/queen-mq/gate/libs/history"
 )
@@ -19,7 +20,7 @@ const (
 func benchDB(b *testing.B, now time.Time) *history.DB {
 	b.Helper()
 	pg := gatetest.NewPostgres(b)
-	db, err := history.OpenURL(b.Context(), pg.URL, pg.Schema, history.Options{Now: func() time.Time { return now }})
+	db, err := history.OpenURL(b.Context(), pg.URL, pg.Schema, history.Options{Clock: clock.NewVirtual(now)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/queen-mq/gate/libs/clock"
 	"github.com/queen-mq/gate/libs/gatetest"
 	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/knob"
@@ -22,7 +23,7 @@ import (
 func open(t *testing.T, now time.Time) (*history.DB, *gatetest.Postgres) {
 	t.Helper()
 	pg := gatetest.NewPostgres(t)
-	db, err := history.OpenURL(t.Context(), pg.URL, pg.Schema, history.Options{Now: func() time.Time { return now }})
+	db, err := history.OpenURL(t.Context(), pg.URL, pg.Schema, history.Options{Clock: clock.NewVirtual(now)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestMigrateFromEmptyThenNoOp(t *testing.T) {
 		t.Fatalf("tables after the first boot %v, want %v", tables, want)
 	}
 	before := migrationRows(t, db)
-	again, err := history.OpenURL(t.Context(), pg.URL, pg.Schema, history.Options{Now: func() time.Time { return t0 }})
+	again, err := history.OpenURL(t.Context(), pg.URL, pg.Schema, history.Options{Clock: clock.NewVirtual(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func TestMigrateConcurrently(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			db, err := history.OpenURL(t.Context(), pg.URL, pg.Schema, history.Options{Now: func() time.Time { return t0 }})
+			db, err := history.OpenURL(t.Context(), pg.URL, pg.Schema, history.Options{Clock: clock.NewVirtual(t0)})
 			if err == nil {
 				db.Close()
 			}

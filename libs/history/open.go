@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+	"github.com/queen-mq/gate/libs/clock"
 	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/migrations"
 )
@@ -40,24 +42,18 @@ type Options struct {
 	SkipMigrate bool
 	// Logger receives one line per applied migration.
 	Logger *slog.Logger
-	// Now is the clock partitions are created ahead of (default time.Now).
-	Now func() time.Time
+	// Clock is what partitions are created ahead of at open (nil is the
+	// wall clock).
+	Clock clock.Clock
 }
 
-// WithDefaults fills the zero fields of o.
+// WithDefaults returns o with its zero fields filled (a negative pool
+// size or timeout counts as zero).
 func (o Options) WithDefaults() Options {
-	if o.PoolSize <= 0 {
-		o.PoolSize = DefaultPoolSize
-	}
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = DefaultConnectTimeout
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o.PoolSize = cmp.Or(max(o.PoolSize, 0), DefaultPoolSize)
+	o.ConnectTimeout = cmp.Or(max(o.ConnectTimeout, 0), DefaultConnectTimeout)
+	o.Logger = cmp.Or(o.Logger, slog.Default())
+	o.Clock = clock.Or(o.Clock)
 	return o
 }
 
@@ -66,7 +62,6 @@ func (o Options) WithDefaults() Options {
 type DB struct {
 	pool   *pgxpool.Pool
 	schema string
-	now    func() time.Time
 	parts  partitionCache
 }
 
@@ -149,13 +144,13 @@ func open(ctx context.Context, conn, schema string, o Options) (*DB, string, err
 		pool.Close()
 		return nil, "connecting", err
 	}
-	db := &DB{pool: pool, schema: schema, now: o.Now}
+	db := &DB{pool: pool, schema: schema}
 	if !o.SkipMigrate {
 		if step, err := db.migrate(cctx, o.Logger); err != nil {
 			pool.Close()
 			return nil, step, err
 		}
-		if err := db.EnsurePartitions(cctx, o.Now(), PartitionsAhead); err != nil {
+		if err := db.EnsurePartitions(cctx, o.Clock.Now(), PartitionsAhead); err != nil {
 			pool.Close()
 			return nil, "creating the day partitions of watch_samples", err
 		}

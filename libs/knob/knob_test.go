@@ -9,7 +9,8 @@ import (
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
-// Every shared number knob: default when unset or blank, the value in
+// Every number knob (the shared ones and gate-relay's timing knobs):
+// default when unset or blank, the value in
 // range, clamped at both ends, and an unparseable value is an error naming
 // the knob and the range.
 func TestIntKnobs(t *testing.T) {
@@ -25,6 +26,12 @@ func TestIntKnobs(t *testing.T) {
 		{LeaseSeconds, 10, 1, 3600, 30, "0", "86400"},
 		{RetryLimit, 3, 0, 1000, 5, "-1", "1001"},
 		{ReconcileSeconds, 15, 1, 86400, 60, "0", "999999"},
+		{StageLingerMs, 5, 0, 100, 20, "-1", "101"},
+		{PollTimeoutSeconds, 30, 1, 300, 60, "0", "301"},
+		{MaxParkMs, 30000, 0, 3600000, 250, "-1", "3600001"},
+		{InteriorSeedSkewSeconds, 120, 0, 600, 60, "-1", "9999"},
+		{SignalPollMs, 500, 50, 60000, 100, "10", "60001"},
+		{StatusSeconds, 5, 1, 300, 1, "0", "301"},
 	}
 	for _, kc := range knobs {
 		cases := []struct {

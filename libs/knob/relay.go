@@ -18,6 +18,26 @@ var (
 	StageLingerMs = Int{Name: "GATE_STAGE_LINGER_MS", Default: 5, Min: 0, Max: 100}
 )
 
+// gate-relay's own timing knobs, defined here so that the loader
+// (gate-relay/config) and the defaults of the relay's and a stage's Config
+// read one number.
+var (
+	// PollTimeoutSeconds is the parked long-poll window of a stage's pop,
+	// and the bound of a graceful stop (it plus two seconds).
+	PollTimeoutSeconds = Int{Name: "GATE_POLL_TIMEOUT_SECONDS", Default: 30, Min: 1, Max: 300}
+	// MaxParkMs is how long a handler may hold its claim waiting for a
+	// window (0 = never park: release at once).
+	MaxParkMs = Int{Name: "GATE_MAX_PARK_MS", Default: 30_000, Min: 0, Max: 3_600_000}
+	// InteriorSeedSkewSeconds is how far before a graph's start a new
+	// interior consumer group is seeded.
+	InteriorSeedSkewSeconds = Int{Name: "GATE_INTERIOR_SEED_SKEW_SECONDS", Default: 120, Min: 0, Max: 600}
+	// SignalPollMs is how often a relay reads the store's change signal.
+	SignalPollMs = Int{Name: "GATE_SIGNAL_POLL_MS", Default: 500, Min: 50, Max: 60_000}
+	// StatusSeconds is how often a relay writes its status document (whose
+	// TTL is three periods).
+	StatusSeconds = Int{Name: "GATE_STATUS_SECONDS", Default: 5, Min: 1, Max: 300}
+)
+
 // The values of GATE_ADMISSION.
 const (
 	AdmissionRiders   = "riders"

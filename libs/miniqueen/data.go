@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/queen-mq/gate/libs/clock"
 )
 
 // pushItemWire is one item of POST /api/v1/push or of a transaction push.
@@ -215,10 +217,12 @@ func (s *Server) handlePopDiscovery(w http.ResponseWriter, r *http.Request) {
 // pop claims (and long-polls when asked). names is the queue list, or nil
 // for discovery by namespace/task.
 func (s *Server) pop(w http.ResponseWriter, r *http.Request, p popParams, names []string, ns, task string) {
-	start := time.Now()
-	realDeadline := start.Add(p.timeout)
+	// A long-poll ends at the earlier of its timeout on the base clock
+	// (baseDeadline) and its timeout on the server's own, injectable,
+	// time (clockDeadline).
+	baseDeadline := s.base.Now().Add(p.timeout)
 	var clockDeadline time.Time
-	var timer *time.Timer
+	var timer clock.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -253,7 +257,7 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, p popParams, names 
 				break
 			}
 		}
-		if len(got) > 0 || !p.wait || !now.Before(clockDeadline) || !time.Now().Before(realDeadline) {
+		if len(got) > 0 || !p.wait || !now.Before(clockDeadline) || !s.base.Now().Before(baseDeadline) {
 			s.mu.Unlock()
 			if len(got) == 0 {
 				w.WriteHeader(http.StatusNoContent)
@@ -269,7 +273,7 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, p popParams, names 
 			ch = s.anyWaitChan()
 		}
 		s.mu.Unlock()
-		d := time.Until(realDeadline)
+		d := baseDeadline.Sub(s.base.Now())
 		if cd := clockDeadline.Sub(now); cd < d {
 			d = cd
 		}
@@ -282,18 +286,18 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, p popParams, names 
 			d = time.Millisecond
 		}
 		if timer == nil {
-			timer = time.NewTimer(d)
+			timer = s.base.NewTimer(d)
 		} else {
 			timer.Reset(d)
 		}
 		s.parked.Add(1)
 		select {
 		case <-ch:
-		case <-timer.C:
+		case <-timer.C():
 		case <-r.Context().Done():
 			s.parked.Add(-1)
 			return
-		case <-s.done:
+		case <-s.stopping():
 			s.parked.Add(-1)
 			w.WriteHeader(http.StatusNoContent)
 			return

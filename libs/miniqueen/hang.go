@@ -20,7 +20,7 @@ func (h *hangs) get(route string) chan struct{} {
 
 // SetHang makes every request to route (one of the Route* names) wait
 // without an answer — a broker that accepted the connection and hangs —
-// until ClearHang(route), the client gives up, or the server closes. A
+// until ClearHang(route), the client gives up, or the server stops. A
 // request released by ClearHang is then served normally.
 func (s *Server) SetHang(route string) {
 	h := &s.hung
@@ -47,7 +47,7 @@ func (s *Server) ClearHang(route string) {
 }
 
 // hold blocks a request on a hung route; it reports false when the request
-// must not be served (the client left or the server closed).
+// must not be served (the client left or the server stopped).
 func (s *Server) hold(route string, r *http.Request) bool {
 	ch := s.hung.get(route)
 	if ch == nil {
@@ -58,7 +58,7 @@ func (s *Server) hold(route string, r *http.Request) bool {
 		return true
 	case <-r.Context().Done():
 		return false
-	case <-s.done:
+	case <-s.stopping():
 		return false
 	}
 }

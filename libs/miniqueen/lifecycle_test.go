@@ -1,13 +1,17 @@
 package miniqueen
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/queen-mq/gate/libs/clock"
 )
 
 func TestMain(m *testing.M) {
@@ -100,7 +104,7 @@ func TestDiscoveryPopByNamespace(t *testing.T) {
 	w.call("GET", "/api/v1/pop?batch=1", "", http.StatusBadRequest)
 }
 
-func TestCloseUnblocksLongPollsAndLeavesNoGoroutine(t *testing.T) {
+func TestStopUnblocksLongPollsAndLeavesNoGoroutine(t *testing.T) {
 	t.Parallel()
 	s, err := Run()
 	if err != nil {
@@ -112,7 +116,7 @@ func TestCloseUnblocksLongPollsAndLeavesNoGoroutine(t *testing.T) {
 	ch := parkPop(t, w, "/api/v1/pop/queue/q?batch=10&wait=true&timeout=30000&"+grp)
 	done := make(chan struct{})
 	go func() {
-		s.Close()
+		s.Stop()
 		close(done)
 	}()
 	select {
@@ -121,16 +125,89 @@ func TestCloseUnblocksLongPollsAndLeavesNoGoroutine(t *testing.T) {
 			t.Fatalf("closing pop: %+v", r)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatalf("Close left the long-poll parked")
+		t.Fatalf("Stop left the long-poll parked")
 	}
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		t.Fatalf("Close did not return")
+		t.Fatalf("Stop did not return")
 	}
-	s.Close() // idempotent
+	s.Stop() // idempotent
 	if _, err := http.Get(s.URL() + "/health"); err == nil {
-		t.Fatalf("server still answers after Close")
+		t.Fatalf("server still answers after Stop")
+	}
+}
+
+// A server on a virtual base clock keeps its time on it: a parked
+// long-poll times out when the clock passes its timeout (not before), and a
+// key's TTL runs out on it, with no wall time spent.
+func TestTheBaseClockDrivesLongPollTimeoutsAndTTLs(t *testing.T) {
+	t.Parallel()
+	v := clock.NewVirtual(t0)
+	w := newWire(t, WithClock(v))
+	if now := w.s.Now(); !now.Equal(t0) {
+		t.Fatalf("the server's time is %v, want the virtual clock's %v", now, t0)
+	}
+	w.kv(map[string]any{"op": "put", "ns": "gate", "key": "k", "value": 1, "ttlSeconds": 5})
+	ch := parkPop(t, w, "/api/v1/pop/queue/q?batch=10&wait=true&timeout=20000&"+grp)
+	wctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if !v.WaitForPending(1, wctx.Done()) {
+		t.Fatal("the parked pop never waited on the clock")
+	}
+	v.Advance(19 * time.Second)
+	select {
+	case r := <-ch:
+		t.Fatalf("the pop answered %+v after 19 s of its 20 s timeout", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, ok := w.s.KV("gate", "k"); ok {
+		t.Fatal("a key with a 5 s TTL outlived 19 s of the base clock")
+	}
+	v.Advance(time.Second)
+	select {
+	case r := <-ch:
+		if r.status != http.StatusNoContent {
+			t.Fatalf("the timed-out pop answered %+v, want 204", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pop did not time out when the base clock passed its timeout")
+	}
+}
+
+// A busy address fails Start with an error naming it, and nothing runs; a
+// stopped server starts again (on a fresh port) with its state intact.
+func TestStartFailsOnABusyAddressAndAStoppedServerStartsAgain(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := New(WithAddr(ln.Addr().String()))
+	if err := busy.Start(context.Background()); err == nil || !strings.Contains(err.Error(), ln.Addr().String()) {
+		t.Fatalf("Start on a busy address: %v, want an error naming it", err)
+	}
+	select {
+	case <-busy.Stopped():
+	default:
+		t.Fatal("a failed Start left the server running")
+	}
+
+	s := New()
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w := &wire{t: t, s: s, url: s.URL(), hc: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+	w.push(item("q", "p", map[string]any{"n": 1}, ""))
+	s.Stop()
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatalf("a second Start after Stop: %v", err)
+	}
+	defer s.Stop()
+	w.url = s.URL()
+	if got := w.pop("q", "batch=10&"+grp); len(got.messages) != 1 {
+		t.Fatalf("after a restart the queue holds %d messages, want the 1 pushed before", len(got.messages))
 	}
 }
 

@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/gate/libs/clock"
+	"github.com/queen-mq/gate/libs/service"
 )
 
 // DefaultVersion is the broker version /health reports unless WithVersion
@@ -19,9 +22,15 @@ import (
 const DefaultVersion = "1.0.5"
 
 // Server is an in-memory Queen-compatible broker. The zero value is not
-// usable; build one with NewServer, Run, RunAddr or RunT. All methods are
-// safe for concurrent use.
+// usable; build one with New (then Start), Run or RunT. It has the start
+// and stop of every long-running Gate piece (package libs/service): Start
+// listens and serves until Stop or the end of Start's context; Stop
+// answers parked long-polls at once, lets requests in flight finish, and
+// returns when no goroutine of it is left. All methods are safe for
+// concurrent use.
 type Server struct {
+	service.Base
+
 	// mu guards every field below it: one coarse lock, the only lock the
 	// broker state has (faults is an atomic copy-on-write map).
 	mu        sync.Mutex
@@ -40,8 +49,13 @@ type Server struct {
 	j         *journal // non-nil while a transaction or KV batch may still roll back
 	frozen    bool
 	fixed     time.Time     // the clock when frozen
-	offset    time.Duration // added to the real clock when not frozen
+	offset    time.Duration // added to the base clock when not frozen
 
+	// base is the clock the server's time follows when not frozen, and
+	// the one a parked long-poll's timeout waits on (WithClock; the wall
+	// clock by default).
+	base        clock.Clock
+	addr        string
 	version     string
 	keepDone    bool
 	defaultMode string
@@ -54,16 +68,30 @@ type Server struct {
 	// kvOff and ridersOff are the test switches of switch.go.
 	kvOff, ridersOff atomic.Bool
 
-	httpSrv  *http.Server
-	listener net.Listener
-	done     chan struct{}
-	served   chan struct{}
-	closing  sync.Once
-	started  atomic.Bool
+	// bound is the address the current (or last) start listens on;
+	// ending is closed when the current start's work ends, so parked
+	// long-polls and hung requests answer.
+	bound  atomic.Pointer[string]
+	ending atomic.Pointer[<-chan struct{}]
 }
 
-// Option configures a Server built by NewServer.
+// DefaultAddr is where a Server listens unless WithAddr says otherwise: a
+// free loopback port.
+const DefaultAddr = "127.0.0.1:0"
+
+// Option configures a Server built by New.
 type Option func(*Server)
+
+// WithAddr sets the host:port Start listens on (default DefaultAddr; port 0
+// picks a free one).
+func WithAddr(addr string) Option { return func(s *Server) { s.addr = addr } }
+
+// WithClock sets the clock the server's time follows (TTLs, leases,
+// retention, dedup windows, ids) and parked long-polls time out on; the
+// default is the wall clock. SetTime and FastForward work on top of it. A
+// test that shares one clock.Virtual between the broker and the code under
+// test moves both with one Advance.
+func WithClock(c clock.Clock) Option { return func(s *Server) { s.base = clock.Or(c) } }
 
 // WithVersion sets the version string /health reports (default "1.0.5").
 func WithVersion(v string) Option { return func(s *Server) { s.version = v } }
@@ -88,21 +116,21 @@ func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.logger = l }
 // WithSeed seeds the random source that orders wildcard pops.
 func WithSeed(seed int64) Option { return func(s *Server) { s.Seed(seed) } }
 
-// NewServer builds a Server that is not yet listening; call Start.
-func NewServer(opts ...Option) *Server {
+// New builds a Server that is not yet listening; call Start.
+func New(opts ...Option) *Server {
 	s := &Server{
 		queues:      map[string]*queue{},
 		partByID:    map[string]*partition{},
 		leases:      map[string][]*cursor{},
 		kv:          map[string]map[string]*kvEntry{},
+		base:        clock.Real(),
+		addr:        DefaultAddr,
 		version:     DefaultVersion,
 		defaultMode: "new",
 		logger:      slog.New(slog.DiscardHandler),
-		done:        make(chan struct{}),
-		served:      make(chan struct{}),
 	}
-	seed := time.Now().UnixNano()
-	s.rnd = rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15))
+	seed := rand.Uint64()
+	s.rnd = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	s.ids.seq = s.rnd.Uint64() >> 8
 	s.kvVersion = int64(s.rnd.Uint32())
 	for _, o := range opts {
@@ -113,63 +141,86 @@ func NewServer(opts ...Option) *Server {
 	return s
 }
 
-// Run starts a Server on a free 127.0.0.1 port.
+// Run builds a Server with opts and starts it (on a free 127.0.0.1 port
+// unless WithAddr says otherwise); Stop ends it.
 func Run(opts ...Option) (*Server, error) {
-	return RunAddr("127.0.0.1:0", opts...)
-}
-
-// RunAddr starts a Server listening on addr ("host:port"; port 0 picks a
-// free one).
-func RunAddr(addr string, opts ...Option) (*Server, error) {
-	s := NewServer(opts...)
-	if err := s.Start(addr); err != nil {
+	s := New(opts...)
+	if err := s.Start(context.Background()); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
 // RunT starts a Server on a free loopback port, fails t if it cannot, and
-// closes it when the test ends.
+// stops it when the test ends.
 func RunT(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	s, err := Run(opts...)
 	if err != nil {
 		t.Fatalf("miniqueen: starting the broker: %v", err)
 	}
-	t.Cleanup(s.Close)
+	t.Cleanup(s.Stop)
 	return s
 }
 
-// Start listens on addr and serves in the background until Close.
-func (s *Server) Start(addr string) error {
-	if !s.started.CompareAndSwap(false, true) {
-		return errors.New("miniqueen: server already started")
+// shutdownGrace bounds how long Stop lets requests in flight finish before
+// it closes their connections.
+const shutdownGrace = 5 * time.Second
+
+// Start listens on the configured address and serves until Stop or the
+// end of ctx. A busy or malformed address is an error and nothing runs.
+// Starting a running server does nothing; a stopped one starts again with
+// its state (queues, kv, clock) intact.
+func (s *Server) Start(ctx context.Context) error {
+	ctx, ok := s.StartInit(ctx)
+	if !ok {
+		return nil
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
-		return fmt.Errorf("miniqueen: listening on %s: %w", addr, err)
+		return s.Fail(fmt.Errorf("miniqueen: listening on %s: %w; pick a free host:port (port 0 picks one)", s.addr, err))
 	}
-	s.listener = ln
-	s.httpSrv = &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	go func() {
-		defer close(s.served)
-		if err := s.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	addr := ln.Addr().String()
+	ending := ctx.Done()
+	s.bound.Store(&addr)
+	s.ending.Store(&ending)
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	s.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.logger.Error("miniqueen: serve", "err", err)
 		}
-	}()
-	s.logger.Info("miniqueen listening", "addr", ln.Addr().String(), "url", s.URL())
+	})
+	s.Go(func() {
+		<-ctx.Done()
+		// Parked long-polls have answered (they watch ending); requests in
+		// flight get shutdownGrace to finish.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			_ = srv.Close()
+		}
+	})
+	s.logger.Info("miniqueen listening", "addr", addr, "url", s.URL())
+	s.Ready()
 	return nil
 }
 
-// Addr is the host:port the server listens on ("" before Start).
-func (s *Server) Addr() string {
-	if s.listener == nil {
-		return ""
+// stopping is closed when the current start's work ends (nil, never
+// closed, before the first Start: a Handler mounted elsewhere).
+func (s *Server) stopping() <-chan struct{} {
+	if p := s.ending.Load(); p != nil {
+		return *p
 	}
-	return s.listener.Addr().String()
+	return nil
+}
+
+// Addr is the host:port the server listens on ("" before Start; the last
+// one after Stop).
+func (s *Server) Addr() string {
+	if p := s.bound.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // URL is the base URL clients use, e.g. http://127.0.0.1:6632.
@@ -177,33 +228,13 @@ func (s *Server) URL() string {
 	return "http://" + s.Addr()
 }
 
-// Close shuts the server down: parked long-polls answer at once, in-flight
-// requests finish, and no goroutine is left behind. Close is idempotent.
-func (s *Server) Close() {
-	s.closing.Do(func() {
-		close(s.done)
-		if s.httpSrv == nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.httpSrv.Shutdown(ctx); err != nil {
-			_ = s.httpSrv.Close()
-		}
-		<-s.served
-	})
-}
-
-// Done is closed when Close starts.
-func (s *Server) Done() <-chan struct{} { return s.done }
-
 // now is the injected clock. Callers hold s.mu or accept a racy read of
 // the offset (guarded by mu: always call with mu held).
 func (s *Server) now() time.Time {
 	if s.frozen {
 		return s.fixed
 	}
-	return time.Now().Add(s.offset)
+	return s.base.Now().Add(s.offset)
 }
 
 // Now returns the server's current clock reading.
@@ -215,8 +246,8 @@ func (s *Server) Now() time.Time {
 
 // SetTime freezes the server clock at t: from now on time only moves with
 // SetTime and FastForward. TTLs, lease expiry, retention, dedup windows and
-// long-poll deadlines (the earlier of the real timeout and the clock
-// deadline) follow it. Parked long-polls re-check at once.
+// long-poll deadlines (the earlier of the timeout on the base clock and
+// the deadline on this one) follow it. Parked long-polls re-check at once.
 func (s *Server) SetTime(t time.Time) {
 	s.mu.Lock()
 	s.frozen = true
@@ -238,8 +269,8 @@ func (s *Server) FastForward(d time.Duration) {
 	s.mu.Unlock()
 }
 
-// RealTime returns the clock to the real time (undoing SetTime and
-// FastForward).
+// RealTime returns the clock to its base clock (undoing SetTime and
+// FastForward): the wall clock unless WithClock gave another.
 func (s *Server) RealTime() {
 	s.mu.Lock()
 	s.frozen = false

@@ -50,6 +50,7 @@ func (s *Stack) startRecorder(ctx context.Context) error {
 		return err
 	}
 	p := s.newProcess("gate-recorder", []string{s.bins["gate-recorder"]}, "http://"+dialable(bind), []string{"GATE_RECORDER_BIND=" + bind})
+	p.Grace = drainGrace
 	return s.launch(ctx, p, func(p *Process) { s.recorder = p }, "gate-recorder (history to PostgreSQL) health at "+p.HealthURL, slog.LevelInfo, "gate-recorder healthy")
 }
 

@@ -12,39 +12,59 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/queen-mq/gate/libs/service"
 )
 
 // ErrExited is returned when a process exits before it became healthy.
 var ErrExited = errors.New("process exited before it answered /health")
 
-// Process is one child the stack started, in its own process group. The zero
-// value is not usable; Stack creates processes.
+// exited is the cause that ends a Process's work when the child exits on
+// its own (rather than being stopped).
+var exited = errors.New("the process exited")
+
+// Process is one child the stack started, in its own process group, with
+// the start and stop of every Gate service (package libs/service): Start
+// launches an incarnation, Stop ends it (SIGTERM to its group, SIGKILL
+// after Grace), and Stopped closes once it exited and was reaped, whether
+// it was stopped, killed or exited on its own. A stopped process starts
+// again (a restart, same name, port and log). The zero value is not
+// usable; Stack creates processes.
 type Process struct {
+	service.Base
+
 	// Name says what it is, e.g. "gate-relay-2".
 	Name string
 	// HealthURL is the base URL whose /health answers 200 when it is ready.
 	HealthURL string
 	// LogPath is the file that receives its stdout and stderr.
 	LogPath string
+	// Grace is how long Stop waits after SIGTERM before SIGKILL.
+	Grace time.Duration
 
 	argv []string
 	env  []string
 	dir  string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	mu  sync.Mutex
+	cmd *exec.Cmd
+	err error
 }
 
-// start launches the process (again, if it ran before) in a new process
-// group, appending its output to LogPath.
-func (p *Process) start() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// Start launches an incarnation in a new process group, appending its
+// output to LogPath. It runs until Stop, Kill, its own exit or the end of
+// ctx (which stops it as Stop does).
+func (p *Process) Start(ctx context.Context) error {
+	life, end := context.WithCancelCause(ctx)
+	ctx, ok := p.StartInit(life)
+	if !ok {
+		end(nil)
+		return nil
+	}
 	logf, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("opening log of %s: %w", p.Name, err)
+		end(nil)
+		return p.Fail(fmt.Errorf("opening log of %s: %w", p.Name, err))
 	}
 	fmt.Fprintf(logf, "\n==== %s start %s\n", p.Name, time.Now().UTC().Format(time.RFC3339Nano))
 	cmd := exec.Command(p.argv[0], p.argv[1:]...)
@@ -55,18 +75,44 @@ func (p *Process) start() error {
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return fmt.Errorf("starting %s (%s): %w", p.Name, p.argv[0], err)
+		end(nil)
+		return p.Fail(fmt.Errorf("starting %s (%s): %w", p.Name, p.argv[0], err))
 	}
-	done := make(chan struct{})
-	p.cmd, p.done, p.err = cmd, done, nil
-	go func() {
+	p.mu.Lock()
+	p.cmd, p.err = cmd, nil
+	p.mu.Unlock()
+	pid := cmd.Process.Pid
+	reaped := make(chan struct{})
+	p.Go(func() {
+		<-ctx.Done()
+		if !errors.Is(context.Cause(ctx), exited) {
+			// Stopped: ask, then insist after the grace period.
+			_ = syscall.Kill(-pid, syscall.SIGTERM)
+			grace := time.NewTimer(p.Grace)
+			select {
+			case <-reaped:
+			case <-grace.C:
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				<-reaped
+			}
+			grace.Stop()
+		}
+		// A well-behaved child may leave grandchildren in its group; sweep
+		// them.
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	})
+	// The wait starts last: the child's exit ends the work, and Go must
+	// not be called once it has ended.
+	p.Go(func() {
 		err := cmd.Wait()
 		logf.Close()
 		p.mu.Lock()
 		p.err = err
 		p.mu.Unlock()
-		close(done)
-	}()
+		close(reaped)
+		end(exited)
+	})
+	p.Ready()
 	return nil
 }
 
@@ -81,64 +127,32 @@ func (p *Process) Pid() int {
 	return p.cmd.Process.Pid
 }
 
-// Done is closed when the current incarnation exits.
-func (p *Process) Done() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.done
-}
-
-// Running reports whether the current incarnation is alive.
+// Running reports whether the current incarnation was started and has
+// not exited.
 func (p *Process) Running() bool {
-	select {
-	case <-p.Done():
-		return false
-	default:
-		return true
-	}
+	return closed(p.Started()) && !closed(p.Stopped())
 }
 
-// signalGroup sends sig to the process group of the current incarnation.
-func (p *Process) signalGroup(sig syscall.Signal) {
-	pid := p.Pid()
-	if pid <= 0 || !p.Running() {
-		return
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
-	_ = syscall.Kill(-pid, sig)
 }
 
 // Kill ends the process group at once with SIGKILL (no cleanup: leases it
 // holds lapse at the broker) and waits for it to be reaped.
 func (p *Process) Kill() {
-	p.signalGroup(syscall.SIGKILL)
-	if d := p.Done(); d != nil {
-		<-d
-	}
-}
-
-// Stop asks the process group to end with SIGTERM and kills it if it has not
-// exited within grace.
-func (p *Process) Stop(grace time.Duration) {
-	d := p.Done()
-	if d == nil {
+	pid := p.Pid()
+	if pid <= 0 {
 		return
 	}
-	p.signalGroup(syscall.SIGTERM)
-	select {
-	case <-d:
-	case <-time.After(grace):
-		p.Kill()
-	}
-	// A well-behaved child may leave grandchildren in its group; sweep them.
-	p.mu.Lock()
-	pid := 0
-	if p.cmd != nil && p.cmd.Process != nil {
-		pid = p.cmd.Process.Pid
-	}
-	p.mu.Unlock()
-	if pid > 0 {
+	if p.Running() {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	}
+	<-p.Stopped()
 }
 
 // waitHealthy polls HealthURL/health until it answers 200, the process
@@ -147,7 +161,7 @@ func (p *Process) waitHealthy(ctx context.Context, timeout time.Duration) error 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	hc := &http.Client{Timeout: time.Second}
-	done := p.Done()
+	done := p.Stopped()
 	for {
 		if err := probeHealth(ctx, hc, p.HealthURL); err == nil {
 			return nil

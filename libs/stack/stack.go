@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/queen-mq/gate/libs/service"
 )
 
 // Defaults of the launcher.
@@ -90,8 +93,14 @@ type Config struct {
 	NoHistory bool
 }
 
-// Stack is a running local stack. Its methods are safe for concurrent use.
+// Stack is a local stack: the service (package libs/service) whose work is
+// its children. Start starts them and waits for their health; Stop (or
+// the end of Start's context) stops them in order: gate-console, then the
+// relays and gate-recorder, then gate-api, miniqueen and the embedded NATS
+// server. Its methods are safe for concurrent use.
 type Stack struct {
+	service.Base
+
 	cfg      Config
 	log      *slog.Logger
 	bins     map[string]string
@@ -102,11 +111,14 @@ type Stack struct {
 	consoleURL string
 	started    []string
 
-	mu       sync.Mutex
-	queen    *Process
-	api      *Process
-	console  *Process
-	relays   []*Process
+	mu      sync.Mutex
+	queen   *Process
+	api     *Process
+	console *Process
+	relays  []*Process
+	// children is what the children run under: it ends only when the
+	// stack stops them, in order, never all at once.
+	children context.Context
 	nats     *server.Server
 	natsDir  string
 	relaySeq int
@@ -119,23 +131,55 @@ type Stack struct {
 	historyNote string
 }
 
-// Start builds what it needs, starts the stack and waits for every child's
-// /health. On error everything already started is stopped.
+// Start is New and then Start: a stack for cfg, started, or the error
+// (with everything it had started stopped).
 func Start(ctx context.Context, cfg Config) (*Stack, error) {
-	s, err := prepare(cfg)
+	s, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.start(ctx); err != nil {
-		s.Stop()
+	if err := s.Start(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
+// New checks cfg (finding the repository root, creating the log
+// directory) and returns a Stack ready to Start.
+func New(cfg Config) (*Stack, error) { return prepare(cfg) }
+
+// Start builds what it needs, starts the stack and waits for every child's
+// /health; the stack then runs until Stop or the end of ctx. On error
+// everything already started is stopped. Starting a running stack does
+// nothing; a stopped one does not start again (build another with New).
+func (s *Stack) Start(ctx context.Context) error {
+	s.mu.Lock()
+	stopped := s.stopped
+	s.mu.Unlock()
+	if stopped {
+		return errors.New("the stack is stopped; build a new one with New to start again")
+	}
+	ctx, ok := s.StartInit(ctx)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	s.children = context.WithoutCancel(ctx)
+	s.mu.Unlock()
+	s.Go(func() {
+		<-ctx.Done()
+		s.stopChildren()
+	})
+	if err := s.start(ctx); err != nil {
+		return s.Fail(err)
+	}
+	s.Ready()
+	return nil
+}
+
 // Attach wraps a stack somebody else runs (gate-api at gateURL, the broker
-// at cfg.QueenURL or $QUEEN_URL): nothing is started, but StartRelay can add
-// relays that Stop will end.
+// at cfg.QueenURL or $QUEEN_URL): nothing is started (do not call Start),
+// but StartRelay can add relays that Stop will end.
 func Attach(cfg Config, gateURL string) (*Stack, error) {
 	s, err := prepare(cfg)
 	if err != nil {
@@ -153,6 +197,23 @@ func Attach(cfg Config, gateURL string) (*Stack, error) {
 	return s, nil
 }
 
+// WithDefaults returns c with its zero fields filled: the binaries and
+// logs under Root's .gate-run (when Root is set), DefaultReconcileSeconds,
+// one relay, DefaultHealthTimeout and a logger that discards. A negative
+// reconcile period or health timeout counts as zero; negative Relays (none)
+// is kept.
+func (c Config) WithDefaults() Config {
+	if c.Root != "" {
+		c.BinDir = cmp.Or(c.BinDir, filepath.Join(c.Root, ".gate-run", "bin"))
+		c.LogDir = cmp.Or(c.LogDir, filepath.Join(c.Root, ".gate-run", "logs"))
+	}
+	c.ReconcileSeconds = cmp.Or(max(c.ReconcileSeconds, 0), DefaultReconcileSeconds)
+	c.Relays = cmp.Or(c.Relays, 1)
+	c.HealthTimeout = cmp.Or(max(c.HealthTimeout, 0), DefaultHealthTimeout)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	return c
+}
+
 func prepare(cfg Config) (*Stack, error) {
 	if cfg.Root == "" {
 		wd, err := os.Getwd()
@@ -163,25 +224,8 @@ func prepare(cfg Config) (*Stack, error) {
 			return nil, err
 		}
 	}
-	if cfg.BinDir == "" {
-		cfg.BinDir = filepath.Join(cfg.Root, ".gate-run", "bin")
-	}
-	if cfg.LogDir == "" {
-		cfg.LogDir = filepath.Join(cfg.Root, ".gate-run", "logs")
-	}
-	if cfg.ReconcileSeconds <= 0 {
-		cfg.ReconcileSeconds = DefaultReconcileSeconds
-	}
-	if cfg.Relays == 0 {
-		cfg.Relays = 1
-	}
-	if cfg.HealthTimeout <= 0 {
-		cfg.HealthTimeout = DefaultHealthTimeout
-	}
+	cfg = cfg.WithDefaults()
 	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	if err := os.MkdirAll(cfg.LogDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating log dir: %w", err)
 	}
@@ -368,27 +412,50 @@ func (s *Stack) childEnv(extra []string) []string {
 	return append(env, extra...)
 }
 
+// Grace periods between a child's SIGTERM and its SIGKILL: the data plane
+// (relays, gate-recorder) drains claims and flushes; the rest stop at once.
+const (
+	drainGrace = 10 * time.Second
+	shortGrace = 5 * time.Second
+)
+
+// newProcess is a child of the stack with a short grace period (the data
+// plane's children set drainGrace).
 func (s *Stack) newProcess(name string, argv []string, healthURL string, extraEnv []string) *Process {
 	return &Process{
 		Name:      name,
 		HealthURL: healthURL,
 		LogPath:   filepath.Join(s.cfg.LogDir, name+".log"),
+		Grace:     shortGrace,
 		argv:      argv,
 		env:       s.childEnv(extraEnv),
 		dir:       s.cfg.Root,
 	}
 }
 
+// childContext is what a child runs under: the started stack's, which
+// only its ordered stop ends; a stack that was never started (Attach)
+// stops its children itself.
+func (s *Stack) childContext() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.children == nil {
+		return context.Background()
+	}
+	return s.children
+}
+
 // launch is how the stack starts each child: record keeps p where Stop
 // finds it (called under s.mu, before the start, so a child whose start or
 // health wait fails is still stopped), then p starts and its /health is
-// awaited for HealthTimeout. Once healthy, started (unless "") joins
-// Started and msg is logged at level with the child's url, pid and attrs.
+// awaited for HealthTimeout (within ctx). Once healthy, started (unless
+// "") joins Started and msg is logged at level with the child's url, pid
+// and attrs.
 func (s *Stack) launch(ctx context.Context, p *Process, record func(*Process), started string, level slog.Level, msg string, attrs ...any) error {
 	s.mu.Lock()
 	record(p)
 	s.mu.Unlock()
-	if err := p.start(); err != nil {
+	if err := p.Start(s.childContext()); err != nil {
 		return err
 	}
 	if err := p.waitHealthy(ctx, s.cfg.HealthTimeout); err != nil {
@@ -444,6 +511,7 @@ func (s *Stack) startRelay(ctx context.Context, bind string, env []string) (*Pro
 		argv = []string{"sh", "-c", s.cfg.RelayCmd}
 	}
 	p := s.newProcess(name, argv, "http://"+dialable(bind), append([]string{"GATE_RELAY_BIND=" + bind}, env...))
+	p.Grace = drainGrace
 	// Relays are listed by Relays, not Started.
 	if err := s.launch(ctx, p, func(p *Process) { s.relays = append(s.relays, p) }, "", slog.LevelInfo, "relay healthy", "name", name); err != nil {
 		return nil, err
@@ -470,9 +538,9 @@ func (s *Stack) RestartRelay(ctx context.Context, i int) error {
 		return err
 	}
 	if p.Running() {
-		p.Stop(10 * time.Second)
+		p.Stop()
 	}
-	if err := p.start(); err != nil {
+	if err := p.Start(s.childContext()); err != nil {
 		return err
 	}
 	return p.waitHealthy(ctx, s.cfg.HealthTimeout)
@@ -522,10 +590,18 @@ func (s *Stack) NATSURL() string { return s.natsURL }
 // gate-api), one line each; relays are listed by Relays.
 func (s *Stack) Started() []string { return append([]string(nil), s.started...) }
 
-// Stop ends everything the stack started: relays first (SIGTERM, then
-// SIGKILL after 10 s), then gate-api, miniqueen and the embedded NATS
-// server. It is idempotent.
+// Stop ends everything the stack started: gate-console, then the relays
+// and gate-recorder (SIGTERM, then SIGKILL after 10 s), then gate-api,
+// miniqueen and the embedded NATS server, and returns when they are gone.
+// It is idempotent, and ends what a stack that was never started (Attach)
+// launched too.
 func (s *Stack) Stop() {
+	s.Base.Stop()
+	s.stopChildren()
+}
+
+// stopChildren stops the children in order, once.
+func (s *Stack) stopChildren() {
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
@@ -536,23 +612,21 @@ func (s *Stack) Stop() {
 	api, console, queen, ns, dir, rec := s.api, s.console, s.queen, s.nats, s.natsDir, s.recorder
 	s.mu.Unlock()
 	if console != nil {
-		console.Stop(5 * time.Second)
+		console.Stop()
 	}
 	var wg sync.WaitGroup
 	if rec != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); rec.Stop(10 * time.Second) }()
+		wg.Go(rec.Stop)
 	}
 	for _, p := range relays {
-		wg.Add(1)
-		go func() { defer wg.Done(); p.Stop(10 * time.Second) }()
+		wg.Go(p.Stop)
 	}
 	wg.Wait()
 	if api != nil {
-		api.Stop(5 * time.Second)
+		api.Stop()
 	}
 	if queen != nil {
-		queen.Stop(5 * time.Second)
+		queen.Stop()
 	}
 	if ns != nil {
 		ns.Shutdown()

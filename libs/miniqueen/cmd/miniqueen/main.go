@@ -29,13 +29,13 @@ func main() {
 }
 
 // run serves until ctx ends; started (optional) receives the server once it
-// listens.
+// listens. The server's work ends with ctx; Stop waits until it has.
 func run(ctx context.Context, addr, mode string, logger *slog.Logger, started func(*miniqueen.Server)) error {
 	if mode != "new" && mode != "all" {
 		return fmt.Errorf("--default-subscription-mode %q: use new or all", mode)
 	}
-	srv := miniqueen.NewServer(miniqueen.WithLogger(logger), miniqueen.WithDefaultSubscriptionMode(mode))
-	if err := srv.Start(addr); err != nil {
+	srv := miniqueen.New(miniqueen.WithAddr(addr), miniqueen.WithLogger(logger), miniqueen.WithDefaultSubscriptionMode(mode))
+	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("starting miniqueen: %w", err)
 	}
 	if started != nil {
@@ -43,6 +43,6 @@ func run(ctx context.Context, addr, mode string, logger *slog.Logger, started fu
 	}
 	<-ctx.Done()
 	logger.Info("miniqueen shutting down", "addr", srv.Addr())
-	srv.Close()
+	srv.Stop()
 	return nil
 }

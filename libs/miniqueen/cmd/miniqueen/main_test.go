@@ -11,8 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/queen-mq/gate/libs/miniqueen"
 )
+
+// TestMain fails the package when the command leaves a goroutine of its
+// server behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type syncBuf struct {
 	mu sync.Mutex
