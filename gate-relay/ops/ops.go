@@ -189,17 +189,12 @@ func NewServer(bind string, src Source, log *slog.Logger) *Server {
 
 // Start binds the address and serves on it in the background.
 func (s *Server) Start(ctx context.Context) error {
-	// life ends when the work ends on its own (the listener failed), so
-	// that Stopped closes then too.
-	life, end := context.WithCancel(ctx)
-	ctx, ok := s.StartInit(life)
+	ctx, ok := s.StartInit(ctx)
 	if !ok {
-		end()
 		return nil
 	}
 	ln, err := net.Listen("tcp", s.bind)
 	if err != nil {
-		end()
 		return s.Fail(fmt.Errorf("serving /health and /metrics on %s: %w; set GATE_RELAY_BIND to a free host:port", s.bind, err))
 	}
 	s.mu.Lock()
@@ -212,14 +207,13 @@ func (s *Server) Start(ctx context.Context) error {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	})
-	// Serving starts last: a listener that fails ends the work, and Go
-	// must not be called once it has ended.
 	s.Go(func() {
-		defer end()
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			s.mu.Lock()
 			s.err = fmt.Errorf("serving %s: %w", s.bind, err)
 			s.mu.Unlock()
+			// A listener that failed ends the work: Stopped closes.
+			s.End(err)
 		}
 	})
 	s.log.Info("serving /health and /metrics", "bind", ln.Addr().String())

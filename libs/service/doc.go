@@ -18,5 +18,8 @@
 //	}
 //
 // and gets Started, Stop and Stopped from Base. Cancelling Start's context
-// stops the piece as Stop does (without waiting for it).
+// stops the piece as Stop does (without waiting for it); a piece whose work
+// ends by itself (a child process exited, a listener failed) calls End.
+// Once the work has ended, Go starts nothing more, so the order in which a
+// piece starts its goroutines never matters.
 package service

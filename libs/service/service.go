@@ -16,8 +16,9 @@ type Service interface {
 	// Stop ends the work and waits until every goroutine of it returned.
 	// Stopping a service that is not running does nothing.
 	Stop()
-	// Stopped is closed when the work ended (by Stop, or by the end of
-	// Start's context) and every goroutine of it returned.
+	// Stopped is closed when the work ended (by Stop, by the end of
+	// Start's context, or by the service itself through End) and every
+	// goroutine of it returned.
 	Stopped() <-chan struct{}
 }
 
@@ -29,26 +30,35 @@ var ErrStopped = errors.New("service stopped")
 // service that has never started. A Base may be started again after it
 // stopped.
 type Base struct {
-	mu      sync.Mutex
-	running bool
-	cancel  context.CancelCauseFunc
-	started chan struct{}
+	mu sync.Mutex
+	// cur is the current (or last) run; nil before the first Start.
+	cur *run
+	// started and stopped are the channels Started and Stopped hand out;
+	// a run closes the ones it found unclosed at its start.
+	started, stopped chan struct{}
+}
+
+// run is one start-to-stop of a Base.
+type run struct {
+	cancel context.CancelCauseFunc
+	// active counts the goroutines of the work, plus one that lasts until
+	// the work's context ends; the run has ended when it reaches zero.
+	active  int
+	ended   bool
 	stopped chan struct{}
-	wg      sync.WaitGroup
 }
 
 // StartInit begins a start. It returns the context the service's work runs
-// under (ended by Stop or by ctx) and true; or ctx and false when the
-// service already runs, in which case Start should return at once.
+// under (ended by Stop, by End or by ctx) and true; or ctx and false when
+// the service already runs, in which case Start should return at once.
 // After a true StartInit the caller starts its goroutines with Go and then
 // calls Ready (or Fail when it cannot start after all).
 func (b *Base) StartInit(ctx context.Context) (context.Context, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.running {
+	if b.cur != nil && !b.cur.ended {
 		return ctx, false
 	}
-	b.running = true
 	// A channel handed out before this start (Started or Stopped called
 	// on a service not yet running) is the one this start closes.
 	if b.started == nil || isClosed(b.started) {
@@ -58,61 +68,68 @@ func (b *Base) StartInit(ctx context.Context) (context.Context, bool) {
 		b.stopped = make(chan struct{})
 	}
 	wctx, cancel := context.WithCancelCause(ctx)
-	b.cancel = cancel
-	// The work ends with ctx too: Stopped closes once every goroutine
-	// returned, whoever ended it.
-	stopped := b.stopped
-	b.wg.Add(1)
+	r := &run{cancel: cancel, active: 1, stopped: b.stopped}
+	b.cur = r
 	go func() {
-		defer b.wg.Done()
 		<-wctx.Done()
-	}()
-	go func() {
-		b.wg.Wait()
-		b.mu.Lock()
-		if b.stopped == stopped {
-			b.running = false
-		}
-		b.mu.Unlock()
-		// A service that never became ready (Fail) is stopped all the
-		// same; its Started stays open.
-		close(stopped)
+		b.release(r)
 	}()
 	return wctx, true
 }
 
-// Go runs f in a goroutine that Stop and Stopped wait for. Call it only
-// between StartInit and the end of the work (from within the work is
-// fine: a goroutine started by another tracked goroutine is tracked).
-func (b *Base) Go(f func()) {
-	b.wg.Add(1)
+// Go runs f in a goroutine that Stop and Stopped wait for, and reports
+// whether it did: once the work has ended (every goroutine of it returned
+// after its context ended) nothing more is started and Go returns false.
+func (b *Base) Go(f func()) bool {
+	b.mu.Lock()
+	r := b.cur
+	if r == nil || r.ended {
+		b.mu.Unlock()
+		return false
+	}
+	r.active++
+	b.mu.Unlock()
 	go func() {
-		defer b.wg.Done()
+		defer b.release(r)
 		f()
 	}()
+	return true
+}
+
+// release notes that one goroutine of r returned, and ends r with the
+// last.
+func (b *Base) release(r *run) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r.active--
+	if r.active == 0 {
+		r.ended = true
+		close(r.stopped)
+	}
 }
 
 // Ready closes Started: the service is under way.
 func (b *Base) Ready() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.started == nil {
-		return
-	}
-	select {
-	case <-b.started:
-	default:
+	if b.started != nil && !isClosed(b.started) {
 		close(b.started)
 	}
 }
 
 // Fail undoes a start that cannot go on: it cancels what StartInit began,
 // waits for the goroutines already started, and returns err for Start to
-// return.
+// return. Started stays open.
 func (b *Base) Fail(err error) error {
-	b.stopAndWait(err)
+	b.end(err, true)
 	return err
 }
+
+// End ends the work from within (a child process exited, a listener
+// failed) with cause as its context's cause, without waiting: Stopped
+// closes once every goroutine returned. A goroutine of the work may call
+// it; Stop would wait for itself.
+func (b *Base) End(cause error) { b.end(cause, false) }
 
 // Started is closed once the service became ready. Before the first
 // Start it is a channel that never closes.
@@ -137,18 +154,19 @@ func (b *Base) Stopped() <-chan struct{} {
 }
 
 // Stop ends the work and waits for every goroutine started with Go.
-func (b *Base) Stop() { b.stopAndWait(ErrStopped) }
+func (b *Base) Stop() { b.end(ErrStopped, true) }
 
-func (b *Base) stopAndWait(cause error) {
+func (b *Base) end(cause error, wait bool) {
 	b.mu.Lock()
-	if !b.running {
-		b.mu.Unlock()
+	r := b.cur
+	b.mu.Unlock()
+	if r == nil {
 		return
 	}
-	cancel, stopped := b.cancel, b.stopped
-	b.mu.Unlock()
-	cancel(cause)
-	<-stopped
+	r.cancel(cause)
+	if wait {
+		<-r.stopped
+	}
 }
 
 // StartAll starts each service in order; when one fails it stops those

@@ -159,3 +159,49 @@ func TestStartAllStopsWhatStartedWhenOneFails(t *testing.T) {
 		t.Fatal("StopAll left a service running")
 	}
 }
+
+// exiter is a service whose work ends by itself, as a child process's
+// exit ends its wait.
+type exiter struct {
+	Base
+	exit     chan struct{}
+	watchers atomic.Int32
+}
+
+func (e *exiter) Start(ctx context.Context) error {
+	ctx, ok := e.StartInit(ctx)
+	if !ok {
+		return nil
+	}
+	e.Go(func() {
+		<-e.exit
+		e.End(errors.New("exited"))
+	})
+	e.Go(func() {
+		e.watchers.Add(1)
+		defer e.watchers.Add(-1)
+		<-ctx.Done()
+	})
+	e.Ready()
+	return nil
+}
+
+func TestEndStopsTheWorkFromWithin(t *testing.T) {
+	e := &exiter{exit: make(chan struct{})}
+	if err := e.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	close(e.exit)
+	select {
+	case <-e.Stopped():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the service did not stop after its work ended itself")
+	}
+	if e.watchers.Load() != 0 {
+		t.Fatal("Stopped closed before every goroutine returned")
+	}
+	if e.Go(func() { t.Error("a goroutine started after the work ended ran") }) {
+		t.Fatal("Go after the work ended reported that it started the goroutine")
+	}
+	e.Stop() // nothing runs: returns at once
+}

@@ -55,15 +55,12 @@ type Process struct {
 // output to LogPath. It runs until Stop, Kill, its own exit or the end of
 // ctx (which stops it as Stop does).
 func (p *Process) Start(ctx context.Context) error {
-	life, end := context.WithCancelCause(ctx)
-	ctx, ok := p.StartInit(life)
+	ctx, ok := p.StartInit(ctx)
 	if !ok {
-		end(nil)
 		return nil
 	}
 	logf, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		end(nil)
 		return p.Fail(fmt.Errorf("opening log of %s: %w", p.Name, err))
 	}
 	fmt.Fprintf(logf, "\n==== %s start %s\n", p.Name, time.Now().UTC().Format(time.RFC3339Nano))
@@ -75,7 +72,6 @@ func (p *Process) Start(ctx context.Context) error {
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		end(nil)
 		return p.Fail(fmt.Errorf("starting %s (%s): %w", p.Name, p.argv[0], err))
 	}
 	p.mu.Lock()
@@ -101,8 +97,6 @@ func (p *Process) Start(ctx context.Context) error {
 		// them.
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 	})
-	// The wait starts last: the child's exit ends the work, and Go must
-	// not be called once it has ended.
 	p.Go(func() {
 		err := cmd.Wait()
 		logf.Close()
@@ -110,7 +104,7 @@ func (p *Process) Start(ctx context.Context) error {
 		p.err = err
 		p.mu.Unlock()
 		close(reaped)
-		end(exited)
+		p.End(exited)
 	})
 	p.Ready()
 	return nil
