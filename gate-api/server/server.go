@@ -160,8 +160,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	defer s.Stop()
 	cfg := s.p.Cfg
-	return httpapi.Serve(ctx, jsonErrorListener{ln}, httpapi.Serving{
-		Name: "gate-api",
+	plane := &service.HTTP{
+		Name:     "gate-api",
+		Listener: jsonErrorListener{ln},
 		Server: &http.Server{
 			Handler:           s.handler,
 			ReadHeaderTimeout: 10 * time.Second,
@@ -175,7 +176,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// A declare waiting for a relay answers at once: the drain waits
 		// for no relay.
 		Stopping: s.declare.Close,
-	})
+	}
+	return plane.Serve(ctx)
 }
 
 // openHistory opens the history the PG_ knobs name (nil without PG_HOST)

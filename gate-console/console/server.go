@@ -262,14 +262,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	defer s.Stop()
-	return httpapi.Serve(ctx, ln, httpapi.Serving{
-		Name:   "gate-console",
-		Server: s.httpServer(),
-		Drain:  s.cfg.API.ShutdownTimeout,
-		Log:    s.log,
-		Attrs:  []any{"publicURL", s.cfg.PublicURL, "queen", s.cfg.API.QueenURL, "signIn", s.cfg.SignIn(), "issuer", s.cfg.Issuer, "nats", s.cfg.NATSURL != ""},
+	plane := &service.HTTP{
+		Name:     "gate-console",
+		Listener: ln,
+		Server:   s.httpServer(),
+		Drain:    s.cfg.API.ShutdownTimeout,
+		Log:      s.log,
+		Attrs:    []any{"publicURL", s.cfg.PublicURL, "queen", s.cfg.API.QueenURL, "signIn", s.cfg.SignIn(), "issuer", s.cfg.Issuer, "nats", s.cfg.NATSURL != ""},
 		// The live streams end before the drain, which would otherwise
 		// wait for every open stream.
 		Stopping: s.live.Stop,
-	})
+	}
+	return plane.Serve(ctx)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/service"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // Run is the whole gate-recorder process: open (and migrate) the history
@@ -43,7 +43,10 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	}
 	var parts []service.Service
 	if cfg.Bind != "off" {
-		parts = append(parts, &opsServer{bind: cfg.Bind, handler: opsHandler(db, metrics)})
+		parts = append(parts, &service.HTTP{
+			Name: "gate-recorder ops", Bind: cfg.Bind, Knob: "GATE_RECORDER_BIND", Log: log,
+			Server: &http.Server{Handler: opsHandler(db, metrics), ReadHeaderTimeout: 5 * time.Second},
+		})
 	}
 	parts = append(parts, r)
 	log.Info("gate-recorder starting", "queen", cfg.QueenURL, "namespace", cfg.KVNamespace, "history", cfg.History.Describe(), "schema", db.Schema(), "flush", cfg.Flush)
@@ -55,33 +58,6 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	<-ctx.Done()
 	service.StopAll(parts...)
 	log.Info("gate-recorder stopped")
-	return nil
-}
-
-// opsServer serves handler on bind until it stops; requests in flight are
-// cut at stop, as the process is ending.
-type opsServer struct {
-	service.Base
-	bind    string
-	handler http.Handler
-}
-
-func (s *opsServer) Start(ctx context.Context) error {
-	ctx, ok := s.StartInit(ctx)
-	if !ok {
-		return nil
-	}
-	ln, err := net.Listen("tcp", s.bind)
-	if err != nil {
-		return s.Fail(fmt.Errorf("GATE_RECORDER_BIND=%s: %w", s.bind, err))
-	}
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 5 * time.Second}
-	s.Go(func() { _ = srv.Serve(ln) })
-	s.Go(func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	})
-	s.Ready()
 	return nil
 }
 
@@ -97,10 +73,10 @@ func opsHandler(db *history.DB, m *Metrics) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		if err := db.Ping(ctx); err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_ = json.NewEncoder(w).Encode(map[string]string{"status": "degraded", "error": "history database: " + err.Error()})
+			_ = json.NewEncoder(w).Encode(wire.RecorderHealth{Status: "degraded", Error: "history database: " + err.Error()})
 			return
 		}
-		_ = json.NewEncoder(w).Encode(map[string]string{"status": "healthy"})
+		_ = json.NewEncoder(w).Encode(wire.RecorderHealth{Status: "healthy"})
 	})
 	return mux
 }

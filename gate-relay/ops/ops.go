@@ -4,12 +4,8 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -166,72 +162,21 @@ const shutdownGrace = time.Second
 
 // Server serves Handler(src) on one address: the relay's /health and
 // /metrics. Build it with NewServer; Start binds the address (a busy port
-// fails the start) and serves until Stop or the end of Start's context,
-// when it shuts down within a second. A server whose listener fails stops
-// on its own; Err then says why.
+// fails the start, naming GATE_RELAY_BIND) and serves until Stop or the
+// end of Start's context, when it shuts down within a second. A server
+// whose listener fails stops on its own; Err then says why.
 type Server struct {
-	service.Base
-
-	bind string
-	src  Source
-	log  *slog.Logger
-
-	mu   sync.Mutex
-	addr string
-	err  error
+	service.HTTP
 }
 
 // NewServer returns a Server for bind ("host:port"; port 0 picks a free
 // one) reading src; log nil is slog.Default().
 func NewServer(bind string, src Source, log *slog.Logger) *Server {
-	return &Server{bind: bind, src: src, log: cmp.Or(log, slog.Default())}
-}
-
-// Start binds the address and serves on it in the background.
-func (s *Server) Start(ctx context.Context) error {
-	ctx, ok := s.StartInit(ctx)
-	if !ok {
-		return nil
-	}
-	ln, err := net.Listen("tcp", s.bind)
-	if err != nil {
-		return s.Fail(fmt.Errorf("serving /health and /metrics on %s: %w; set GATE_RELAY_BIND to a free host:port", s.bind, err))
-	}
-	s.mu.Lock()
-	s.addr, s.err = ln.Addr().String(), nil
-	s.mu.Unlock()
-	srv := &http.Server{Handler: Handler(s.src), ReadHeaderTimeout: 5 * time.Second}
-	s.Go(func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	})
-	s.Go(func() {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			s.mu.Lock()
-			s.err = fmt.Errorf("serving %s: %w", s.bind, err)
-			s.mu.Unlock()
-			// A listener that failed ends the work: Stopped closes.
-			s.End(err)
-		}
-	})
-	s.log.Info("serving /health and /metrics", "bind", ln.Addr().String())
-	s.Ready()
-	return nil
-}
-
-// Addr is the address the server listens on ("" before Start).
-func (s *Server) Addr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.addr
-}
-
-// Err is why the server stopped serving on its own (nil while it serves,
-// and after a Stop).
-func (s *Server) Err() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err
+	return &Server{HTTP: service.HTTP{
+		Server: &http.Server{Handler: Handler(src), ReadHeaderTimeout: 5 * time.Second},
+		Bind:   bind, Knob: "GATE_RELAY_BIND",
+		Name:  "gate-relay ops",
+		Drain: shutdownGrace,
+		Log:   cmp.Or(log, slog.Default()),
+	}}
 }

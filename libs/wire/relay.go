@@ -35,3 +35,11 @@ type RelayGraph struct {
 	Running bool   `json:"running"`
 	Error   string `json:"error,omitempty"`
 }
+
+// RecorderHealth is gate-recorder's GET /health (on GATE_RECORDER_BIND):
+// 200 with Status "healthy" while the history database answers, 503 with
+// Status "degraded" and Error naming the failure when it does not.
+type RecorderHealth struct {
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}

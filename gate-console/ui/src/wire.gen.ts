@@ -1410,6 +1410,16 @@ export interface RelayGraph {
 }
 
 /**
+ * RecorderHealth is gate-recorder's GET /health (on GATE_RECORDER_BIND):
+ * 200 with Status "healthy" while the history database answers, 503 with
+ * Status "degraded" and Error naming the failure when it does not.
+ */
+export interface RecorderHealth {
+  status: string;
+  error?: string;
+}
+
+/**
  * GraphView is the live graph view: GET /v1/apps/{app}/graphs/{name} on
  * gate-api and /api/apps/{app}/graphs/{name} on both planes (and their
  * flat and target twins). Stage counters are summed over the relay
