@@ -1,6 +1,6 @@
 // Package httpapi is the HTTP core every Gate server shares: gate-api's
 // application plane and gate-console's public plane route, refuse, read
-// bodies and shut down the same way.
+// bodies the same way (both serve through libs/service.HTTP).
 //
 // It owns the router (gorilla/mux, with route names for the request
 // metrics), the handler shape (a Handler gets a Request with its
@@ -10,6 +10,5 @@
 // the body is read, the answer's own write window, per-route request
 // counts and a WARN line for every server error), the Refusal with its
 // stable code from the wire catalogue and typed detail setters, the one
-// WriteJSON, strict body reading, the query parameters, and Serve, the one
-// listen, serve and drain.
+// WriteJSON, strict body reading and the query parameters.
 package httpapi
