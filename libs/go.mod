@@ -7,6 +7,7 @@ require (
 	github.com/moby/moby/client v0.6.2
 	github.com/nats-io/nats-server/v2 v2.15.3
 	github.com/nats-io/nats.go v1.55.0
+	github.com/queen-mq/gate/internal v0.0.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/testcontainers/testcontainers-go v0.45.0
 	go.uber.org/goleak v1.3.0
@@ -103,3 +104,5 @@ require (
 )
 
 replace github.com/queen-mq/gate/migrations => ../migrations
+
+replace github.com/queen-mq/gate/internal => ../internal

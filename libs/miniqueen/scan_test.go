@@ -22,6 +22,11 @@ var scanSeeds = []string{
 	`  {"items" : [ { "queue" : "q" , "payload" : { } } ] }  `,
 	`{"items":[{"queue":"q"}]} x`,
 	"{\"items\":[{\"queue\":\"\xff\"}]}",
+	// A later null leaves a string as it was and sets a pointer to nil, as
+	// encoding/json does (the fast path once cleared the queue).
+	`{"items":[{"queue":"a","queue":null,"partition":"p","partition":null,"transactionId":"t","transactionId":null}]}`,
+	`{"items":[{"queue":"q"}],"items":null}`,
+	`null`,
 }
 
 func samePush(t *testing.T, a, b *[]pushItemWire) {
@@ -89,6 +94,12 @@ func TestScanTxnAgreesWithEncodingJSON(t *testing.T) {
 		`{"operations":[{"type":"ack","transactionId":"t","partitionId":"p","leaseId":"l","consumerGroup":"g","status":"completed"},{"type":"push","items":[{"queue":"d","partition":"","payload":{"a":1},"transactionId":"x"}]}],"requiredLeases":["l"],"kv":[{"op":"incr","ns":"gate","key":"b","delta":3,"ttlSeconds":60,"max":10}]}`,
 		`{"operations":[{"type":"push","queue":"d","data":[1],"traceId":"0198f0aa-0000-7000-8000-000000000001"}],"timers":null}`,
 		`{"operations":[{"type":"ack","status":null,"error":"e"}]}`,
+		// Later duplicates: a null leaves a string as it was and sets a
+		// pointer (partition, status, items, operations) to nil, as
+		// encoding/json does.
+		`{"operations":[{"type":"push","queue":"q","queue":null,"partition":"a","partition":null,"items":[],"items":null,"status":"s","status":null}],"kv":[1],"kv":null}`,
+		`{"operations":[{"type":"ack"}],"operations":null,"requiredLeases":["l"],"requiredLeases":null}`,
+		`{"operations":[{"type":"push","items":[{"queue":"d","partition":"p","partition":null}]}],"requiredLeases":["l",null]}`,
 	}
 	for _, b := range bodies {
 		var want, got txnWire
@@ -109,6 +120,7 @@ func TestScanTxnAgreesWithEncodingJSON(t *testing.T) {
 func FuzzScanTxn(f *testing.F) {
 	f.Add([]byte(`{"operations":[{"type":"ack","transactionId":"t","partitionId":"p","leaseId":"l","consumerGroup":"g","status":"completed"},{"type":"ack","transactionId":"u","partitionId":"p","leaseId":"l","consumerGroup":"g","status":"completed"},{"type":"push","items":[{"queue":"d","partition":"p","payload":{"a":1},"transactionId":"x"},{"queue":"d","partition":"p","payload":2}]}],"requiredLeases":["l"],"kv":[{"op":"incr"}]}`))
 	f.Add([]byte(`{"operations":[{"type":"push","queue":"d","data":[1],"partition":"\u00e9"},{"type":"push","queue":"d","partition":"é"}],"timers":null}`))
+	f.Add([]byte(`{"operations":[{"type":"push","queue":"q","queue":null,"partition":"a","partition":null,"items":[{"queue":"x","queue":null}],"items":null,"status":"s","status":null}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var want, got txnWire
 		err := json.Unmarshal(body, &want)
