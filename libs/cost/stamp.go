@@ -1,8 +1,9 @@
 package cost
 
 import (
-	"encoding/json"
 	"strconv"
+
+	"github.com/queen-mq/gate/internal/jsonkit"
 )
 
 // GateStamp is the `_gate` object Gate writes on every item it stores: at
@@ -31,15 +32,15 @@ func (s GateStamp) AppendJSON(b []byte) []byte {
 // part every item of one settle shares, so a relay encodes it once.
 func (s GateStamp) AppendHead(b []byte) []byte {
 	b = append(b, `{"graph":`...)
-	b = AppendJSONString(b, s.Graph)
+	b = jsonkit.AppendString(b, s.Graph)
 	if s.Path != "" {
 		b = append(b, `,"path":`...)
-		b = AppendJSONString(b, s.Path)
+		b = jsonkit.AppendString(b, s.Path)
 	}
 	b = append(b, `,"hop":`...)
 	b = strconv.AppendInt(b, int64(s.Hop), 10)
 	b = append(b, `,"node":`...)
-	b = AppendJSONString(b, s.Node)
+	b = jsonkit.AppendString(b, s.Node)
 	b = append(b, `,"at":`...)
 	return strconv.AppendInt(b, s.At, 10)
 }
@@ -52,18 +53,4 @@ func (s GateStamp) AppendTail(b []byte) []byte {
 		b = strconv.AppendInt(b, s.Attempt, 10)
 	}
 	return append(b, '}')
-}
-
-// AppendJSONString appends v as a JSON string (plain ASCII is copied;
-// anything else goes through the encoder).
-func AppendJSONString(b []byte, v string) []byte {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
-			q, _ := json.Marshal(v)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, v...)
-	return append(b, '"')
 }
