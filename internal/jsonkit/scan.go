@@ -9,7 +9,7 @@ import (
 )
 
 // MaxDepth is encoding/json's nesting limit: how many objects and arrays a
-// document may have open at once, unless LimitDepth sets another bound.
+// document may have open at once.
 const MaxDepth = 10000
 
 // ErrEnd is the error (or is wrapped by the error) of a document that ends
@@ -19,20 +19,17 @@ var ErrEnd = errors.New("unexpected end of JSON input")
 // Scanner reads one JSON document held in memory, value by value: the
 // caller says what it expects next (an object, a string, an int64…) and the
 // Scanner checks it and fills the Go value the way encoding/json fills the
-// same type: null leaves the value as it was (or sets a pointer to nil), an
-// empty array is a non-nil empty slice, a string's escapes are decoded and
-// each invalid UTF-8 byte in it becomes U+FFFD, an integer refuses a
-// fraction, an exponent and an overflow. Every byte it passes is checked:
-// a document encoding/json would refuse makes some method fail (Skip and
-// End accept exactly what json.Valid accepts).
-//
-// The zero Scanner reads an empty document; NewScanner or Reset gives it
-// one. A Scanner is not safe for concurrent use.
+// same type: null leaves the value as it was (or sets a pointer or a slice
+// to nil), an empty array is a non-nil empty slice, a string's escapes are
+// decoded and each invalid UTF-8 byte in it becomes U+FFFD, an integer
+// refuses a fraction, an exponent and an overflow. Every byte it passes is
+// checked: a document encoding/json would refuse makes some method fail
+// (Skip and End accept exactly what json.Valid accepts). A Scanner is not
+// safe for concurrent use.
 type Scanner struct {
 	doc   []byte
 	i     int
 	depth int
-	limit int
 	// keyBuf and textBuf hold keys and strings whose escapes had to be
 	// decoded; each is overwritten by the next such key or string.
 	keyBuf, textBuf []byte
@@ -40,30 +37,7 @@ type Scanner struct {
 
 // NewScanner returns a Scanner at the start of doc. The Scanner keeps doc
 // and returns sub-slices of it; doc must not change while they are used.
-func NewScanner(doc []byte) *Scanner {
-	s := &Scanner{}
-	s.Reset(doc)
-	return s
-}
-
-// Reset starts reading doc from its beginning, keeping the depth limit and
-// the Scanner's buffers.
-func (s *Scanner) Reset(doc []byte) {
-	s.doc, s.i, s.depth = doc, 0, 0
-	if s.limit == 0 {
-		s.limit = MaxDepth
-	}
-}
-
-// LimitDepth makes a document that opens more than n objects and arrays
-// at once fail, counting from where the Scanner is; n ≤ 0 restores
-// MaxDepth.
-func (s *Scanner) LimitDepth(n int) {
-	if n <= 0 {
-		n = MaxDepth
-	}
-	s.limit = n
-}
+func NewScanner(doc []byte) *Scanner { return &Scanner{doc: doc} }
 
 // Offset is how many bytes of the document the Scanner has read.
 func (s *Scanner) Offset() int { return s.i }
@@ -159,7 +133,7 @@ func (s *Scanner) Array(fn func() error) (bool, error) {
 // closing byte, does: the container is then closed again).
 func (s *Scanner) open(close byte) (bool, error) {
 	s.i++
-	if s.depth++; s.depth > s.limit {
+	if s.depth++; s.depth > MaxDepth {
 		return false, s.fail("exceeded max depth")
 	}
 	if s.Peek() == close {
@@ -478,7 +452,7 @@ func (s *Scanner) Raw() ([]byte, error) {
 
 // Skip reads one value of any kind and keeps nothing of it.
 func (s *Scanner) Skip() error {
-	end, what := scanValue(s.doc, s.i, s.depth, s.limit)
+	end, what := scanValue(s.doc, s.i, s.depth, MaxDepth)
 	s.i = end
 	if what != "" {
 		return s.fail(what)

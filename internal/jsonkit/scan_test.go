@@ -88,7 +88,7 @@ func FuzzScannerMatchesEncodingJSON(f *testing.F) {
 		if (err == nil) != valid {
 			t.Fatalf("input %q: Skip+End err %v, json.Valid %v", b, err, valid)
 		}
-		s.Reset(b)
+		s = NewScanner(b)
 		got, gerr := decodeAny(s)
 		if gerr == nil {
 			gerr = s.End()
@@ -105,7 +105,7 @@ func FuzzScannerMatchesEncodingJSON(f *testing.F) {
 		}
 		// LastMember accepts what starts with a valid object, whatever
 		// follows it.
-		s.Reset(b)
+		s = NewScanner(b)
 		isObject := s.Peek() == '{'
 		if _, _, ok := LastMember(b, "a", 0); ok != (isObject && s.Skip() == nil) {
 			t.Fatalf("input %q: LastMember ok %v", b, ok)
@@ -190,23 +190,29 @@ func TestScannerMatchesEncodingJSONOnSeeds(t *testing.T) {
 }
 
 // The depth limit is encoding/json's: 10000 open arrays pass, 10001 fail;
-// LimitDepth lowers it.
+// LastMember takes a lower one.
 func TestScannerDepthLimit(t *testing.T) {
 	t.Parallel()
 	nest := func(n int) []byte { return []byte(strings.Repeat("[", n) + strings.Repeat("]", n)) }
 	for _, c := range []struct {
-		n, limit int
-		ok       bool
-	}{{MaxDepth, 0, true}, {MaxDepth + 1, 0, false}, {3, 3, true}, {4, 3, false}} {
+		n  int
+		ok bool
+	}{{MaxDepth, true}, {MaxDepth + 1, false}} {
 		b := nest(c.n)
-		s := NewScanner(b)
-		s.LimitDepth(c.limit)
-		err := s.Skip()
-		if (err == nil) != c.ok {
-			t.Errorf("%d nested arrays, limit %d: err %v", c.n, c.limit, err)
+		if err := NewScanner(b).Skip(); (err == nil) != c.ok {
+			t.Errorf("%d nested arrays: err %v", c.n, err)
 		}
-		if c.limit == 0 && json.Valid(b) != c.ok {
+		if json.Valid(b) != c.ok {
 			t.Errorf("%d nested arrays: json.Valid disagrees", c.n)
+		}
+	}
+	for _, c := range []struct {
+		doc   string
+		limit int
+		ok    bool
+	}{{`{"a":[[1]]}`, 3, true}, {`{"a":[[[1]]]}`, 3, false}, {`{"a":[[[]]]}`, 3, false}} {
+		if _, _, ok := LastMember([]byte(c.doc), "a", c.limit); ok != c.ok {
+			t.Errorf("LastMember(%s, limit %d) ok %v, want %v", c.doc, c.limit, ok, c.ok)
 		}
 	}
 }
@@ -299,10 +305,8 @@ func TestRawIsCapped(t *testing.T) {
 func BenchmarkScannerSkip(b *testing.B) {
 	doc := []byte(`{"op":"price.update","cost":1,"listingId":"listing-42","account":"acct-7","price":{"amount":129,"currency":"EUR"},"tags":["a","b"],"ok":true,"none":null}`)
 	b.SetBytes(int64(len(doc)))
-	s := NewScanner(doc)
 	for b.Loop() {
-		s.Reset(doc)
-		if err := s.Skip(); err != nil {
+		if err := NewScanner(doc).Skip(); err != nil {
 			b.Fatal(err)
 		}
 	}
