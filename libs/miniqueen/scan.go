@@ -2,6 +2,7 @@ package miniqueen
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"unsafe"
 
@@ -155,6 +156,20 @@ func (r reader) pushItem(it *pushItemWire, lastQueue, lastPartition *string) err
 	})
 }
 
+// errRepeated gives up on an array given twice in one object:
+// encoding/json decodes the second into the first one's elements, merging
+// their fields, which the fast readers do not.
+var errRepeated = fmt.Errorf("%w: an array key given twice", errFallBack)
+
+// once makes the second read of an array key give up (see errRepeated).
+func once(seen *bool) error {
+	if *seen {
+		return errRepeated
+	}
+	*seen = true
+	return nil
+}
+
 // pushItems reads an array of push items into *dst, a pointer field: null
 // sets it to nil, [] to an empty list; sizeHint is the capacity to start
 // with.
@@ -179,9 +194,13 @@ func (r reader) pushItems(dst **[]pushItemWire, sizeHint int, lastQueue, lastPar
 func scanPush(b []byte) (items *[]pushItemWire, ok bool) {
 	r := newReader(b)
 	var lastQueue, lastPartition string
+	seen := false
 	err := r.Object(func(k []byte) error {
 		if string(k) != "items" {
 			return r.skipUnknown(k, "items")
+		}
+		if err := once(&seen); err != nil {
+			return err
 		}
 		return r.pushItems(&items, min(8192, len(b)/80+4), &lastQueue, &lastPartition)
 	})
@@ -204,11 +223,15 @@ func scanTxn(b []byte, out *txnWire) bool {
 	r := newReader(b)
 	var lastType, lastPart, lastLease, lastGroup, lastStatus, lastQueue, lastPartition string
 	readOp := func(op *txnOpWire) error {
+		seenItems := false
 		return r.Object(func(k []byte) error {
 			switch string(k) {
 			case "type":
 				return r.same(&op.Type, &lastType)
 			case "items":
+				if err := once(&seenItems); err != nil {
+					return err
+				}
 				return r.pushItems(&op.Items, min(4096, (len(b)-r.Offset())/100+4), &lastQueue, &lastPartition)
 			case "queue":
 				return r.str(&op.Queue)
@@ -237,9 +260,13 @@ func scanTxn(b []byte, out *txnWire) bool {
 			}
 		})
 	}
+	seenOps, seenLeases := false, false
 	err := r.Object(func(k []byte) error {
 		switch string(k) {
 		case "operations":
+			if err := once(&seenOps); err != nil {
+				return err
+			}
 			ops := make([]txnOpWire, 0, min(4096, len(b)/160+4))
 			isArr, err := r.Array(func() error {
 				ops = append(ops, txnOpWire{})
@@ -255,8 +282,10 @@ func scanTxn(b []byte, out *txnWire) bool {
 			}
 			return nil
 		case "requiredLeases":
-			// A later requiredLeases replaces an earlier one, [] is empty
-			// but not nil, null is nil; a null element is "".
+			// [] is empty but not nil, null is nil; a null element is "".
+			if err := once(&seenLeases); err != nil {
+				return err
+			}
 			var leases []string
 			isArr, err := r.Array(func() error {
 				var v string
