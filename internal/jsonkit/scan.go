@@ -411,30 +411,22 @@ func (s *Scanner) Bool(dst *bool) error {
 }
 
 // OptBool reads into a *bool: null sets it to nil.
-func (s *Scanner) OptBool(dst **bool) error {
-	if s.Null() {
-		*dst = nil
-		return nil
-	}
-	var v bool
-	if err := s.Bool(&v); err != nil {
-		return err
-	}
-	*dst = &v
-	return nil
-}
+func (s *Scanner) OptBool(dst **bool) error { return optional(s, dst, s.Bool) }
 
 // OptInt reads into a *int: null sets it to nil.
-func (s *Scanner) OptInt(dst **int) error {
+func (s *Scanner) OptInt(dst **int) error { return optional(s, dst, s.Int) }
+
+// optional reads into a pointer field with read: null sets it to nil.
+func optional[T any](s *Scanner, dst **T, read func(*T) error) error {
 	if s.Null() {
 		*dst = nil
 		return nil
 	}
-	var v int
-	if err := s.Int(&v); err != nil {
+	v := new(T)
+	if err := read(v); err != nil {
 		return err
 	}
-	*dst = &v
+	*dst = v
 	return nil
 }
 

@@ -221,15 +221,13 @@ func TestScannerDepthLimit(t *testing.T) {
 func TestScannerTypedReads(t *testing.T) {
 	t.Parallel()
 	type typed struct {
-		S     string   `json:"s"`
-		I     int      `json:"i"`
-		I64   int64    `json:"i64"`
-		B     bool     `json:"b"`
-		OB    *bool    `json:"ob"`
-		OI    *int     `json:"oi"`
-		Ss    []string `json:"ss"`
-		Raw   string   `json:"-"`
-		Other string   `json:"-"`
+		S   string   `json:"s"`
+		I   int      `json:"i"`
+		I64 int64    `json:"i64"`
+		B   bool     `json:"b"`
+		OB  *bool    `json:"ob"`
+		OI  *int     `json:"oi"`
+		Ss  []string `json:"ss"`
 	}
 	read := func(b []byte) (typed, error) {
 		v := typed{S: "keep", I: 7, I64: 8, B: true, Ss: []string{"x"}}

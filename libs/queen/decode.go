@@ -16,6 +16,15 @@ import (
 // refuses fractions) and rejects invalid JSON; the tests compare these
 // decoders with encoding/json.
 
+// strAs reads a string into a field of a named string type (a Timestamp,
+// a KVReason…); null leaves it unchanged.
+func strAs[T ~string](s *jsonkit.Scanner, dst *T) error {
+	v := string(*dst)
+	err := s.Str(&v)
+	*dst = T(v)
+	return err
+}
+
 // rawCopy reads the next value's bytes into a copy of their own: the
 // answers other than a claim are the caller's buffer, which is reused.
 func rawCopy(s *jsonkit.Scanner) ([]byte, error) {
@@ -127,10 +136,7 @@ func kvResult(s *jsonkit.Scanner, r *KVResult, key []byte) (bool, error) {
 	case "index":
 		return true, s.Int(&r.Index)
 	case "op":
-		v := string(r.Op)
-		err := s.Str(&v)
-		r.Op = KVOpType(v)
-		return true, err
+		return true, strAs(s, &r.Op)
 	case "key":
 		return true, s.Str(&r.Key)
 	case "applied":
@@ -138,10 +144,7 @@ func kvResult(s *jsonkit.Scanner, r *KVResult, key []byte) (bool, error) {
 	case "found":
 		return true, s.Bool(&r.Found)
 	case "reason":
-		v := string(r.Reason)
-		err := s.Str(&v)
-		r.Reason = KVReason(v)
-		return true, err
+		return true, strAs(s, &r.Reason)
 	case "value":
 		v, err := rawCopy(s)
 		r.Value = v
@@ -149,15 +152,9 @@ func kvResult(s *jsonkit.Scanner, r *KVResult, key []byte) (bool, error) {
 	case "version":
 		return true, s.Int64(&r.Version)
 	case "expiresAt":
-		v := string(r.ExpiresAt)
-		err := s.Str(&v)
-		r.ExpiresAt = Timestamp(v)
-		return true, err
+		return true, strAs(s, &r.ExpiresAt)
 	case "updatedAt":
-		v := string(r.UpdatedAt)
-		err := s.Str(&v)
-		r.UpdatedAt = Timestamp(v)
-		return true, err
+		return true, strAs(s, &r.UpdatedAt)
 	case "rows":
 		rows := r.Rows[:0]
 		isArr, err := s.Array(func() error {
@@ -174,15 +171,9 @@ func kvResult(s *jsonkit.Scanner, r *KVResult, key []byte) (bool, error) {
 				case "version":
 					return s.Int64(&row.Version)
 				case "expiresAt":
-					v := string(row.ExpiresAt)
-					err := s.Str(&v)
-					row.ExpiresAt = Timestamp(v)
-					return err
+					return strAs(s, &row.ExpiresAt)
 				case "updatedAt":
-					v := string(row.UpdatedAt)
-					err := s.Str(&v)
-					row.UpdatedAt = Timestamp(v)
-					return err
+					return strAs(s, &row.UpdatedAt)
 				default:
 					return s.Skip()
 				}
