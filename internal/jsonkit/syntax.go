@@ -226,8 +226,21 @@ func scanContainer(b []byte, i, depth, limit int, find *member) (end int, what s
 			}
 			i++
 		}
+		// Short strings and integers, the usual members, are read here
+		// without a call.
 		start := SkipSpace(b, i)
-		if i, what = scanValueAt(b, start, depth, limit); what != "" {
+		end := -1
+		if start < len(b) {
+			switch c := b[start]; {
+			case c == '"':
+				end = quickString(b, start)
+			case c >= '0' && c <= '9':
+				end = quickNumber(b, start)
+			}
+		}
+		if end > 0 {
+			i = end
+		} else if i, what = scanValueAt(b, start, depth, limit); what != "" {
 			return i, what
 		}
 		if match {
