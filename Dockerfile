@@ -19,6 +19,7 @@ FROM golang:1.26.8 AS build
 ARG BINARY=gate-api
 WORKDIR /src
 COPY go.work go.work.sum ./
+COPY internal/go.mod internal/
 COPY libs/go.mod libs/go.sum libs/
 COPY gate-api/go.mod gate-api/go.sum gate-api/
 COPY gate-relay/go.mod gate-relay/go.sum gate-relay/

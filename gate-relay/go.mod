@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/queen-mq/gate/internal v0.0.0
 	github.com/queen-mq/gate/libs v0.0.0
 	go.uber.org/goleak v1.3.0
 )
@@ -82,3 +83,5 @@ require (
 )
 
 replace github.com/queen-mq/gate/libs => ../libs
+
+replace github.com/queen-mq/gate/internal => ../internal

@@ -89,6 +89,7 @@ require (
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/power-devops/perfstat v0.0.0-20240221224432-82ca36839d55 // indirect
 	github.com/pressly/goose/v3 v3.30.0 // indirect
+	github.com/queen-mq/gate/internal v0.0.0
 	github.com/queen-mq/gate/migrations v0.0.0
 	github.com/sethvargo/go-retry v0.5.0 // indirect
 	github.com/shirou/gopsutil/v4 v4.26.6 // indirect
@@ -111,3 +112,5 @@ require (
 )
 
 replace github.com/queen-mq/gate/migrations => ../migrations
+
+replace github.com/queen-mq/gate/internal => ../internal

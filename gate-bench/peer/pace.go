@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -101,9 +100,10 @@ type Job struct {
 	// egress keeps no per-item state, like the relay it is compared with.
 	NoStamps bool
 	// GateStamp, when its Graph is set, adds a `_gate` member of that shape
-	// (At = the settle's time) to every pushed object payload, so the loop
-	// pushes the same bytes gate-relay does; a payload that is not an
-	// object without `_gate` is pushed as it is.
+	// (At = the settle's time) to every pushed object payload through
+	// gate-relay's own splice (cost.GateStamp.AppendStamped), so the loop
+	// pushes the same bytes gate-relay does and pays what it pays for
+	// them; a payload that is not an object is pushed as it is.
 	GateStamp cost.GateStamp
 	// RiderKey, when set, makes every transaction also carry the charge
 	// gate-relay's rider path carries, built and read by libs/budget: one
@@ -184,15 +184,18 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 				txn.Reset()
 				txn.Lean = true
 				items := make([]queen.PushItem, 0, len(claim.Messages))
-				// The claim's stamp is encoded once; each payload gets a copy.
-				var stamp, arena []byte
+				// The claim's stamp is encoded once and spliced into each
+				// payload the way gate-relay splices it (cost's one splice).
+				var stamp cost.GateStamp
+				var splice cost.Splice
+				var arena []byte
 				if j.GateStamp.Graph != "" {
-					st := j.GateStamp
-					st.At = time.Now().UnixMilli()
-					stamp = st.AppendJSON(nil)
+					stamp = j.GateStamp
+					stamp.At = time.Now().UnixMilli()
+					splice = cost.Splice{Head: stamp.AppendHead(nil), KeepAttempt: true}
 					size := 0
 					for i := range claim.Messages {
-						size += len(claim.Messages[i].Data) + len(stamp) + 10
+						size += len(claim.Messages[i].Data) + len(splice.Head) + 12
 					}
 					arena = make([]byte, 0, size)
 				}
@@ -206,9 +209,9 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 						txn.Ack(m.AckItem(queen.AckCompleted, ""))
 					}
 					payload := m.Data
-					if stamp != nil {
+					if splice.Head != nil {
 						from := len(arena)
-						if out, ok := appendGate(arena, m.Data, stamp); ok {
+						if out, ok := stamp.AppendStamped(arena, m.Data, splice); ok {
 							arena, payload = out, out[from:len(out):len(out)]
 						}
 					}
@@ -257,21 +260,4 @@ func (j Job) Run(ctx context.Context) (Result, error) {
 		return res, fmt.Errorf("%w: moved %d of %d in %v", ErrIncomplete, res.Moved, j.Total, j.Deadline)
 	}
 	return res, nil
-}
-
-// appendGate appends data, a valid JSON object without a `_gate` member,
-// with stamp (an encoded cost.GateStamp) added as its last member; false
-// leaves dst as it is.
-func appendGate(dst, data, stamp []byte) ([]byte, bool) {
-	obj := bytes.TrimSpace(data)
-	if len(obj) < 2 || obj[0] != '{' || obj[len(obj)-1] != '}' || bytes.Contains(obj, []byte(`"_gate"`)) {
-		return dst, false
-	}
-	out := append(dst, obj[:len(obj)-1]...)
-	if len(bytes.TrimSpace(obj[1:len(obj)-1])) > 0 {
-		out = append(out, ',')
-	}
-	out = append(out, `"_gate":`...)
-	out = append(out, stamp...)
-	return append(out, '}'), true
 }

@@ -153,27 +153,6 @@ func TestJobAckLastSettlesEveryClaimWithOneAck(t *testing.T) {
 	}
 }
 
-func TestAppendGate(t *testing.T) {
-	t.Parallel()
-	st := cost.GateStamp{Graph: "g", Path: "p", Hop: 1, Node: "n", At: 5}
-	for in, want := range map[string]string{
-		`{"i":1}`:     `{"i":1,"_gate":{"graph":"g","path":"p","hop":1,"node":"n","at":5}}`,
-		` {} `:        `{"_gate":{"graph":"g","path":"p","hop":1,"node":"n","at":5}}`,
-		`{ }`:         `{ "_gate":{"graph":"g","path":"p","hop":1,"node":"n","at":5}}`,
-		`[1]`:         "",
-		`{"_gate":1}`: "",
-		`"s"`:         "",
-	} {
-		out, ok := appendGate(nil, []byte(in), st.AppendJSON(nil))
-		if got := string(out); ok != (want != "") || got != want {
-			t.Errorf("appendGate(%s) = %q, %v; want %q", in, got, ok, want)
-		}
-		if ok && !json.Valid(out) {
-			t.Errorf("appendGate(%s) is not valid JSON: %s", in, out)
-		}
-	}
-}
-
 // newBroker starts a miniqueen for t and a client of it; the context ends
 // with the test, or after 30 s.
 func newBroker(t *testing.T) (*miniqueen.Server, *queen.Client, context.Context) {

@@ -92,7 +92,9 @@ func TestStampKeepsTheProducersBytesMeaning(t *testing.T) {
 // applyByDecoding is the reference stamp: decode the object, replace the
 // `_gate` member, re-encode. Apply must produce an equivalent object.
 func applyByDecoding(s Stamp, data []byte) []byte {
-	trimmed := bytes.TrimSpace(data)
+	// JSON's white space only: bytes.TrimSpace would also take a form
+	// feed, which makes "\f{}" invalid JSON, for white space.
+	trimmed := bytes.Trim(data, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return data
 	}

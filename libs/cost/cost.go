@@ -131,13 +131,10 @@ func AddressesStamp(p string) bool {
 // "" when it is absent or not a string.
 func Op(data []byte) string {
 	raw, ok := field(data, "op")
-	if !ok || len(raw) == 0 || raw[0] != '"' {
-		return ""
-	}
-	s, ok := decodeString(raw)
 	if !ok {
 		return ""
 	}
+	s, _ := text(raw)
 	return s
 }
 
@@ -176,7 +173,7 @@ func Scope(data []byte, p string) (value string, ok bool) {
 	}
 	switch c := raw[0]; {
 	case c == '"':
-		return decodeString(raw)
+		return text(raw)
 	case c == 't':
 		return "true", true
 	case c == 'f':

@@ -2,6 +2,7 @@ package cost
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -186,5 +187,22 @@ func BenchmarkScopeAndOp(b *testing.B) {
 		if !ok || v == "" || !MatchOp(patterns, Op(data)) {
 			b.Fatal(v)
 		}
+	}
+}
+
+// A member nested more than 512 levels deep makes the object unreadable
+// (its cost falls back to the default), so hostile payloads stay cheap;
+// 512 levels are read.
+func TestLookupBoundsNesting(t *testing.T) {
+	t.Parallel()
+	nested := func(levels int) string {
+		return `{"deep":` + strings.Repeat("[", levels) + "1" + strings.Repeat("]", levels) + `,"rooms":7}`
+	}
+	r := Rule{Path: "payload.rooms", Default: 2, Max: 9}
+	if c, err := r.Of([]byte(nested(512))); err != nil || c != 7 {
+		t.Errorf("512 levels: cost %d, %v; want 7", c, err)
+	}
+	if c, err := r.Of([]byte(nested(513))); err != nil || c != 2 {
+		t.Errorf("513 levels: cost %d, %v; want the default 2", c, err)
 	}
 }

@@ -1,425 +1,106 @@
 package miniqueen
 
 import (
+	"errors"
+	"fmt"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
 	"unsafe"
 
-	"github.com/queen-mq/gate/libs/internal/jsonplain"
+	"github.com/queen-mq/gate/internal/jsonkit"
 )
 
-// scanner is a small strict JSON reader for the hot request shapes (push
-// items, transaction operations). Anything it does not expect makes it give
-// up (ok=false) and the caller falls back to encoding/json, so behaviour and
-// error messages stay those of the standard decoder.
-type scanner struct {
-	b   []byte
-	i   int
-	bad bool
-	ar  *arena // where decoded strings and raw values are copied
+// The hot request shapes (push items, transaction operations) are read by
+// scanPush and scanTxn on the one JSON scanner (internal/jsonkit), which
+// fills each field as encoding/json would. Anything they do not expect
+// makes them give up (ok=false) and the caller falls back to encoding/json,
+// so behaviour and error messages stay those of the standard decoder.
+
+// errFallBack makes a fast read give up and leave the body to
+// encoding/json.
+var errFallBack = errors.New("miniqueen: the fast reader leaves this body to encoding/json")
+
+// reader is a Scanner of a request body with the arena its kept strings
+// and raw values are copied into.
+type reader struct {
+	*jsonkit.Scanner
+	ar *arena
 }
 
-func newScanner(b []byte) *scanner {
+func newReader(b []byte) reader {
 	// Everything kept is a copy of (at most all of) the body's bytes, so
 	// one allocation of the body's size holds every string and payload.
-	return &scanner{b: b, ar: &arena{b: make([]byte, 0, len(b))}}
+	return reader{Scanner: jsonkit.NewScanner(b), ar: &arena{b: make([]byte, 0, len(b))}}
 }
 
-func (s *scanner) ws() {
-	// Every white space byte is at most ' ', so one comparison passes the
-	// usual next byte, which is not.
-	for s.i < len(s.b) && s.b[s.i] <= ' ' {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-func (s *scanner) peek() byte {
-	s.ws()
-	if s.i >= len(s.b) {
-		s.bad = true
-		return 0
-	}
-	return s.b[s.i]
-}
-
-func (s *scanner) eat(c byte) bool {
-	if s.peek() == c && !s.bad {
-		s.i++
-		return true
-	}
-	return false
-}
-
-func (s *scanner) expect(c byte) {
-	if !s.eat(c) {
-		s.bad = true
-	}
-}
-
-// null consumes a JSON null if one is next.
-func (s *scanner) null() bool {
-	if s.peek() == 'n' && s.i+4 <= len(s.b) && string(s.b[s.i:s.i+4]) == "null" {
-		s.i += 4
-		return true
-	}
-	return false
-}
-
-// str reads a JSON string and returns its value.
-func (s *scanner) str() string {
-	if s.peek() != '"' {
-		s.bad = true
-		return ""
-	}
-	s.i++
-	start := s.i
-	if s.i = jsonplain.Run(s.b, s.i); s.i < len(s.b) && s.b[s.i] == '"' {
-		v := s.ar.str(s.b[start:s.i])
-		s.i++
-		return v
-	}
-	// Slow path: escapes or non-ASCII.
-	var out []byte
-	out = append(out, s.b[start:s.i]...)
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			return s.ar.str(out)
-		case c < 0x20:
-			s.bad = true
-			return ""
-		case c == '\\':
-			if s.i+1 >= len(s.b) {
-				s.bad = true
-				return ""
-			}
-			e := s.b[s.i+1]
-			s.i += 2
-			switch e {
-			case '"', '\\', '/':
-				out = append(out, e)
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r, ok := s.hex4()
-				if !ok {
-					return ""
-				}
-				if utf16.IsSurrogate(r) {
-					r2 := utf8.RuneError
-					if s.i+1 < len(s.b) && s.b[s.i] == '\\' && s.b[s.i+1] == 'u' {
-						save := s.i
-						s.i += 2
-						if x, ok := s.hex4(); ok {
-							if d := utf16.DecodeRune(r, x); d != utf8.RuneError {
-								r2 = d
-							} else {
-								s.i = save
-							}
-						} else {
-							return ""
-						}
-					}
-					r = r2
-				}
-				out = utf8.AppendRune(out, r)
-			default:
-				s.bad = true
-				return ""
-			}
-		case c < utf8.RuneSelf:
-			out = append(out, c)
-			s.i++
-		default:
-			r, size := utf8.DecodeRune(s.b[s.i:])
-			if r == utf8.RuneError && size == 1 {
-				out = append(out, "\ufffd"...)
-			} else {
-				out = append(out, s.b[s.i:s.i+size]...)
-			}
-			s.i += size
-		}
-	}
-	s.bad = true
-	return ""
-}
-
-// strSame reads a string field; when its raw bytes equal *prev (no escapes)
-// it returns *prev without allocating: acks and pushes of one bundle repeat
-// their group, lease, partition and queue names.
-func (s *scanner) strSame(prev *string) string {
-	if s.peek() == '"' && !s.bad {
-		p := *prev
-		end := s.i + 1 + len(p)
-		if p != "" && end < len(s.b) && s.b[end] == '"' && string(s.b[s.i+1:end]) == p && jsonplain.Run(s.b[:end], s.i+1) == end {
-			s.i = end + 1
-			return p
-		}
-	}
-	v := s.str()
-	*prev = v
-	return v
-}
-
-// optSame is optStr with strSame.
-func (s *scanner) optSame(prev *string) (string, bool) {
-	if s.null() {
-		return "", false
-	}
-	return s.strSame(prev), true
-}
-
-func (s *scanner) hex4() (rune, bool) {
-	if s.i+4 > len(s.b) {
-		s.bad = true
-		return 0, false
-	}
-	var r rune
-	for _, c := range s.b[s.i : s.i+4] {
-		r <<= 4
-		switch {
-		case '0' <= c && c <= '9':
-			r |= rune(c - '0')
-		case 'a' <= c && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case 'A' <= c && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			s.bad = true
-			return 0, false
-		}
-	}
-	s.i += 4
-	return r, true
-}
-
-// skipString validates a string without decoding it.
-func (s *scanner) skipString() {
-	if s.peek() != '"' {
-		s.bad = true
-		return
-	}
-	s.i++
-	for {
-		if s.i = jsonplain.Run(s.b, s.i); s.i >= len(s.b) {
-			break
-		}
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			return
-		case c < 0x20:
-			s.bad = true
-			return
-		case c == '\\':
-			if s.i+1 >= len(s.b) {
-				s.bad = true
-				return
-			}
-			switch s.b[s.i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i += 2
-			case 'u':
-				s.i += 2
-				if _, ok := s.hex4(); !ok {
-					return
-				}
-			default:
-				s.bad = true
-				return
-			}
-		default:
-			s.i++
-		}
-	}
-	s.bad = true
-}
-
-func (s *scanner) skipNumber() {
-	start := s.i
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		s.i++
-	}
-	digits := func() int {
-		n := 0
-		for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-			s.i++
-			n++
-		}
-		return n
-	}
-	if s.i < len(s.b) && s.b[s.i] == '0' {
-		s.i++
-	} else if digits() == 0 {
-		s.bad = true
-		return
-	}
-	if s.i < len(s.b) && s.b[s.i] == '.' {
-		s.i++
-		if digits() == 0 {
-			s.bad = true
-			return
-		}
-	}
-	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		s.i++
-		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
-			s.i++
-		}
-		if digits() == 0 {
-			s.bad = true
-			return
-		}
-	}
-	if s.i == start {
-		s.bad = true
-	}
-}
-
-// value skips one JSON value and returns its raw bytes (a sub-slice of the
-// input).
-func (s *scanner) value(depth int) []byte {
-	if depth > 1000 {
-		s.bad = true
+// str reads a string into *dst (null leaves it unchanged).
+func (r reader) str(dst *string) error {
+	if r.Null() {
 		return nil
 	}
-	c := s.peek()
-	start := s.i
-	switch {
-	case s.bad:
-		return nil
-	case c == '"':
-		s.skipString()
-	case c == '{':
-		s.i++
-		if !s.eat('}') {
-			for !s.bad {
-				s.skipString()
-				s.expect(':')
-				s.value(depth + 1)
-				if s.eat(',') {
-					continue
-				}
-				s.expect('}')
-				break
-			}
-		}
-	case c == '[':
-		s.i++
-		if !s.eat(']') {
-			for !s.bad {
-				s.value(depth + 1)
-				if s.eat(',') {
-					continue
-				}
-				s.expect(']')
-				break
-			}
-		}
-	case c == 't' || c == 'f' || c == 'n':
-		for _, lit := range []string{"true", "false", "null"} {
-			if s.i+len(lit) <= len(s.b) && string(s.b[s.i:s.i+len(lit)]) == lit {
-				s.i += len(lit)
-				return s.b[start:s.i]
-			}
-		}
-		s.bad = true
-	case c == '-' || c >= '0' && c <= '9':
-		s.skipNumber()
-	default:
-		s.bad = true
+	t, err := r.Text()
+	if err != nil {
+		return err
 	}
-	if s.bad {
+	*dst = r.ar.str(t)
+	return nil
+}
+
+// same is str for values that repeat: when the value equals *prev, *dst
+// gets *prev without a copy (acks and pushes of one bundle repeat their
+// group, lease, partition and queue names), else the copy becomes *prev.
+func (r reader) same(dst, prev *string) error {
+	if r.Null() {
 		return nil
 	}
-	return s.b[start:s.i]
+	t, err := r.Text()
+	if err != nil {
+		return err
+	}
+	if string(t) != *prev {
+		*prev = r.ar.str(t)
+	}
+	*dst = *prev
+	return nil
 }
 
-// object calls field for each key of an object; field must consume the
-// value.
-func (s *scanner) object(field func(key string)) {
-	s.expect('{')
-	if s.bad || s.eat('}') {
-		return
+// optStr reads a string into *dst, a pointer field: null sets it to nil.
+// With prev not nil, the string is read with same.
+func (r reader) optStr(dst **string, prev *string) error {
+	if r.Null() {
+		*dst = nil
+		return nil
 	}
-	for !s.bad {
-		k := s.str()
-		s.expect(':')
-		if s.bad {
-			return
-		}
-		field(k)
-		if s.eat(',') {
-			continue
-		}
-		s.expect('}')
-		return
+	var v string
+	var err error
+	if prev != nil {
+		err = r.same(&v, prev)
+	} else {
+		err = r.str(&v)
 	}
+	if err != nil {
+		return err
+	}
+	*dst = &v
+	return nil
 }
 
-// array calls elem for each element of an array; a null counts as absent
-// (returns false).
-func (s *scanner) array(elem func()) bool {
-	if s.null() {
-		return false
-	}
-	s.expect('[')
-	if s.bad || s.eat(']') {
-		return !s.bad
-	}
-	for !s.bad {
-		elem()
-		if s.eat(',') {
-			continue
-		}
-		s.expect(']')
-		break
-	}
-	return !s.bad
-}
-
-// optStr reads a string field where null means absent.
-func (s *scanner) optStr() (string, bool) {
-	if s.null() {
-		return "", false
-	}
-	return s.str(), true
-}
-
-// end checks that only whitespace follows.
-func (s *scanner) end() bool {
-	s.ws()
-	return !s.bad && s.i == len(s.b)
+// raw reads a value (null included) into the arena.
+func (r reader) raw(dst *rawJSON) error {
+	v, err := r.Raw()
+	*dst = r.ar.keep(v)
+	return err
 }
 
 // skipUnknown skips the value of a key the fast path does not know; a key
 // that encoding/json would match case-insensitively to a known one makes
-// the scanner give up, so both decoders agree.
-func (s *scanner) skipUnknown(k string, known ...string) {
+// the reader give up, so both decoders agree.
+func (r reader) skipUnknown(k []byte, known ...string) error {
 	for _, kn := range known {
-		if strings.EqualFold(k, kn) {
-			s.bad = true
-			return
+		if strings.EqualFold(string(k), kn) {
+			return errFallBack
 		}
 	}
-	s.value(0)
+	return r.Skip()
 }
 
 var pushKeys = []string{"queue", "partition", "payload", "data", "transactionId", "traceId"}
@@ -452,57 +133,78 @@ func (a *arena) str(raw []byte) string {
 	return unsafe.String(unsafe.SliceData(k), len(k))
 }
 
-// pushItemSame reads one push item object, reusing the previous item's
-// queue and partition strings when they repeat.
-func (s *scanner) pushItemSame(it *pushItemWire, ar *arena, lastQueue, lastPartition *string) {
-	s.object(func(k string) {
-		switch k {
+// pushItem reads one push item object, reusing the previous item's queue
+// and partition strings when they repeat.
+func (r reader) pushItem(it *pushItemWire, lastQueue, lastPartition *string) error {
+	return r.Object(func(k []byte) error {
+		switch string(k) {
 		case "queue":
-			it.Queue, _ = s.optSame(lastQueue)
+			return r.same(&it.Queue, lastQueue)
 		case "partition":
-			if v, ok := s.optSame(lastPartition); ok {
-				it.Partition = &v
-			} else {
-				it.Partition = nil
-			}
+			return r.optStr(&it.Partition, lastPartition)
 		case "payload":
-			it.Payload = ar.keep(s.value(0))
+			return r.raw(&it.Payload)
 		case "data":
-			it.Data = ar.keep(s.value(0))
+			return r.raw(&it.Data)
 		case "transactionId":
-			it.TransactionID, _ = s.optStr()
+			return r.str(&it.TransactionID)
 		case "traceId":
-			it.TraceID, _ = s.optStr()
+			return r.str(&it.TraceID)
 		default:
-			s.skipUnknown(k, pushKeys...)
+			return r.skipUnknown(k, pushKeys...)
 		}
 	})
 }
 
+// errRepeated gives up on an array given twice in one object:
+// encoding/json decodes the second into the first one's elements, merging
+// their fields, which the fast readers do not.
+var errRepeated = fmt.Errorf("%w: an array key given twice", errFallBack)
+
+// once makes the second read of an array key give up (see errRepeated).
+func once(seen *bool) error {
+	if *seen {
+		return errRepeated
+	}
+	*seen = true
+	return nil
+}
+
+// pushItems reads an array of push items into *dst, a pointer field: null
+// sets it to nil, [] to an empty list; sizeHint is the capacity to start
+// with.
+func (r reader) pushItems(dst **[]pushItemWire, sizeHint int, lastQueue, lastPartition *string) error {
+	list := make([]pushItemWire, 0, sizeHint)
+	isArr, err := r.Array(func() error {
+		list = append(list, pushItemWire{})
+		return r.pushItem(&list[len(list)-1], lastQueue, lastPartition)
+	})
+	switch {
+	case err != nil:
+		return err
+	case !isArr:
+		*dst = nil
+	default:
+		*dst = &list
+	}
+	return nil
+}
+
 // scanPush decodes {"items":[…]}; ok=false means "use encoding/json".
 func scanPush(b []byte) (items *[]pushItemWire, ok bool) {
-	s := newScanner(b)
-	ar := s.ar
-	s.object(func(k string) {
-		if k != "items" {
-			s.skipUnknown(k, "items")
-			return
+	r := newReader(b)
+	var lastQueue, lastPartition string
+	seen := false
+	err := r.Object(func(k []byte) error {
+		if string(k) != "items" {
+			return r.skipUnknown(k, "items")
 		}
-		list := make([]pushItemWire, 0, min(8192, len(b)/80+4))
-		var lastQueue, lastPartition string
-		if s.array(func() {
-			list = append(list, pushItemWire{})
-			s.pushItemSame(&list[len(list)-1], ar, &lastQueue, &lastPartition)
-		}) {
-			if list == nil {
-				list = []pushItemWire{}
-			}
-			items = &list
-		} else {
-			items = nil
+		if err := once(&seen); err != nil {
+			return err
 		}
+		return r.pushItems(&items, min(8192, len(b)/80+4), &lastQueue, &lastPartition)
 	})
-	if !s.end() {
+	if err != nil || r.End() != nil {
 		return nil, false
 	}
 	return items, true
@@ -518,85 +220,98 @@ type txnWire struct {
 
 // scanTxn decodes a transaction body; ok=false means "use encoding/json".
 func scanTxn(b []byte, out *txnWire) bool {
-	s := newScanner(b)
-	ar := s.ar
+	r := newReader(b)
 	var lastType, lastPart, lastLease, lastGroup, lastStatus, lastQueue, lastPartition string
-	s.object(func(k string) {
-		switch k {
-		case "operations":
-			ops := make([]txnOpWire, 0, min(4096, len(b)/160+4))
-			if s.array(func() {
-				ops = append(ops, txnOpWire{})
-				op := &ops[len(ops)-1]
-				s.object(func(k string) {
-					switch k {
-					case "type":
-						op.Type, _ = s.optSame(&lastType)
-					case "items":
-						list := make([]pushItemWire, 0, min(4096, (len(b)-s.i)/100+4))
-						if s.array(func() {
-							list = append(list, pushItemWire{})
-							s.pushItemSame(&list[len(list)-1], ar, &lastQueue, &lastPartition)
-						}) {
-							if list == nil {
-								list = []pushItemWire{}
-							}
-							op.Items = &list
-						}
-					case "queue":
-						op.Queue, _ = s.optStr()
-					case "partition":
-						if v, ok := s.optStr(); ok {
-							op.Partition = &v
-						}
-					case "payload":
-						op.Payload = ar.keep(s.value(0))
-					case "data":
-						op.Data = ar.keep(s.value(0))
-					case "transactionId":
-						op.TransactionID, _ = s.optStr()
-					case "traceId":
-						op.TraceID, _ = s.optStr()
-					case "partitionId":
-						op.PartitionID, _ = s.optSame(&lastPart)
-					case "leaseId":
-						op.LeaseID, _ = s.optSame(&lastLease)
-					case "consumerGroup":
-						op.ConsumerGroup, _ = s.optSame(&lastGroup)
-					case "status":
-						if v, ok := s.optSame(&lastStatus); ok {
-							op.Status = &v
-						}
-					case "error":
-						op.Error, _ = s.optStr()
-					default:
-						s.skipUnknown(k, txnOpKeys...)
-					}
-				})
-			}) {
-				if ops == nil {
-					ops = []txnOpWire{}
+	readOp := func(op *txnOpWire) error {
+		seenItems := false
+		return r.Object(func(k []byte) error {
+			switch string(k) {
+			case "type":
+				return r.same(&op.Type, &lastType)
+			case "items":
+				if err := once(&seenItems); err != nil {
+					return err
 				}
+				return r.pushItems(&op.Items, min(4096, (len(b)-r.Offset())/100+4), &lastQueue, &lastPartition)
+			case "queue":
+				return r.str(&op.Queue)
+			case "partition":
+				return r.optStr(&op.Partition, nil)
+			case "payload":
+				return r.raw(&op.Payload)
+			case "data":
+				return r.raw(&op.Data)
+			case "transactionId":
+				return r.str(&op.TransactionID)
+			case "traceId":
+				return r.str(&op.TraceID)
+			case "partitionId":
+				return r.same(&op.PartitionID, &lastPart)
+			case "leaseId":
+				return r.same(&op.LeaseID, &lastLease)
+			case "consumerGroup":
+				return r.same(&op.ConsumerGroup, &lastGroup)
+			case "status":
+				return r.optStr(&op.Status, &lastStatus)
+			case "error":
+				return r.str(&op.Error)
+			default:
+				return r.skipUnknown(k, txnOpKeys...)
+			}
+		})
+	}
+	seenOps, seenLeases := false, false
+	err := r.Object(func(k []byte) error {
+		switch string(k) {
+		case "operations":
+			if err := once(&seenOps); err != nil {
+				return err
+			}
+			ops := make([]txnOpWire, 0, min(4096, len(b)/160+4))
+			isArr, err := r.Array(func() error {
+				ops = append(ops, txnOpWire{})
+				return readOp(&ops[len(ops)-1])
+			})
+			switch {
+			case err != nil:
+				return err
+			case !isArr:
+				out.Operations = nil
+			default:
 				out.Operations = &ops
 			}
+			return nil
 		case "requiredLeases":
-			// As encoding/json: a later requiredLeases replaces an earlier
-			// one, [] is empty but not nil, null is nil.
+			// [] is empty but not nil, null is nil; a null element is "".
+			if err := once(&seenLeases); err != nil {
+				return err
+			}
 			var leases []string
-			if s.array(func() {
-				v, _ := s.optStr()
+			isArr, err := r.Array(func() error {
+				var v string
+				err := r.str(&v)
 				leases = append(leases, v)
-			}) && leases == nil {
+				return err
+			})
+			if isArr && leases == nil {
 				leases = []string{}
 			}
 			out.RequiredLeases = leases
+			return err
 		case "kv":
-			out.KV = append(rawJSON(nil), s.value(0)...)
+			return rawCopy(r, &out.KV)
 		case "timers":
-			out.Timers = append(rawJSON(nil), s.value(0)...)
+			return rawCopy(r, &out.Timers)
 		default:
-			s.skipUnknown(k, "operations", "requiredLeases", "kv", "timers")
+			return r.skipUnknown(k, "operations", "requiredLeases", "kv", "timers")
 		}
 	})
-	return s.end()
+	return err == nil && r.End() == nil
+}
+
+// rawCopy reads a value (null included) into a copy of its own.
+func rawCopy(r reader, dst *rawJSON) error {
+	v, err := r.Raw()
+	*dst = append(rawJSON(nil), v...)
+	return err
 }

@@ -22,6 +22,14 @@ var scanSeeds = []string{
 	`  {"items" : [ { "queue" : "q" , "payload" : { } } ] }  `,
 	`{"items":[{"queue":"q"}]} x`,
 	"{\"items\":[{\"queue\":\"\xff\"}]}",
+	// A later null leaves a string as it was and sets a pointer to nil, as
+	// encoding/json does (the fast path once cleared the queue).
+	`{"items":[{"queue":"a","queue":null,"partition":"p","partition":null,"transactionId":"t","transactionId":null}]}`,
+	`{"items":[{"queue":"q"}],"items":null}`,
+	`null`,
+	// encoding/json decodes a repeated array into the first one's
+	// elements, merging them: the fast path leaves such bodies to it.
+	`{"items":[{"queue":"x","traceId":"t"}],"items":[{"queue":"y"}]}`,
 }
 
 func samePush(t *testing.T, a, b *[]pushItemWire) {
@@ -89,6 +97,10 @@ func TestScanTxnAgreesWithEncodingJSON(t *testing.T) {
 		`{"operations":[{"type":"ack","transactionId":"t","partitionId":"p","leaseId":"l","consumerGroup":"g","status":"completed"},{"type":"push","items":[{"queue":"d","partition":"","payload":{"a":1},"transactionId":"x"}]}],"requiredLeases":["l"],"kv":[{"op":"incr","ns":"gate","key":"b","delta":3,"ttlSeconds":60,"max":10}]}`,
 		`{"operations":[{"type":"push","queue":"d","data":[1],"traceId":"0198f0aa-0000-7000-8000-000000000001"}],"timers":null}`,
 		`{"operations":[{"type":"ack","status":null,"error":"e"}]}`,
+		// Later duplicates: a null leaves a string as it was and sets a
+		// pointer (partition, status) to nil, as encoding/json does.
+		`{"operations":[{"type":"push","queue":"q","queue":null,"partition":"a","partition":null,"items":null,"status":"s","status":null}],"kv":[1],"kv":null}`,
+		`{"operations":[{"type":"push","items":[{"queue":"d","partition":"p","partition":null}]}],"requiredLeases":["l",null]}`,
 	}
 	for _, b := range bodies {
 		var want, got txnWire
@@ -106,9 +118,31 @@ func TestScanTxnAgreesWithEncodingJSON(t *testing.T) {
 	}
 }
 
+// encoding/json decodes an array given twice into the first one's
+// elements, merging their fields: the fast path gives such bodies up to it.
+func TestScanTxnLeavesRepeatedArraysToEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, b := range []string{
+		`{"operations":[{"type":"ack","queue":"q"}],"operations":[{"type":"push"}]}`,
+		`{"operations":[{"type":"ack"}],"operations":null,"requiredLeases":["l"],"requiredLeases":null}`,
+		`{"requiredLeases":["a"],"requiredLeases":[null]}`,
+		`{"operations":[{"type":"push","items":[{"queue":"x","traceId":"t"}],"items":[{"queue":"y"}]}]}`,
+	} {
+		var got txnWire
+		if scanTxn([]byte(b), &got) {
+			t.Errorf("the fast path read %s, which repeats an array", b)
+		}
+	}
+	if _, ok := scanPush([]byte(`{"items":[{"queue":"x"}],"items":[{"queue":"y"}]}`)); ok {
+		t.Errorf("the fast path read a push body that repeats items")
+	}
+}
+
 func FuzzScanTxn(f *testing.F) {
 	f.Add([]byte(`{"operations":[{"type":"ack","transactionId":"t","partitionId":"p","leaseId":"l","consumerGroup":"g","status":"completed"},{"type":"ack","transactionId":"u","partitionId":"p","leaseId":"l","consumerGroup":"g","status":"completed"},{"type":"push","items":[{"queue":"d","partition":"p","payload":{"a":1},"transactionId":"x"},{"queue":"d","partition":"p","payload":2}]}],"requiredLeases":["l"],"kv":[{"op":"incr"}]}`))
 	f.Add([]byte(`{"operations":[{"type":"push","queue":"d","data":[1],"partition":"\u00e9"},{"type":"push","queue":"d","partition":"é"}],"timers":null}`))
+	f.Add([]byte(`{"operations":[{"type":"push","queue":"q","queue":null,"partition":"a","partition":null,"items":[{"queue":"x","queue":null}],"status":"s","status":null}]}`))
+	f.Add([]byte(`{"operations":[{"type":"ack","queue":"q"}],"operations":[{"type":"push"}],"requiredLeases":["a"],"requiredLeases":[null]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var want, got txnWire
 		err := json.Unmarshal(body, &want)

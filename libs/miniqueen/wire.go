@@ -3,9 +3,8 @@ package miniqueen
 import (
 	"strconv"
 	"time"
-	"unicode/utf8"
 
-	"github.com/queen-mq/gate/libs/internal/jsonplain"
+	"github.com/queen-mq/gate/internal/jsonkit"
 )
 
 // Time layouts used on the wire.
@@ -19,14 +18,15 @@ const (
 )
 
 // jw is a tiny append-only JSON writer used on the hot paths so responses are
-// encoded without reflection.
+// encoded without reflection; its strings are the one JSON string encoder's
+// (jsonkit.AppendString: encoding/json's bytes without HTML escaping).
 type jw struct {
 	b []byte
 }
 
 func (w *jw) raw(s string)  { w.b = append(w.b, s...) }
 func (w *jw) rawb(b []byte) { w.b = append(w.b, b...) }
-func (w *jw) str(s string)  { w.b = appendJSONString(w.b, s) }
+func (w *jw) str(s string)  { w.b = jsonkit.AppendString(w.b, s) }
 func (w *jw) int(n int64)   { w.b = strconv.AppendInt(w.b, n, 10) }
 func (w *jw) bool(v bool)   { w.b = strconv.AppendBool(w.b, v) }
 func (w *jw) key(k string) {
@@ -58,59 +58,10 @@ func (w *jw) json(v []byte) {
 	w.b = append(w.b, v...)
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string literal. Invalid UTF-8 becomes
-// U+FFFD; control characters and the JS line separators are escaped.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if i = jsonplain.Run(s, i); i == len(s) {
-			break
-		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
 // uuid is a 16-byte UUID kept as an array (no pointer for the GC to scan).
 type uuid [16]byte
+
+const hexDigits = "0123456789abcdef"
 
 // appendUUID appends the canonical 36-character form of u.
 func appendUUID(b []byte, u uuid) []byte {

@@ -51,7 +51,7 @@
 //   - A long-poll pop's HTTP call is bounded by ctx and by its timeout (30 s
 //     when unset) plus 5 s, so the broker's timer fires first.
 //   - Hot-path bodies are written by hand and the claim, transaction and KV
-//     answers are read by a small scanner that mirrors encoding/json (checked
-//     by a differential fuzz test); a claim's message payloads share one copy
-//     of the answer body.
+//     answers are read by Gate's one JSON scanner (internal/jsonkit), which
+//     mirrors encoding/json (checked by differential fuzz tests); a claim's
+//     message payloads share one copy of the answer body.
 package queen

@@ -4,69 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 
-	"github.com/queen-mq/gate/libs/internal/jsonplain"
+	"github.com/queen-mq/gate/internal/jsonkit"
 )
 
 // The hot-path request bodies (push items, acks, transactions, KV batches)
 // are written by hand with the appenders below instead of going through
 // reflection: the relay sends one of each per claim of up to 200 messages.
-
-// appendString appends s as a JSON string, escaping the way encoding/json
-// does without HTML escaping: quotes, backslashes, control characters,
-// U+2028/U+2029, and invalid UTF-8 as U+FFFD.
-func appendString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if i = jsonplain.Run(s, i); i == len(s) {
-			break
-		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// Strings are written by the one JSON string encoder (jsonkit.AppendString),
+// byte for byte encoding/json's without HTML escaping.
 
 // field appends `,"name":` (or `"name":` right after an opening brace).
 func field(b []byte, name string) []byte {
@@ -78,7 +24,7 @@ func field(b []byte, name string) []byte {
 	return append(b, '"', ':')
 }
 
-func strField(b []byte, name, v string) []byte { return appendString(field(b, name), v) }
+func strField(b []byte, name, v string) []byte { return jsonkit.AppendString(field(b, name), v) }
 
 func strFieldOmit(b []byte, name, v string) []byte {
 	if v == "" {
@@ -154,7 +100,7 @@ func appendStrings(b []byte, ss []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, s)
+		b = jsonkit.AppendString(b, s)
 	}
 	return append(b, ']')
 }

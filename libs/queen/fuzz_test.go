@@ -6,36 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
-
-// FuzzAppendString checks the hand-written string encoder against
-// encoding/json (without HTML escaping): same bytes, and it round-trips.
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "plain", "q\"b\\n\n\r\t\x00\x1f", "é€😀", "\u2028\u2029", "\xff\xfe", "<&>"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got := appendString(nil, s)
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(s); err != nil {
-			t.Fatal(err)
-		}
-		want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-		if !bytes.Equal(got, want) {
-			t.Fatalf("appendString(%q) = %s, encoding/json = %s", s, got, want)
-		}
-		var back string
-		if err := json.Unmarshal(got, &back); err != nil {
-			t.Fatalf("%s does not decode: %v", got, err)
-		}
-		if utf8.ValidString(s) && back != s {
-			t.Fatalf("round trip %q -> %q", s, back)
-		}
-	})
-}
 
 // FuzzDecoders feeds arbitrary bodies to every response decoder: they must
 // never panic, and what they report must be self-consistent.

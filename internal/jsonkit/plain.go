@@ -1,6 +1,9 @@
-// Package jsonplain finds where plain JSON string content ends: the one
-// per-byte loop the Queen client and miniqueen run over every string they
-// scan or write.
+package jsonkit
+
+import "math/bits"
+
+// Plain JSON string content: the one per-byte loop every scan and write of
+// a string runs.
 //
 // A byte is plain when it may stand inside a JSON string as itself with no
 // further thought: printable ASCII other than the quote and the backslash.
@@ -8,9 +11,6 @@
 // a byte of a multi-byte UTF-8 sequence) is the caller's slow path. Eight
 // bytes are judged at a time, because the strings on the hot path (ids,
 // names, payload members) are almost always plain.
-package jsonplain
-
-import "math/bits"
 
 const (
 	ones  = 0x0101010101010101
@@ -37,10 +37,12 @@ func Run[T string | []byte](b T, i int) int {
 }
 
 // load reads b[i:i+8] as a little-endian word: b[i] is its lowest byte.
+// Slicing first leaves one bounds check instead of eight, and the compiler
+// makes the eight bytes one load.
 func load[T string | []byte](b T, i int) uint64 {
-	_ = b[i+7]
-	return uint64(b[i]) | uint64(b[i+1])<<8 | uint64(b[i+2])<<16 | uint64(b[i+3])<<24 |
-		uint64(b[i+4])<<32 | uint64(b[i+5])<<40 | uint64(b[i+6])<<48 | uint64(b[i+7])<<56
+	w := b[i : i+8]
+	return uint64(w[0]) | uint64(w[1])<<8 | uint64(w[2])<<16 | uint64(w[3])<<24 |
+		uint64(w[4])<<32 | uint64(w[5])<<40 | uint64(w[6])<<48 | uint64(w[7])<<56
 }
 
 // special sets the high bit of the lowest byte of x that is not plain, and

@@ -1,4 +1,4 @@
-package jsonplain
+package jsonkit
 
 import (
 	"bytes"
