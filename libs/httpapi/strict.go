@@ -2,12 +2,12 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"reflect"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/queen-mq/gate/internal/jsonkit"
 	"github.com/queen-mq/gate/libs/wire"
 )
 
@@ -21,13 +21,15 @@ import (
 // the top-level field names. b must already be valid JSON (json.Valid).
 func strictScan(b []byte, allowed []string, what string) *Refusal {
 	sc := &strictScanner{b: b, allowed: allowed, what: what}
-	sc.space()
-	return sc.value(0)
+	_, bad := sc.value(jsonkit.SkipSpace(b, 0), 0)
+	return bad
 }
 
+// strictScanner walks a valid document once, in place, with the JSON
+// toolkit's token steps (white space, string ends, unquoting): each value
+// returns where it ended, so nothing is walked twice however deep.
 type strictScanner struct {
 	b       []byte
-	i       int
 	allowed []string
 	what    string
 	path    []string
@@ -40,32 +42,6 @@ func (sc *strictScanner) field() string {
 	return strings.Join(sc.path, ".")
 }
 
-func (sc *strictScanner) space() {
-	for sc.i < len(sc.b) {
-		switch sc.b[sc.i] {
-		case ' ', '\t', '\n', '\r':
-			sc.i++
-		default:
-			return
-		}
-	}
-}
-
-// str steps over the string at sc.i and returns its raw bytes (between
-// the quotes, escapes undecoded) and its offset.
-func (sc *strictScanner) str() ([]byte, int) {
-	start := sc.i
-	sc.i++
-	for sc.i < len(sc.b) && sc.b[sc.i] != '"' {
-		if sc.b[sc.i] == '\\' {
-			sc.i++
-		}
-		sc.i++
-	}
-	sc.i++
-	return sc.b[start+1 : sc.i-1], start
-}
-
 func (sc *strictScanner) badUTF8(raw []byte, at int) *Refusal {
 	if utf8.Valid(raw) {
 		return nil
@@ -73,93 +49,78 @@ func (sc *strictScanner) badUTF8(raw []byte, at int) *Refusal {
 	return Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidUTF8, "%s: %s holds bytes that are not valid UTF-8 (at byte %d): send UTF-8 text", sc.what, sc.field(), at+1+invalidUTF8(raw)).Field(sc.field())
 }
 
-func (sc *strictScanner) value(depth int) *Refusal {
-	if sc.i >= len(sc.b) {
-		return nil
+// value checks the value at b[i] and returns the index just past it.
+func (sc *strictScanner) value(i, depth int) (int, *Refusal) {
+	if i >= len(sc.b) {
+		return i, nil
 	}
-	switch sc.b[sc.i] {
+	switch sc.b[i] {
 	case '{':
-		return sc.object(depth)
+		return sc.object(i, depth)
 	case '[':
-		sc.i++
-		sc.space()
-		if sc.b[sc.i] == ']' {
-			sc.i++
-			return nil
-		}
-		for {
-			sc.space()
-			if bad := sc.value(depth + 1); bad != nil {
-				return bad
+		i = jsonkit.SkipSpace(sc.b, i+1)
+		for i < len(sc.b) && sc.b[i] != ']' {
+			end, bad := sc.value(i, depth+1)
+			if bad != nil {
+				return end, bad
 			}
-			sc.space()
-			c := sc.b[sc.i]
-			sc.i++
-			if c == ']' {
-				return nil
+			i = jsonkit.SkipSpace(sc.b, end)
+			if i < len(sc.b) && sc.b[i] == ',' {
+				i = jsonkit.SkipSpace(sc.b, i+1)
 			}
 		}
+		return i + 1, nil
 	case '"':
-		raw, at := sc.str()
-		return sc.badUTF8(raw, at)
+		end := jsonkit.StringEnd(sc.b, i)
+		return end, sc.badUTF8(sc.b[i+1:end-1], i)
 	}
-	for sc.i < len(sc.b) {
-		switch sc.b[sc.i] {
-		case ',', ']', '}', ' ', '\t', '\n', '\r':
-			return nil
-		}
-		sc.i++
-	}
-	return nil
+	return jsonkit.ValueEnd(sc.b, i), nil
 }
 
-func (sc *strictScanner) object(depth int) *Refusal {
-	sc.i++
-	sc.space()
-	if sc.b[sc.i] == '}' {
-		sc.i++
-		return nil
-	}
+// object checks the object at b[i] and returns the index just past it.
+func (sc *strictScanner) object(i, depth int) (int, *Refusal) {
 	var keys map[string]struct{}
-	for {
-		sc.space()
-		raw, at := sc.str()
+	i = jsonkit.SkipSpace(sc.b, i+1)
+	for i < len(sc.b) && sc.b[i] == '"' {
+		at, end := i, jsonkit.StringEnd(sc.b, i)
+		raw := sc.b[at+1 : end-1]
 		key := string(raw)
 		if bytes.IndexByte(raw, '\\') >= 0 {
-			_ = json.Unmarshal(sc.b[at:sc.i], &key)
+			if d, ok := jsonkit.Unquote(nil, sc.b[at:end]); ok {
+				key = string(d)
+			}
 		}
 		// A key that is not UTF-8 is named by the object that holds it.
 		if bad := sc.badUTF8(raw, at); bad != nil {
-			return bad
+			return end, bad
 		}
 		sc.path = append(sc.path, key)
 		if keys == nil {
 			keys = map[string]struct{}{}
 		}
 		if _, dup := keys[key]; dup {
-			return Refuse(http.StatusUnprocessableEntity, wire.CodeDuplicateField, "%s gives the field %q twice: send each field once (which copy counts would otherwise depend on the reader)", sc.what, sc.field()).Field(sc.field())
+			return end, Refuse(http.StatusUnprocessableEntity, wire.CodeDuplicateField, "%s gives the field %q twice: send each field once (which copy counts would otherwise depend on the reader)", sc.what, sc.field()).Field(sc.field())
 		}
 		keys[key] = struct{}{}
 		if depth == 0 && sc.allowed != nil && !exactName(sc.allowed, key) {
 			if near := foldName(sc.allowed, key); near != "" {
-				return Refuse(http.StatusUnprocessableEntity, wire.CodeUnknownField, "%s has an unknown field %q: field names are case-sensitive, did you mean %q?", sc.what, key, near).Field(key)
+				return end, Refuse(http.StatusUnprocessableEntity, wire.CodeUnknownField, "%s has an unknown field %q: field names are case-sensitive, did you mean %q?", sc.what, key, near).Field(key)
 			}
-			return Refuse(http.StatusUnprocessableEntity, wire.CodeUnknownField, "%s has an unknown field %q: remove it (field names are case-sensitive; the fields are %s)", sc.what, key, strings.Join(sc.allowed, ", ")).Field(key)
+			return end, Refuse(http.StatusUnprocessableEntity, wire.CodeUnknownField, "%s has an unknown field %q: remove it (field names are case-sensitive; the fields are %s)", sc.what, key, strings.Join(sc.allowed, ", ")).Field(key)
 		}
-		sc.space()
-		sc.i++ // ':'
-		sc.space()
-		if bad := sc.value(depth + 1); bad != nil {
-			return bad
+		// past the ':'
+		i = jsonkit.SkipSpace(sc.b, jsonkit.SkipSpace(sc.b, end)+1)
+		vend, bad := sc.value(i, depth+1)
+		if bad != nil {
+			return vend, bad
 		}
 		sc.path = sc.path[:len(sc.path)-1]
-		sc.space()
-		c := sc.b[sc.i]
-		sc.i++
-		if c == '}' {
-			return nil
+		i = jsonkit.SkipSpace(sc.b, vend)
+		if i < len(sc.b) && sc.b[i] == ',' {
+			i = jsonkit.SkipSpace(sc.b, i+1)
 		}
 	}
+	return i + 1, nil
 }
 
 // invalidUTF8 is the offset of the first invalid byte of b.

@@ -201,64 +201,55 @@ type stamp struct {
 	attempt           int64
 }
 
-func (st stamp) json(hop int) json.RawMessage {
-	return cost.GateStamp{Graph: st.graph, Path: st.path, Hop: hop, Node: st.node, At: st.at, Attempt: st.attempt, HasAttempt: st.attempt > 0}.AppendJSON(make([]byte, 0, 96))
+func (st stamp) gate() cost.GateStamp {
+	return cost.GateStamp{Graph: st.graph, Path: st.path, Node: st.node, At: st.at, Attempt: st.attempt, HasAttempt: st.attempt > 0}
+}
+
+// stamped is the payload as the ingress stores it: the payload object (an
+// absent or null payload is {}) with op written as its "op" member when
+// non-empty and st as its one `_gate`, through the stamp's one splice
+// (libs/cost): every other member is kept as it came. A payload that is
+// not an object is refused with the decoder's words.
+func stamped(payload []byte, op string, st stamp) ([]byte, error) {
+	body := bytes.TrimSpace(payload)
+	if len(body) == 0 || string(body) == "null" {
+		body = []byte("{}")
+	}
+	if out, ok := st.gate().AppendStamped(make([]byte, 0, len(body)+len(op)+128), body, cost.Splice{Op: op}); ok {
+		return out, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, err
+	}
+	return nil, errors.New("is not a JSON object")
 }
 
 // envelope builds the stored item: the payload object (absent → {}), op
 // written to payload.op when non-empty, the v1 cost written at the node's
 // cost path when the payload has nothing there, and _gate overwritten.
 func envelope(payload json.RawMessage, op string, legacyCost int64, costPath string, st stamp) ([]byte, error) {
-	body := bytes.TrimSpace(payload)
-	needCost := legacyCost > 0 && costPath != ""
-	if !needCost && len(body) >= 2 && body[0] == '{' {
-		// The common case appends to the object as it came: no decode.
-		if _, has := cost.Lookup(body, cost.Root+"."+cost.Stamp); !has {
-			if _, hasOp := cost.Lookup(body, cost.Root+".op"); op == "" || !hasOp {
-				return appendFields(body, op, st), nil
-			}
-		}
+	if legacyCost <= 0 || costPath == "" {
+		return stamped(payload, op, st)
 	}
-	if body == nil {
+	body := bytes.TrimSpace(payload)
+	if len(body) == 0 {
 		body = []byte("{}")
 	}
-	m := map[string]json.RawMessage{}
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, err
-	}
-	if op != "" {
-		q, _ := json.Marshal(op)
-		m["op"] = q
-	}
-	if needCost {
-		if _, ok := cost.Lookup(body, costPath); !ok {
-			segs := strings.Split(strings.TrimPrefix(costPath, cost.Root+"."), ".")
-			setPath(m, segs, json.RawMessage(strconv.FormatInt(legacyCost, 10)))
+	if _, ok := cost.Lookup(body, costPath); !ok {
+		m := map[string]json.RawMessage{}
+		if err := json.Unmarshal(body, &m); err != nil {
+			return nil, err
 		}
+		segs := strings.Split(strings.TrimPrefix(costPath, cost.Root+"."), ".")
+		setPath(m, segs, json.RawMessage(strconv.FormatInt(legacyCost, 10)))
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		body = b
 	}
-	m[cost.Stamp] = st.json(0)
-	return json.Marshal(m)
-}
-
-// appendFields adds "op" (when non-empty) and "_gate" to the JSON object
-// obj, which has neither.
-func appendFields(obj []byte, op string, st stamp) []byte {
-	inner := bytes.TrimSpace(obj[1 : len(obj)-1])
-	out := make([]byte, 0, len(obj)+len(op)+128)
-	out = append(out, '{')
-	out = append(out, inner...)
-	if len(inner) > 0 {
-		out = append(out, ',')
-	}
-	if op != "" {
-		out = append(out, `"op":`...)
-		q, _ := json.Marshal(op)
-		out = append(out, q...)
-		out = append(out, ',')
-	}
-	out = append(out, `"_gate":`...)
-	out = append(out, st.json(0)...)
-	return append(out, '}')
+	return stamped(body, op, st)
 }
 
 // setPath writes v at segs inside m, creating intermediate objects and

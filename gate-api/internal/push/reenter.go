@@ -136,14 +136,7 @@ func (d *Door) reenter(q *httpapi.Request) *httpapi.Refusal {
 }
 
 // restamp overwrites _gate on an object payload.
-func restamp(data json.RawMessage, st stamp) ([]byte, error) {
-	m := map[string]json.RawMessage{}
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, err
-	}
-	m[cost.Stamp] = st.json(0)
-	return json.Marshal(m)
-}
+func restamp(data json.RawMessage, st stamp) ([]byte, error) { return stamped(data, "", st) }
 
 // entryStage is the first-hop stage of path, or nil.
 func entryStage(p *plan.Plan, path string) *plan.Stage {
