@@ -32,7 +32,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := relay.Run(ctx, cfg, relay.WithLogger(log)); err != nil {
-		log.Error("gate-relay failed", "err", err)
+		log.Error("gate-relay failed", "error", err)
 		os.Exit(1)
 	}
 }

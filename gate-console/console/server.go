@@ -224,7 +224,7 @@ func Boot(ctx context.Context, cfg config.Config, log *slog.Logger, opt Options)
 	if db != nil {
 		// The mounted history routes (traces, flow, rollups, watch) read it.
 		s.api.UseHistory(db)
-		s.log.Info("history database open", "where", cfg.API.History.Describe(), "schema", db.Schema())
+		s.log.Info("history database open", "history", cfg.API.History.Describe(), "schema", db.Schema())
 	}
 	return s, nil
 }
@@ -256,7 +256,7 @@ func Run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.cfg.DevEmail != "" {
 		s.log.Warn("!!! SIGN-IN IS BYPASSED: GATE_DEV_EMAIL is set, every request to the console is "+s.cfg.DevEmail+" — for a local run only; unset it and configure GOOGLE_CLIENT_ID before anyone else can reach "+ln.Addr().String()+" !!!",
-			"GATE_DEV_EMAIL", s.cfg.DevEmail, "admin", s.admin(s.cfg.DevEmail))
+			"devEmail", s.cfg.DevEmail, "admin", s.admin(s.cfg.DevEmail))
 	}
 	if err := s.Start(context.WithoutCancel(ctx)); err != nil {
 		return err

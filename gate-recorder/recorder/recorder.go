@@ -114,11 +114,11 @@ func (r *Recorder) Tick(ctx context.Context) {
 			m.drainFailed(r.failing)
 		}
 		if r.failing == 1 || r.failing%30 == 0 {
-			r.log.Warn("history drain failed; the relays keep buffering (an hour of seconds per stage)", "err", err, "failures", r.failing)
+			r.log.Warn("history drain failed; the relays keep buffering (an hour of seconds per stage)", "error", err, "failures", r.failing)
 		}
 	} else {
 		if r.failing > 0 {
-			r.log.Info("history drain recovered", "after_failures", r.failing)
+			r.log.Info("history drain recovered", "afterFailures", r.failing)
 		}
 		r.failing = 0
 		if m := r.cfg.Metrics; m != nil {
@@ -131,16 +131,16 @@ func (r *Recorder) Tick(ctx context.Context) {
 	if m := now.UnixMilli() / 60000; m != r.lastMinute {
 		r.lastMinute = m
 		if err := r.Sample(ctx); err != nil {
-			r.log.Warn("queue snapshots failed", "err", err)
+			r.log.Warn("queue snapshots failed", "error", err)
 		}
 	}
 	if h := now.UnixMilli() / 3600000; h != r.lastHour {
 		r.lastHour = h
 		p, err := r.Prune(ctx)
 		if err != nil {
-			r.log.Warn("history retention failed", "err", err)
+			r.log.Warn("history retention failed", "error", err)
 		} else if len(p.PartitionsDropped) > 0 || p.Rollups+p.Traces+p.Recorders+p.Snapshots+p.ConfigEvents > 0 {
-			r.log.Info("history retention", "partitions_dropped", len(p.PartitionsDropped), "rollups", p.Rollups, "traces", p.Traces,
+			r.log.Info("history retention", "partitionsDropped", len(p.PartitionsDropped), "rollups", p.Rollups, "traces", p.Traces,
 				"recorders", p.Recorders, "snapshots", p.Snapshots, "annotations", p.ConfigEvents)
 		}
 	}
@@ -171,7 +171,7 @@ func (r *Recorder) Drain(ctx context.Context) (Drained, error) {
 	b := ToBatch(entries)
 	for _, e := range entries {
 		if e.Err != nil {
-			r.log.Warn("handover row unreadable; deleted", "key", e.Key, "err", e.Err)
+			r.log.Warn("handover row unreadable; deleted", "key", e.Key, "error", e.Err)
 		}
 	}
 	if err := r.cfg.DB.Write(ctx, b); err != nil {

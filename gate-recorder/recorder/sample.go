@@ -40,7 +40,7 @@ func (r *Recorder) Sample(ctx context.Context) error {
 			if err == nil {
 				raw, _ = json.Marshal(body)
 			} else if ctx.Err() == nil {
-				r.log.Debug("snapshot unavailable", "app", p.Application, "graph", p.Graph, "node", n.Name, "err", err)
+				r.log.Debug("snapshot unavailable", "app", p.Application, "graph", p.Graph, "node", n.Name, "error", err)
 			}
 			out = append(out, history.Snapshot{App: p.Application, Graph: p.Graph, Node: n.Name, Minute: minute, At: now, Body: raw})
 		}

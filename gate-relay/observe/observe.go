@@ -224,7 +224,7 @@ func (h *Handover) loop(ctx context.Context, tick <-chan time.Time) {
 			return
 		case <-tick:
 			if err := h.Flush(ctx); err != nil && ctx.Err() == nil {
-				h.log.Warn("history handover: flush failed; observations stay buffered", "err", err)
+				h.log.Warn("history handover: flush failed; observations stay buffered", "error", err)
 			}
 		}
 	}

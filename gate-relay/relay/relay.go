@@ -256,7 +256,7 @@ func (r *Relay) reconcile(ctx context.Context) {
 	cancel()
 	if err != nil {
 		r.brokerDown = true
-		r.log.Warn("reading the store failed; keeping what runs", "err", err)
+		r.log.Warn("reading the store failed; keeping what runs", "error", err)
 		return
 	}
 	if r.brokerDown {
@@ -359,7 +359,7 @@ func (r *Relay) put(k string, rt *runtime) {
 // reportOnce logs a start failure once per distinct error.
 func (r *Relay) reportOnce(k string, doc store.Document, err error) {
 	if r.lastErrs[k] != err.Error() {
-		r.log.Error("graph did not start", "app", doc.App, "graph", doc.Graph, "err", err)
+		r.log.Error("graph did not start", "app", doc.App, "graph", doc.Graph, "error", err)
 		r.lastErrs[k] = err.Error()
 	}
 }

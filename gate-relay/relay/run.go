@@ -78,7 +78,7 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 		// out of what Run returns.
 		conn, nerr := nats.Connect(cfg.NATSURL, nats.Name("gate-relay "+cfg.Replica), nats.MaxReconnects(-1))
 		if nerr != nil {
-			log.Warn("NATS is unreachable; the relay runs without live fan-out (status still goes to kv)", "url", cfg.NATSURL, "err", nerr)
+			log.Warn("NATS is unreachable; the relay runs without live fan-out (status still goes to kv)", "url", cfg.NATSURL, "error", nerr)
 		} else {
 			nc = conn
 			defer nc.Close()

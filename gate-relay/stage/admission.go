@@ -101,7 +101,7 @@ func (a *Admission) Probe(ctx context.Context, l *budget.Limiter, tx budget.Tran
 			a.switched.Add(1)
 		}
 		if !known {
-			a.log.Warn("the broker did not prove it applies transaction riders; admission uses the separate kv call", "err", err)
+			a.log.Warn("the broker did not prove it applies transaction riders; admission uses the separate kv call", "error", err)
 		}
 		return err
 	}

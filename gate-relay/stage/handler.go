@@ -258,7 +258,7 @@ func (h *handler) try(n int) (_ *budget.Charge, permanentErr error, done bool) {
 				return ch, nil, false
 			case err == nil && res.Refusal != nil && res.Refusal.Duplicate():
 				s.c.duplicates.Add(1)
-				s.log.Warn("settle rolled back by a duplicate transaction id; recovering by halving", "partition", h.msgs[0].Partition, "err", res.Refusal)
+				s.log.Warn("settle rolled back by a duplicate transaction id; recovering by halving", "partition", h.msgs[0].Partition, "error", res.Refusal)
 				h.recoverDuplicate(n, nil, true)
 				return nil, nil, true
 			case err == nil && permanent(res.Refusal):
@@ -308,7 +308,7 @@ func (h *handler) checkRiders(ch *budget.Charge, res *queen.TxnResult) {
 	defer cancel()
 	if berr := s.cfg.Limiter.Backfill(ctx, &h.batch, ch); berr != nil {
 		s.c.leaked.Add(1)
-		s.log.Error("a settle committed without its riders and charging it afterwards failed; the counter under-counts this claim", "err", berr, "partition", h.msgs[0].Partition)
+		s.log.Error("a settle committed without its riders and charging it afterwards failed; the counter under-counts this claim", "error", berr, "partition", h.msgs[0].Partition)
 		return
 	}
 	for i, d := range ch.Delta {
@@ -325,7 +325,7 @@ func (h *handler) read(ch *budget.Charge) bool {
 	defer cancel()
 	if err := h.s.cfg.Limiter.Read(ctx, &h.batch, ch); err != nil {
 		h.s.c.released.Add(1)
-		h.s.log.Warn("reading the refused counters failed; releasing the claim (the lease redelivers it)", "err", err, "partition", h.msgs[0].Partition)
+		h.s.log.Warn("reading the refused counters failed; releasing the claim (the lease redelivers it)", "error", err, "partition", h.msgs[0].Partition)
 		return false
 	}
 	return true
@@ -360,7 +360,7 @@ func (h *handler) lost(end int, err error, refund bool) (refunded bool) {
 	s.c.released.Add(1)
 	if !definite(err) {
 		s.c.ambiguous.Add(1)
-		s.log.Warn("the settle's outcome is unknown; its charge is kept, never refunded", "partition", h.msgs[0].Partition, "err", err)
+		s.log.Warn("the settle's outcome is unknown; its charge is kept, never refunded", "partition", h.msgs[0].Partition, "error", err)
 		return false
 	}
 	return refund
@@ -378,7 +378,7 @@ func (h *handler) charge(n int) (*budget.Charge, error) {
 		}
 		h.s.c.released.Add(1)
 		h.s.c.leaked.Add(1)
-		h.s.log.Warn("budget call failed; releasing the claim (the lease redelivers it)", "err", err, "partition", h.msgs[0].Partition)
+		h.s.log.Warn("budget call failed; releasing the claim (the lease redelivers it)", "error", err, "partition", h.msgs[0].Partition)
 		return nil, err
 	}
 	return ch, nil
@@ -404,7 +404,7 @@ func permanent(err error) bool {
 func (h *handler) poisonHead(err error) {
 	if h.window[0].kind != work {
 		h.s.c.released.Add(1)
-		h.s.log.Warn("the broker refuses this claim for good and its head is not a work item; releasing", "err", err, "partition", h.msgs[0].Partition)
+		h.s.log.Warn("the broker refuses this claim for good and its head is not a work item; releasing", "error", err, "partition", h.msgs[0].Partition)
 		return
 	}
 	h.window[0].err = err
@@ -428,7 +428,7 @@ func (h *handler) refund(ch *budget.Charge, from int) {
 	defer cancel()
 	rep, err := h.s.cfg.Limiter.Refund(ctx, refunds)
 	if err != nil {
-		h.s.log.Warn("refund call failed; the counters over-count until their window ends", "err", err)
+		h.s.log.Warn("refund call failed; the counters over-count until their window ends", "error", err)
 		return
 	}
 	if rep.Refused > 0 {
@@ -497,7 +497,7 @@ func (h *handler) release() bool {
 	t := &queen.Transaction{}
 	t.Ack(h.msgs[0].AckItem(queen.AckRetry, ""))
 	if err := h.commit(t); err != nil {
-		s.log.Warn("handing the claim back failed; it comes back after its lease", "err", err, "partition", h.msgs[0].Partition)
+		s.log.Warn("handing the claim back failed; it comes back after its lease", "error", err, "partition", h.msgs[0].Partition)
 	}
 	return false
 }
@@ -674,7 +674,7 @@ func (h *handler) settle(admitted int, ch *budget.Charge) {
 		h.committed(fwd, foreignN, costSum, ch)
 	case isDuplicate(err):
 		s.c.duplicates.Add(1)
-		s.log.Warn("settle rolled back by a duplicate transaction id; recovering by halving", "partition", h.msgs[0].Partition, "err", err)
+		s.log.Warn("settle rolled back by a duplicate transaction id; recovering by halving", "partition", h.msgs[0].Partition, "error", err)
 		h.recoverDuplicate(admitted, ch, false)
 	default:
 		if h.lost(end, err, ch != nil) {
@@ -752,7 +752,7 @@ func (h *handler) recoverDuplicate(admitted int, ch *budget.Charge, riding bool)
 		if err := h.commit(t); err == nil {
 			s.c.foreign.Add(1)
 		} else {
-			s.log.Warn("acking the foreign head failed", "err", err)
+			s.log.Warn("acking the foreign head failed", "error", err)
 		}
 	} else {
 		t, _, fwd, _, costSum := h.transaction(1)
@@ -775,10 +775,10 @@ func (h *handler) recoverDuplicate(admitted int, ch *budget.Charge, riding bool)
 			bare.Ack(head.msg.AckItem(queen.AckCompleted, ""))
 			h.handBack(bare, 1)
 			if err := h.commit(bare); err != nil {
-				s.log.Warn("bare ack of an already-forwarded head failed", "err", err)
+				s.log.Warn("bare ack of an already-forwarded head failed", "error", err)
 			}
 		default:
-			s.log.Warn("settling the head alone failed", "err", err)
+			s.log.Warn("settling the head alone failed", "error", err)
 			if !definite(err) {
 				s.c.ambiguous.Add(1)
 				return
@@ -830,11 +830,11 @@ func (h *handler) failed(end int, err error) {
 	if escalate {
 		s.c.wedged.Add(1)
 		s.log.Error("stage is wedged: the broker keeps refusing the ack at a head that never moves; this is a stuck cursor, not a budget backlog, whatever waitingForBudget says",
-			"partition", m.Partition, "attempts", attempts, "err", text,
+			"partition", m.Partition, "attempts", attempts, "error", text,
 			"remedy", fmt.Sprintf("POST /api/v1/consumer-groups/%s/queues/%s/seek with body {\"toEnd\":true}, then investigate why the group reads frames older than the broker's transaction window", s.cfg.Stage.Group, s.cfg.Stage.Source))
 		return
 	}
-	s.log.Warn("settle failed; releasing the claim", "partition", m.Partition, "attempts", attempts, "settled", end, "err", text)
+	s.log.Warn("settle failed; releasing the claim", "partition", m.Partition, "attempts", attempts, "settled", end, "error", text)
 }
 
 // nackHead fails the poison head alone, in its own transaction: after the
@@ -846,7 +846,7 @@ func (h *handler) nackHead() {
 	t := &queen.Transaction{}
 	t.Ack(e.msg.AckItem(queen.AckFailed, reason))
 	if err := h.commit(t); err != nil {
-		s.log.Warn("nack of a poison item failed; it will be redelivered", "partition", e.msg.Partition, "transactionId", e.msg.TransactionID, "err", err)
+		s.log.Warn("nack of a poison item failed; it will be redelivered", "partition", e.msg.Partition, "transactionId", e.msg.TransactionID, "error", err)
 		return
 	}
 	s.c.deadlettered.Add(1)

@@ -219,7 +219,7 @@ func (s *Stage) work(ctx context.Context, worker int) {
 			}
 			failing++
 			if failing == 1 || failing%30 == 0 {
-				s.log.Warn("pop failed; retrying", "err", err, "failures", failing)
+				s.log.Warn("pop failed; retrying", "error", err, "failures", failing)
 			}
 			if clock.Sleep(ctx, s.cfg.Clock, min(time.Duration(failing)*200*time.Millisecond, 2*time.Second)) != nil {
 				return
@@ -271,7 +271,7 @@ func (s *Stage) renew(ctx context.Context, leaseID string) {
 		_, err := s.cfg.Client.ExtendLease(cctx, leaseID, s.cfg.Lease)
 		cancel()
 		if err != nil && ctx.Err() == nil {
-			s.log.Warn("lease renewal failed", "lease", leaseID, "err", err)
+			s.log.Warn("lease renewal failed", "lease", leaseID, "error", err)
 		}
 	}
 }

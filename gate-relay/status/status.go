@@ -121,7 +121,7 @@ func (p *Publisher) loop(ctx context.Context, tick <-chan time.Time) {
 		cancel()
 		switch {
 		case err != nil && !failing:
-			log.Warn("writing the relay status failed", "err", err)
+			log.Warn("writing the relay status failed", "error", err)
 			failing = true
 		case err == nil && failing:
 			log.Info("writing the relay status works again")
@@ -156,7 +156,7 @@ func (p *Publisher) fanOut(st store.RelayStatus, cursor uint64, log *slog.Logger
 			err = p.cfg.NATS.Publish(CountersSubjectFor(g.App, g.Graph), b)
 		}
 		if err != nil {
-			log.Debug("nats publish failed", "err", err)
+			log.Debug("nats publish failed", "error", err)
 		}
 	}
 	fresh, next := p.cfg.Source.Denials().Since(cursor)
@@ -171,7 +171,7 @@ func (p *Publisher) fanOut(st store.RelayStatus, cursor uint64, log *slog.Logger
 			err = p.cfg.NATS.Publish(subject, b)
 		}
 		if err != nil {
-			log.Debug("nats publish failed", "err", err)
+			log.Debug("nats publish failed", "error", err)
 		}
 	}
 	return next

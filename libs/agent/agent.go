@@ -178,7 +178,7 @@ func (a *Agent) Chat(ctx context.Context, req wire.AIChatRequest, env Env) (wire
 	} else if reply.Draft == nil {
 		outcome = "clarification"
 	}
-	a.log.Info("ai chat", "provider", a.p.Name(), "model", a.p.Model(), "application", req.Application, "outcome", outcome, "calls", calls, "ms", time.Since(start).Milliseconds())
+	a.log.Info("ai chat", "provider", a.p.Name(), "model", a.p.Model(), "app", req.Application, "outcome", outcome, "calls", calls, "durationMs", time.Since(start).Milliseconds())
 	return reply, err
 }
 

@@ -187,7 +187,7 @@ func (s *Server) Start(ctx context.Context) error {
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	s.Go(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.logger.Error("miniqueen: serve", "err", err)
+			s.logger.Error("miniqueen: serve", "error", err)
 		}
 	})
 	s.Go(func() {

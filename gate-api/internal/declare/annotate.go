@@ -33,7 +33,7 @@ func (d *Declarer) annotate(ctx context.Context, app, name string, prev previous
 		return
 	}
 	if !prev.known {
-		d.p.Log.Warn("configuration annotation skipped: the previous document could not be read", "application", app, "graph", name)
+		d.p.Log.Warn("configuration annotation skipped: the previous document could not be read", "app", app, "graph", name)
 		return
 	}
 	if prev.existed && bytes.Equal(prev.body, stored) {
@@ -43,6 +43,6 @@ func (d *Declarer) annotate(ctx context.Context, app, name string, prev previous
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), annotateTimeout)
 	defer cancel()
 	if err := db.AddConfigEvent(actx, history.ConfigEvent{App: app, Graph: name, At: d.p.Clock.Now().UnixMilli(), Change: ch}); err != nil {
-		d.p.Log.Warn("configuration annotation skipped: history is unavailable", "application", app, "graph", name, "label", ch.Label, "error", err)
+		d.p.Log.Warn("configuration annotation skipped: history is unavailable", "app", app, "graph", name, "label", ch.Label, "error", err)
 	}
 }

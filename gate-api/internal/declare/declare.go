@@ -97,7 +97,7 @@ func (d *Declarer) putGraph(q *httpapi.Request, target bool) *httpapi.Refusal {
 	}
 	running, notes := d.awaitRunning(q.Outer, app, map[string]uint32{name: resp.Version})
 	if !running[name] {
-		d.p.Log.Info("declared, but no relay runs it yet", "application", app, "graph", name, "version", resp.Version, "note", notes[name])
+		d.p.Log.Info("declared, but no relay runs it yet", "app", app, "graph", name, "version", resp.Version, "note", notes[name])
 	}
 	httpapi.WriteJSON(q.W, http.StatusOK, wire.Declared{PlanResponse: *resp, Running: running[name], RunningNote: notes[name]})
 	return nil
@@ -190,7 +190,7 @@ func (d *Declarer) check(ctx context.Context, app, name string, body []byte, tar
 	var prev previous
 	listing, lerr := d.p.Store.List(ctx)
 	if lerr != nil {
-		d.p.Log.Warn("declare: the store could not be read; cross-graph checks skipped", "application", app, "graph", name, "error", lerr)
+		d.p.Log.Warn("declare: the store could not be read; cross-graph checks skipped", "app", app, "graph", name, "error", lerr)
 	} else {
 		print = printOf(listing)
 		stored = plane.StoredOf(listing.Documents)
@@ -245,7 +245,7 @@ func (d *Declarer) commit(ctx context.Context, app, name string, c *checked) (*p
 	}
 	d.p.Cat.Put(&plane.Entry{App: app, Graph: name, Body: stamped, Doc: doc, Plan: res.Plan})
 	d.annotate(ctx, app, name, c.prev, stamped, doc)
-	d.p.Log.Info("declared", "application", app, "graph", name, "version", doc.Version, "v1", res.V1, "warnings", len(res.Findings.Warnings()))
+	d.p.Log.Info("declared", "app", app, "graph", name, "version", doc.Version, "v1", res.V1, "warnings", len(res.Findings.Warnings()))
 	return res.Response(), outcomeOK, nil
 }
 
@@ -321,7 +321,7 @@ func (d *Declarer) deleteGraph(q *httpapi.Request, target bool) *httpapi.Refusal
 	}
 	out.Stages = plane.NonNil(stages)
 	out.KeptQueues = plane.NonNil(kept)
-	d.p.Log.Info("deleted", "application", app, "graph", name, "runningOn", runners)
+	d.p.Log.Info("deleted", "app", app, "graph", name, "runningOn", runners)
 	httpapi.WriteJSON(q.W, http.StatusOK, out)
 	return nil
 }
@@ -422,7 +422,7 @@ func (d *Declarer) syncTargets(q *httpapi.Request) *httpapi.Refusal {
 	}
 	if len(notes) > 0 {
 		out.RunningNotes = notes
-		d.p.Log.Info("synced, but no relay runs some targets yet", "application", app, "targets", notRunning(running))
+		d.p.Log.Info("synced, but no relay runs some targets yet", "app", app, "targets", notRunning(running))
 	}
 	httpapi.WriteJSON(q.W, http.StatusOK, out)
 	return nil

@@ -45,13 +45,13 @@ func (d *Declarer) ResaveV1(ctx context.Context) error {
 		if doc.Legacy {
 			if g, ok := listing.Find(doc.App, doc.Graph); ok && !g.Legacy {
 				d.p.Log.Info("boot re-save: the v1 target is shadowed by a stored graph of the same name, which wins; both rows are left as stored",
-					"application", doc.App, "graph", doc.Graph, "key", doc.Key)
+					"app", doc.App, "graph", doc.Graph, "key", doc.Key)
 				kept++
 				continue
 			}
 		}
 		if err := resaveOne(ctx, d.p, doc); err != nil {
-			d.p.Log.Warn("boot re-save: the v1 document is left as stored", "application", doc.App, "graph", doc.Graph, "key", doc.Key, "error", err)
+			d.p.Log.Warn("boot re-save: the v1 document is left as stored", "app", doc.App, "graph", doc.Graph, "key", doc.Key, "error", err)
 			kept++
 			continue
 		}

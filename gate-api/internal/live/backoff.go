@@ -81,7 +81,7 @@ func (l *Live) backoff(q *httpapi.Request) *httpapi.Refusal {
 	}
 	refundErr, err := l.p.Limiter().Spend(ctx, counters, seconds, refund)
 	if refundErr != nil {
-		l.p.Log.Warn("backoff: crediting the refund failed", "application", e.App, "graph", e.Graph, "node", n.Name, "error", refundErr)
+		l.p.Log.Warn("backoff: crediting the refund failed", "app", e.App, "graph", e.Graph, "node", n.Name, "error", refundErr)
 	}
 	if err != nil {
 		return httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "spending the window of node '%s' failed: %v; the node is not held, retry", n.Name, err)
@@ -91,7 +91,7 @@ func (l *Live) backoff(q *httpapi.Request) *httpapi.Refusal {
 	if err := l.p.Store.PutBreaker(ctx, n.BreakerKey, rec); err != nil {
 		return httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "the window of node '%s' is spent, but %v; retry so the fleet can see it", n.Name, err)
 	}
-	l.p.Log.Warn("backoff: node held", "application", e.App, "graph", e.Graph, "node", n.Name, "retryAfterSeconds", seconds, "by", by, "keys", keys)
+	l.p.Log.Warn("backoff: node held", "app", e.App, "graph", e.Graph, "node", n.Name, "retryAfterSeconds", seconds, "by", by, "keys", keys)
 	httpapi.WriteJSON(q.W, http.StatusOK, wire.Backoff{
 		OK: true, Node: n.Name, RetryAfterSeconds: seconds, Until: rec.Until(),
 		Keys: plane.NonNil(keys), Refunded: refund,
@@ -112,7 +112,7 @@ func (l *Live) liftBackoff(q *httpapi.Request) *httpapi.Refusal {
 	if err := l.p.Limiter().Lift(q.Context(), counters, n.BreakerKey); err != nil {
 		return httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "lifting the backoff of node '%s' failed: %v; the node stays held until its window expires, retry", n.Name, err)
 	}
-	l.p.Log.Info("backoff lifted", "application", e.App, "graph", e.Graph, "node", n.Name)
+	l.p.Log.Info("backoff lifted", "app", e.App, "graph", e.Graph, "node", n.Name)
 	httpapi.WriteJSON(q.W, http.StatusOK, wire.BackoffLifted{OK: true, Node: n.Name, Cleared: cleared})
 	return nil
 }

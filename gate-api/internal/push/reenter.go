@@ -127,7 +127,7 @@ func (d *Door) reenter(q *httpapi.Request) *httpapi.Refusal {
 			return httpapi.Refuse(http.StatusBadGateway, wire.CodePushFailed, "the broker did not store the item on %s: %s; retry", node.IngressQueue, r.Error)
 		}
 	}
-	d.p.Log.Info("re-entered", "application", e.App, "graph", e.Graph, "path", path, "node", entry.Node, "attempt", attempt, "transactionId", txn, "pushed", pushed)
+	d.p.Log.Info("re-entered", "app", e.App, "graph", e.Graph, "path", path, "node", entry.Node, "attempt", attempt, "transactionId", txn, "pushed", pushed)
 	httpapi.WriteJSON(q.W, http.StatusOK, wire.Reentered{
 		OK: true, Queue: node.IngressQueue, Path: path, Node: entry.Node,
 		Attempt: int(attempt), MaxAttempts: int(maxAttempts), TransactionID: txn, Pushed: pushed,

@@ -197,12 +197,12 @@ func dropSchema(env []string, schema string, log *slog.Logger) {
 	defer cancel()
 	db, err := history.Open(ctx, k, history.Options{SkipMigrate: true, PoolSize: 1})
 	if err != nil {
-		log.Warn("could not drop the run's history schema", "schema", schema, "err", err)
+		log.Warn("could not drop the run's history schema", "schema", schema, "error", err)
 		return
 	}
 	defer db.Close()
 	if _, err := db.Pool().Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
-		log.Warn("could not drop the run's history schema", "schema", schema, "err", err)
+		log.Warn("could not drop the run's history schema", "schema", schema, "error", err)
 	}
 }
 

@@ -23,7 +23,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, *addr, *mode, logger, nil); err != nil {
-		logger.Error("miniqueen stopped", "err", err)
+		logger.Error("miniqueen stopped", "error", err)
 		os.Exit(1)
 	}
 }
