@@ -1,7 +1,6 @@
 package observe
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -9,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/gate/libs/gatetest/logsink"
 
 	"go.uber.org/goleak"
 
@@ -74,24 +75,6 @@ func runtime(started time.Time, until time.Duration, counts bool, denied int64) 
 	return rt
 }
 
-// logBuf is a concurrency-safe log sink.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) has(msg string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Contains(l.b.String(), `"msg":"`+msg+`"`)
-}
-
 type rig struct {
 	t    *testing.T
 	clk  *clock.Virtual
@@ -99,7 +82,7 @@ type rig struct {
 	c    *queen.Client
 	src  *source
 	ring *denial.Ring
-	logs *logBuf
+	logs *logsink.Sink
 	h    *Handover
 }
 
@@ -113,7 +96,7 @@ func newRig(t *testing.T, cfg Config) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, clk: clk, mini: mini, c: c, src: &source{}, ring: &denial.Ring{}, logs: &logBuf{}}
+	r := &rig{t: t, clk: clk, mini: mini, c: c, src: &source{}, ring: &denial.Ring{}, logs: &logsink.Sink{}}
 	cfg.Client, cfg.Namespace, cfg.Replica, cfg.Source, cfg.Denials, cfg.Clock = c, ns, "relay-1", r.src, r.ring, clk
 	cfg.Logger = slog.New(slog.NewJSONHandler(r.logs, nil))
 	r.h = New(cfg)
@@ -594,7 +577,7 @@ func TestStartFlushesEveryPeriodAndOnceMoreAtStop(t *testing.T) {
 	r.at(10*time.Second + 500*time.Millisecond)
 	r.settle("main", 3, 3)
 	r.at(20 * time.Second)
-	gatetest.Eventually(t, 5*time.Second, func() bool { return r.logs.has("history handover: flush failed; observations stay buffered") })
+	gatetest.Eventually(t, 5*time.Second, func() bool { return r.logs.Has("history handover: flush failed; observations stay buffered") })
 	if st := r.h.Stats(); st.Seconds != 2 {
 		t.Fatalf("stats %+v after a failed flush, want both seconds still held", st)
 	}

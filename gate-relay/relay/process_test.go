@@ -1,16 +1,16 @@
 package relay_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/gate/libs/gatetest/logsink"
 
 	"github.com/queen-mq/gate/libs/gatetest"
 	"github.com/queen-mq/gate/libs/plan"
@@ -19,27 +19,10 @@ import (
 // proc is one gate-relay process.
 type proc struct {
 	cmd *exec.Cmd
-	out *syncBuffer
+	out *logsink.Sink
 	// done is closed when the process exited; err is its exit status.
 	done chan struct{}
 	err  error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // spawn starts the relay binary against the test's broker.
@@ -51,7 +34,7 @@ func (e *env) spawn(id string, extra ...string) *proc {
 		"GATE_RELAY_ID="+id, "GATE_LEASE_SECONDS=2", "GATE_POLL_TIMEOUT_SECONDS=2", "GATE_RECONCILE_SECONDS=2",
 		"GATE_SIGNAL_POLL_MS=100", "GATE_STATUS_SECONDS=1", "GATE_INTERIOR_SEED_SKEW_SECONDS=0", "GATE_LOG_LEVEL=warn")
 	cmd.Env = append(cmd.Env, extra...)
-	p := &proc{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{cmd: cmd, out: &logsink.Sink{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		e.t.Fatalf("starting gate-relay: %v", err)

@@ -1,39 +1,21 @@
 package stage
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/gatetest/logsink"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 )
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestWedgeEscalatesOncePerHeadAfterFiveAckRejections(t *testing.T) {
 	t.Parallel()
 	c, _ := queen.New("http://127.0.0.1:1")
-	var logs lockedBuffer
+	var logs logsink.Sink
 	s, err := New(Config{App: "a", Graph: "g", Stage: plan.Stage{Path: "p", Node: "n", Source: "q", Group: "grp"},
 		Node: &plan.Node{Name: "n"}, Client: c, Limiter: &budget.Limiter{}, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	if err != nil {

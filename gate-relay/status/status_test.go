@@ -1,7 +1,6 @@
 package status
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -9,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/gate/libs/gatetest/logsink"
 
 	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
@@ -56,24 +57,6 @@ func (r *relay) run(app, graph string, version int64) {
 	r.graphs = append(r.graphs, store.GraphStatus{App: app, Graph: graph, Version: version, Running: true})
 }
 
-// logBuf is a concurrency-safe log sink.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) count(msg string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), `"msg":"`+msg+`"`)
-}
-
 // rig is a publisher, its relay and the broker, all on one virtual clock.
 type rig struct {
 	t     *testing.T
@@ -81,7 +64,7 @@ type rig struct {
 	mini  *miniqueen.Server
 	store *store.Store
 	src   *relay
-	logs  *logBuf
+	logs  *logsink.Sink
 	pub   *Publisher
 }
 
@@ -93,7 +76,7 @@ func newRig(t *testing.T, cfg Config) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, clk: clk, mini: mini, store: store.New(c, ns), src: &relay{clk: clk}, logs: &logBuf{}}
+	r := &rig{t: t, clk: clk, mini: mini, store: store.New(c, ns), src: &relay{clk: clk}, logs: &logsink.Sink{}}
 	cfg.Store, cfg.Source, cfg.Clock = r.store, r.src, clk
 	cfg.Period = period
 	cfg.Logger = slog.New(slog.NewJSONHandler(r.logs, nil))
@@ -250,7 +233,7 @@ func TestAFailingStatusWriteIsLoggedOnceAndSoIsItsRecovery(t *testing.T) {
 	for range 4 {
 		signal()
 	}
-	if n := r.logs.count("writing the relay status failed"); n != 1 {
+	if n := r.logs.Count("writing the relay status failed"); n != 1 {
 		t.Fatalf("four failed writes logged %d warnings, want 1", n)
 	}
 	if _, ok := r.mini.KV(ns, "relay:"+replica); ok {
@@ -260,10 +243,10 @@ func TestAFailingStatusWriteIsLoggedOnceAndSoIsItsRecovery(t *testing.T) {
 	signal()
 	signal()
 	r.publishedAt("the recovery")
-	if n := r.logs.count("writing the relay status works again"); n != 1 {
+	if n := r.logs.Count("writing the relay status works again"); n != 1 {
 		t.Fatalf("the recovery was logged %d times, want once", n)
 	}
-	if n := r.logs.count("writing the relay status failed"); n != 1 {
+	if n := r.logs.Count("writing the relay status failed"); n != 1 {
 		t.Fatalf("%d failure warnings after the recovery, want still 1", n)
 	}
 }

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/gate/libs/gatetest/logsink"
 
 	"github.com/queen-mq/gate/libs/declare"
 	"github.com/queen-mq/gate/libs/knob"
@@ -172,27 +173,9 @@ func textFor(p string, text string) answer {
 	return openaiText(text)
 }
 
-// logBuffer is a concurrency-safe log sink.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 type testAgent struct {
 	*Agent
-	logs *logBuffer
+	logs *logsink.Sink
 	fake *fake
 }
 
@@ -206,7 +189,7 @@ func baseURL(p string, f *fake) string {
 
 func newTestAgent(t *testing.T, p string, f *fake, mutate func(*Config)) *testAgent {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &logsink.Sink{}
 	model := knob.DefaultOpenAIModel
 	if p == knob.AIProviderGemini {
 		model = knob.DefaultGeminiModel

@@ -1,15 +1,15 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/gate/libs/gatetest/logsink"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -26,24 +26,6 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 	)
-}
-
-// logBuffer collects a logger's lines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func decodeRefusal(t *testing.T, w *httptest.ResponseRecorder) wire.Error {
@@ -129,7 +111,7 @@ func TestRouterRoutesCountsAndFallsBack(t *testing.T) {
 // stack and counted; a server error other than 503 is logged at WARN.
 func TestRouterRecoversAPanicAndLogsServerErrors(t *testing.T) {
 	reqs := newCounter()
-	log := &logBuffer{}
+	log := &logsink.Sink{}
 	r := NewRouter(Config{Name: "gate-api", Requests: reqs, Log: slog.New(slog.NewJSONHandler(log, nil))})
 	r.Handle(Route{Name: "boom", Method: http.MethodGet, Path: "/boom"}, func(*Request) *Refusal { panic("boom") })
 	r.Handle(Route{Name: "bad", Method: http.MethodGet, Path: "/bad"}, func(*Request) *Refusal {

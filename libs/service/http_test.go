@@ -1,17 +1,17 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/gate/libs/gatetest/logsink"
 )
 
 func get(t *testing.T, addr string) (int, string) {
@@ -29,9 +29,9 @@ func get(t *testing.T, addr string) (int, string) {
 func TestHTTPServesUntilStoppedAndDrainsTheRequestInFlight(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	var stopping atomic.Bool
-	var logged bytes.Buffer
+	var logged logsink.Sink
 	h := &HTTP{
-		Log: slog.New(slog.NewJSONHandler(&syncWriter{w: &logged}, nil)), Attrs: []any{"queen", "http://broker"},
+		Log: slog.New(slog.NewJSONHandler(&logged, nil)), Attrs: []any{"queen", "http://broker"},
 		Server: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Query().Get("slow") != "" {
 				close(entered)
@@ -86,19 +86,6 @@ func TestHTTPServesUntilStoppedAndDrainsTheRequestInFlight(t *testing.T) {
 	if !strings.Contains(out, `"msg":"gate-test serving"`) || !strings.Contains(out, `"queen":"http://broker"`) || !strings.Contains(out, `"msg":"gate-test shutting down"`) {
 		t.Fatalf("the serving and shutting-down lines with the plane's name and attributes are missing: %s", out)
 	}
-}
-
-// syncWriter serialises the log's writes (the handler is called from
-// the serving and the stopping goroutines).
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
 
 func TestHTTPRefusesABusyAddressNamingTheKnob(t *testing.T) {

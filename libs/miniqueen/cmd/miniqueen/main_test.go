@@ -1,15 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/queen-mq/gate/libs/gatetest/logsink"
 
 	"go.uber.org/goleak"
 
@@ -20,25 +20,8 @@ import (
 // server behind.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestRunServesLogsAndStopsCleanly(t *testing.T) {
-	var logs syncBuf
+	var logs logsink.Sink
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan *miniqueen.Server, 1)
