@@ -127,6 +127,16 @@ export interface Pushed {
   queue: string;
   partition: string | null;
   cost: number;
+  /**
+   * Running is true when some gate-relay replica ran the graph at
+   * gate-api's last read of the relays' status (at most
+   * GATE_API_REFRESH_MS old); false means the item is queued and waits
+   * in the ingress queue until a relay runs the graph. The Gate-Relay
+   * header says the same.
+   */
+  running: boolean;
+  /** RunningNote is NoRelayNote when Running is false, else absent. */
+  runningNote?: string;
 }
 
 /** BackoffBody is POST …/nodes/{node}/backoff's request body. */
@@ -162,6 +172,12 @@ export interface Reentered {
   maxAttempts: number;
   transactionId: string;
   pushed: number;
+  /**
+   * Running and RunningNote are Pushed's: whether a relay ran the graph
+   * at the last status read, and NoRelayNote when none did.
+   */
+  running: boolean;
+  runningNote?: string;
 }
 
 /**
@@ -299,11 +315,12 @@ export interface MetricsPath {
  * - `ambiguous-node`: a target has several ingress nodes, so the target route cannot pick one (nodes lists them).
  * - `no-ingress`: the node (or the target, or the path's first node) has no ingress to push or re-enter into.
  * - `http-push-off`: the node reads an application-owned queue with the HTTP front door off: push to that queue with your own SDK.
- * - `not-running`: no gate-relay replica runs the graph, so nothing would move what the route sends (Retry-After: 1).
+ * - `not-running`: no gate-relay replica runs the graph, so the ETA has nothing to bound (Retry-After: 1). Pushes and re-entries are never refused for it: they queue and say so (Gate-Relay: none).
  * - `shed`: the node sheds and every unscoped counter is at its ceiling: nothing was charged or queued (node, retryAfterSeconds, Retry-After).
  * - `push-inflight-full`: the bytes of pushes in flight would pass GATE_PUSH_INFLIGHT_BYTES: nothing was read or queued (inflightBytes, limit, Retry-After: 1).
  * - `push-outcome-unknown`: the push was sent to the broker but its answer did not come back before the request ended: retry with the same txn.
- * - `push-failed`: the broker refused or failed the push (or re-entry): nothing was queued; retry with the same txn.
+ * - `push-failed`: the broker refused the push (or re-entry) as bad input (400, 413, 422): nothing was queued, and the same item is refused again; the sentence names what the broker said.
+ * - `push-unavailable`: the broker cannot take the item right now (unreachable, failing, overloaded or not storing it): nothing was queued; retry after Retry-After with the same txn.
  * - `cost-max`: the item's cost is above the node's cost.max (rule cost-max).
  * - `scope-value-missing`: a scoped budget that applies to the item finds no value at its scopeBy path (field, budget).
  * - `scope-value-too-long`: the item's scope value would make its counter key longer than the broker's 512 bytes (field, budget, room, bytes).
@@ -383,6 +400,7 @@ export type Code =
   | "push-inflight-full"
   | "push-outcome-unknown"
   | "push-failed"
+  | "push-unavailable"
   | "cost-max"
   | "scope-value-missing"
   | "scope-value-too-long"
