@@ -252,9 +252,9 @@ func (in *Insight) finish(e *plane.Entry, now time.Time, found []draft) wire.Dia
 // wedge from every replica that runs the graph's current version.
 func (in *Insight) stageStates(e *plane.Entry) map[[3]string]stageState {
 	out := map[[3]string]stageState{}
-	for _, r := range in.p.Cat.Statuses() {
-		g, ok := r.Graph(e.App, e.Graph)
-		if !ok || g.Version != int64(e.Plan.Version) {
+	for _, r := range in.p.Cat.Runs(e.App, e.Graph) {
+		g := r.Status
+		if g.Version != int64(e.Plan.Version) {
 			continue
 		}
 		for _, st := range g.Stages {

@@ -2,6 +2,7 @@ package live_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -230,10 +231,35 @@ func BenchmarkDeclareThroughPUT(b *testing.B) {
 	}
 }
 
-// middleCursor is the cursor of the page that starts at graph name: the
-// "next" of a one-row page ending just before it. On a server without
-// paging there is none, and the route answers its whole list.
+// middleCursor is the cursor of the page after the one that shows graph
+// name, found by walking /api/graphs 200 rows at a time. On a server
+// without paging (an array answer) there is none, and the route answers
+// its whole list.
 func middleCursor(b *testing.B, h *apitest.Harness, client *http.Client, name string) string {
 	b.Helper()
+	cursor := ""
+	for range 1000 {
+		resp, err := client.Get(h.URL + "/api/graphs?limit=200&cursor=" + cursor)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var page struct {
+			Items []struct {
+				Name string `json:"name"`
+			} `json:"items"`
+			Next *string `json:"next"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil || page.Next == nil {
+			return "" // no paging, or name is on the last page
+		}
+		cursor = *page.Next
+		for _, it := range page.Items {
+			if it.Name == name {
+				return cursor
+			}
+		}
+	}
 	return ""
 }

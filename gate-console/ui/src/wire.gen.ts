@@ -1124,7 +1124,12 @@ export interface LiveDenials {
   dropped: number;
 }
 
-/** Overview is GET /api/overview. */
+/**
+ * Overview is GET /api/overview. Queen is read per request (a probe
+ * cached one second); every other figure is the fleet's, computed off the
+ * request path and shared by every request until it is FiguresMaxAgeMs
+ * old or the declared graphs change (FiguresAt says when).
+ */
 export interface Overview {
   queen: QueenState;
   /** Targets and Graphs are both the number of declared graphs. */
@@ -1150,9 +1155,54 @@ export interface Overview {
   budgets_assumed: number;
   /** BudgetsStale counts budgets whose asOf is older than 90 days. */
   budgets_stale: number;
+  /**
+   * FiguresAt is when the fleet figures above were computed (epoch ms,
+   * gate-api's clock); the counters they sum are the relays' status as
+   * last read, itself published every GATE_STATUS_SECONDS.
+   */
+  figures_at: number;
+  /**
+   * FiguresMaxAgeMs is how old the fleet figures may be when served:
+   * they are recomputed once older than this, or at once when a graph
+   * is declared or deleted.
+   */
+  figures_max_age_ms: number;
 }
 
-/** AppRow is one row of GET /api/apps. */
+/** AppPage is one page of GET /api/apps. */
+export interface AppPage {
+  items: AppRow[];
+  /** Next is the cursor of the following page, null on the last one. */
+  next: string | null;
+  /** Matched is how many applications match q, over every page. */
+  matched: number;
+  /** Total is how many applications declare a graph. */
+  total: number;
+}
+
+/** TargetPage is one page of GET /api/targets. */
+export interface TargetPage {
+  items: TargetRow[];
+  /** Next is the cursor of the following page, null on the last one. */
+  next: string | null;
+  /** Matched is how many graphs match q, app and state, over every page. */
+  matched: number;
+  /** Total is how many graphs are declared. */
+  total: number;
+}
+
+/** GraphPage is one page of GET /api/graphs. */
+export interface GraphPage {
+  items: GraphRow[];
+  /** Next is the cursor of the following page, null on the last one. */
+  next: string | null;
+  /** Matched is how many graphs match q and app, over every page. */
+  matched: number;
+  /** Total is how many graphs are declared. */
+  total: number;
+}
+
+/** AppRow is one row of GET /api/apps (AppPage). */
 export interface AppRow {
   application: string;
   /** Targets is the application's graph count. */
@@ -1162,7 +1212,7 @@ export interface AppRow {
   denied: number;
 }
 
-/** TargetRow is one row (one graph) of GET /api/targets. */
+/** TargetRow is one row (one graph) of GET /api/targets (TargetPage). */
 export interface TargetRow {
   application: string;
   name: string;
@@ -1196,7 +1246,7 @@ export interface NameOnly {
   name: string;
 }
 
-/** GraphRow is one row of GET /api/graphs. */
+/** GraphRow is one row of GET /api/graphs (GraphPage). */
 export interface GraphRow {
   application: string;
   name: string;
