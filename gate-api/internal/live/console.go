@@ -448,10 +448,12 @@ func (l *Live) appsList(q *httpapi.Request) *httpapi.Refusal {
 
 // targetState is a target row's running (some relay runs the stored
 // version), state (pacing when items waited for a window, else flowing),
-// admitted and denied.
-func (l *Live) targetState(e *plane.Entry, t *graphTotals) (running bool, state string, admitted, denied int64) {
+// admitted (at the first hops) and denied (Σ deferred), from the relays'
+// status without building a map per graph: the state filter judges every
+// graph of the catalogue this way.
+func (l *Live) targetState(e *plane.Entry) (running bool, state string, admitted, denied int64) {
 	running = l.p.Cat.RunsVersionNow(e)
-	admitted, denied, _, _ = t.sums(e.Plan)
+	admitted, denied, _ = l.sumsOf(e)
 	state = stateFlowing
 	if denied > 0 {
 		state = statePacing
@@ -487,7 +489,7 @@ func (l *Live) targetsList(q *httpapi.Request) *httpapi.Refusal {
 		if lq.state == "" {
 			return true
 		}
-		running, state, _, _ := l.targetState(e, l.totalsOf(e))
+		running, state, _, _ := l.targetState(e)
 		return inState(lq.state, running, state)
 	})
 	live, failed := l.liveCounters(ctx, page)
@@ -503,7 +505,7 @@ func (l *Live) targetsList(q *httpapi.Request) *httpapi.Refusal {
 	out := wire.TargetPage{Items: make([]wire.TargetRow, 0, len(page)), Next: next, Matched: matched, Total: countListed(sorted)}
 	now := l.p.Clock.Now().UnixMilli()
 	for i, e := range page {
-		running, state, a, d := l.targetState(e, l.totalsOf(e))
+		running, state, a, d := l.targetState(e)
 		row := wire.TargetRow{
 			Application: e.App, Name: e.Graph, Graph: e.Graph, Version: e.Plan.Version,
 			Running: running, Lanes: []wire.NameOnly{}, Paths: []wire.NameOnly{},
