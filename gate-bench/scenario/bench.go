@@ -250,8 +250,10 @@ func (b *Bench) declareWatch(ctx context.Context, graph string, doc map[string]a
 	if stored != nil {
 		stored(d)
 	}
-	// gate-api answers 200 once the document is stored; pushes are refused
-	// (503) until a relay reports the graph running, so wait for that.
+	// gate-api answers 200 once the document is stored; pushes before a
+	// relay reports the graph running are queued (Gate-Relay: none) and
+	// wait, which would measure a backlog rather than the relay, so wait
+	// for that.
 	var last string
 	if !waitFor(ctx, 60*time.Second, func() bool {
 		v, err := b.api.View(c, b.cfg.App, graph)

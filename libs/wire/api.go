@@ -58,6 +58,23 @@ type PushBody struct {
 	Payload json.RawMessage `json:"payload,omitempty" ts:"unknown"`
 }
 
+// RelayHeader is the response header of every 200 push and re-entry:
+// RelayRunning when some gate-relay replica ran the graph at gate-api's
+// last read of the relays' status, RelayNone when none did (the item is
+// queued all the same and waits in the ingress queue).
+const RelayHeader = "Gate-Relay"
+
+// The values of RelayHeader.
+const (
+	RelayRunning = "running"
+	RelayNone    = "none"
+)
+
+// NoRelayNote is what a push, a re-entry, the diagnostics and the console
+// say of a graph no gate-relay replica runs: the ingress queue is a
+// durable buffer, so work is accepted and waits there, never refused.
+const NoRelayNote = "queued; no relay runs this graph right now: items wait in the ingress queue"
+
 // Pushed is the push front door's 200 answer.
 type Pushed struct {
 	OK bool `json:"ok"`
@@ -68,6 +85,14 @@ type Pushed struct {
 	Queue     string  `json:"queue"`
 	Partition *string `json:"partition"`
 	Cost      int64   `json:"cost"`
+	// Running is true when some gate-relay replica ran the graph at
+	// gate-api's last read of the relays' status (at most
+	// GATE_API_REFRESH_MS old); false means the item is queued and waits
+	// in the ingress queue until a relay runs the graph. The Gate-Relay
+	// header says the same.
+	Running bool `json:"running"`
+	// RunningNote is NoRelayNote when Running is false, else absent.
+	RunningNote string `json:"runningNote,omitempty"`
 }
 
 // BackoffBody is POST …/nodes/{node}/backoff's request body.
@@ -103,6 +128,10 @@ type Reentered struct {
 	MaxAttempts   int    `json:"maxAttempts"`
 	TransactionID string `json:"transactionId"`
 	Pushed        int    `json:"pushed"`
+	// Running and RunningNote are Pushed's: whether a relay ran the graph
+	// at the last status read, and NoRelayNote when none did.
+	Running     bool   `json:"running"`
+	RunningNote string `json:"runningNote,omitempty"`
 }
 
 // ETA is GET …/nodes/{node}/eta?path=: how long the work waiting at a

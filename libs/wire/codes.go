@@ -108,8 +108,9 @@ const (
 	// CodeHTTPPushOff means the node reads an application-owned queue with
 	// the HTTP front door off: push to that queue with your own SDK.
 	CodeHTTPPushOff Code = "http-push-off"
-	// CodeNotRunning means no gate-relay replica runs the graph, so
-	// nothing would move what the route sends (Retry-After: 1).
+	// CodeNotRunning means no gate-relay replica runs the graph, so the
+	// ETA has nothing to bound (Retry-After: 1). Pushes and re-entries are
+	// never refused for it: they queue and say so (Gate-Relay: none).
 	CodeNotRunning Code = "not-running"
 	// CodeShed means the node sheds and every unscoped counter is at its
 	// ceiling: nothing was charged or queued (node, retryAfterSeconds,
@@ -123,9 +124,14 @@ const (
 	// answer did not come back before the request ended: retry with the
 	// same txn.
 	CodePushOutcomeUnknown Code = "push-outcome-unknown"
-	// CodePushFailed means the broker refused or failed the push (or
-	// re-entry): nothing was queued; retry with the same txn.
+	// CodePushFailed means the broker refused the push (or re-entry) as
+	// bad input (400, 413, 422): nothing was queued, and the same item is
+	// refused again; the sentence names what the broker said.
 	CodePushFailed Code = "push-failed"
+	// CodePushUnavailable means the broker cannot take the item right now
+	// (unreachable, failing, overloaded or not storing it): nothing was
+	// queued; retry after Retry-After with the same txn.
+	CodePushUnavailable Code = "push-unavailable"
 	// CodeCostMax means the item's cost is above the node's cost.max
 	// (rule cost-max).
 	CodeCostMax Code = "cost-max"
@@ -306,6 +312,7 @@ var Codes = []CodeStatuses{
 	{CodePushInflightFull, []int{503}},
 	{CodePushOutcomeUnknown, []int{504}},
 	{CodePushFailed, []int{502}},
+	{CodePushUnavailable, []int{503}},
 	{CodeCostMax, []int{422}},
 	{CodeScopeValueMissing, []int{422}},
 	{CodeScopeValueTooLong, []int{422}},

@@ -3,7 +3,10 @@ package wire
 // The console's read routes (gate-runtime.md §4.3), served by gate-api's
 // handler package on both planes.
 
-// Overview is GET /api/overview.
+// Overview is GET /api/overview. Queen is read per request (a probe
+// cached one second); every other figure is the fleet's, computed off the
+// request path and shared by every request until it is FiguresMaxAgeMs
+// old or the declared graphs change (FiguresAt says when).
 type Overview struct {
 	Queen QueenState `json:"queen"`
 	// Targets and Graphs are both the number of declared graphs.
@@ -25,9 +28,57 @@ type Overview struct {
 	BudgetsAssumed       int     `json:"budgets_assumed"`
 	// BudgetsStale counts budgets whose asOf is older than 90 days.
 	BudgetsStale int `json:"budgets_stale"`
+	// FiguresAt is when the fleet figures above were computed (epoch ms,
+	// gate-api's clock); the counters they sum are the relays' status as
+	// last read, itself published every GATE_STATUS_SECONDS.
+	FiguresAt int64 `json:"figures_at"`
+	// FiguresMaxAgeMs is how old the fleet figures may be when served:
+	// they are recomputed once older than this, or at once when a graph
+	// is declared or deleted.
+	FiguresMaxAgeMs int64 `json:"figures_max_age_ms"`
 }
 
-// AppRow is one row of GET /api/apps.
+// The console's lists (GET /api/apps, /api/targets, /api/graphs) are
+// paged on the server, in (application, name) order: ?limit= (1..200,
+// default 50) rows per page, ?q= a case-insensitive substring of
+// "application/name" (of the application on /api/apps), ?cursor= the
+// Next of the previous page (opaque; it names the last row shown, so rows
+// declared or deleted meanwhile neither repeat nor shift the pages).
+
+// AppPage is one page of GET /api/apps.
+type AppPage struct {
+	Items []AppRow `json:"items"`
+	// Next is the cursor of the following page, null on the last one.
+	Next *string `json:"next"`
+	// Matched is how many applications match q, over every page.
+	Matched int `json:"matched"`
+	// Total is how many applications declare a graph.
+	Total int `json:"total"`
+}
+
+// TargetPage is one page of GET /api/targets.
+type TargetPage struct {
+	Items []TargetRow `json:"items"`
+	// Next is the cursor of the following page, null on the last one.
+	Next *string `json:"next"`
+	// Matched is how many graphs match q, app and state, over every page.
+	Matched int `json:"matched"`
+	// Total is how many graphs are declared.
+	Total int `json:"total"`
+}
+
+// GraphPage is one page of GET /api/graphs.
+type GraphPage struct {
+	Items []GraphRow `json:"items"`
+	// Next is the cursor of the following page, null on the last one.
+	Next *string `json:"next"`
+	// Matched is how many graphs match q and app, over every page.
+	Matched int `json:"matched"`
+	// Total is how many graphs are declared.
+	Total int `json:"total"`
+}
+
+// AppRow is one row of GET /api/apps (AppPage).
 type AppRow struct {
 	Application string `json:"application"`
 	// Targets is the application's graph count.
@@ -37,7 +88,7 @@ type AppRow struct {
 	Denied int64 `json:"denied"`
 }
 
-// TargetRow is one row (one graph) of GET /api/targets.
+// TargetRow is one row (one graph) of GET /api/targets (TargetPage).
 type TargetRow struct {
 	Application    string     `json:"application"`
 	Name           string     `json:"name"`
@@ -69,7 +120,7 @@ type NameOnly struct {
 	Name string `json:"name"`
 }
 
-// GraphRow is one row of GET /api/graphs.
+// GraphRow is one row of GET /api/graphs (GraphPage).
 type GraphRow struct {
 	Application string         `json:"application"`
 	Name        string         `json:"name"`

@@ -104,7 +104,7 @@ func (d *Declarer) notRunningNote(app, name string, version uint32, failure, end
 	if failure != "" {
 		fmt.Fprintf(&b, "; a replica failed to start it: %s", failure)
 	}
-	fmt.Fprintf(&b, "; the document is stored and relays pick it up on the change signal or within GATE_RECONCILE_SECONDS (%d s); until one runs it, pushes, re-entries and ETA answer 503 — check that a gate-relay replica runs against this broker and kv namespace (%s), or raise GATE_DECLARE_WAIT_MS",
+	fmt.Fprintf(&b, "; the document is stored and relays pick it up on the change signal or within GATE_RECONCILE_SECONDS (%d s); until one runs it, pushes and re-entries are queued (Gate-Relay: none) and wait in the ingress queue, and ETA answers 503 — check that a gate-relay replica runs against this broker and kv namespace (%s), or raise GATE_DECLARE_WAIT_MS",
 		d.p.Cfg.ReconcileSeconds, d.p.Cfg.KVNamespace)
 	return b.String()
 }

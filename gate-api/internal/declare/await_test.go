@@ -79,8 +79,8 @@ func TestDeclareNotRunning(t *testing.T) {
 		failure string // a relay reports this start failure; "" = no relay
 		want    []string
 	}{
-		{"no relay", "", []string{"no gate-relay replica reported running version 1", "GATE_DECLARE_WAIT_MS (1000 ms)", "answer 503", "the document is stored"}},
-		{"relay failed to start", "provisioning refused", []string{"GATE_DECLARE_WAIT_MS (1000 ms)", "a replica failed to start it: relay-1: provisioning refused", "answer 503"}},
+		{"no relay", "", []string{"no gate-relay replica reported running version 1", "GATE_DECLARE_WAIT_MS (1000 ms)", "pushes and re-entries are queued (Gate-Relay: none)", "the document is stored"}},
+		{"relay failed to start", "provisioning refused", []string{"GATE_DECLARE_WAIT_MS (1000 ms)", "a replica failed to start it: relay-1: provisioning refused", "pushes and re-entries are queued (Gate-Relay: none)", "ETA answers 503"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

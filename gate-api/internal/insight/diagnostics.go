@@ -139,8 +139,10 @@ func (in *Insight) diagnose(ctx context.Context, e *plane.Entry) wire.Diagnostic
 		return in.finish(e, now, found)
 	}
 	if !in.p.Cat.Running(ctx, e.App, e.Graph) {
-		add(wire.FindingStopped, "", "", wire.SeverityBad, fmt.Sprintf("No gate-relay replica runs '%s/%s' version %d: nothing is relayed", e.App, e.Graph, p.Version),
-			fmt.Sprintf("Check that gate-relay runs against the same broker and GATE_KV_NAMESPACE (%s) and read its log for a failed start of this graph; relays pick a declaration up within GATE_RECONCILE_SECONDS.", in.p.Cfg.KVNamespace), nil)
+		// The same words as the push door's answer: work is accepted and
+		// waits, it is not refused.
+		add(wire.FindingStopped, "", "", wire.SeverityBad, fmt.Sprintf("Pushes to '%s/%s' version %d are %s, and nothing is relayed until one does", e.App, e.Graph, p.Version, wire.NoRelayNote),
+			fmt.Sprintf("Check that gate-relay runs against the same broker and GATE_KV_NAMESPACE (%s) and read its log for a failed start of this graph; relays pick a declaration up within GATE_RECONCILE_SECONDS, then drain what waits.", in.p.Cfg.KVNamespace), nil)
 	}
 	stages := in.stageStates(e)
 	rctx, cancel := context.WithTimeout(ctx, diagViewTimeout)
@@ -250,9 +252,9 @@ func (in *Insight) finish(e *plane.Entry, now time.Time, found []draft) wire.Dia
 // wedge from every replica that runs the graph's current version.
 func (in *Insight) stageStates(e *plane.Entry) map[[3]string]stageState {
 	out := map[[3]string]stageState{}
-	for _, r := range in.p.Cat.Statuses() {
-		g, ok := r.Graph(e.App, e.Graph)
-		if !ok || g.Version != int64(e.Plan.Version) {
+	for _, r := range in.p.Cat.Runs(e.App, e.Graph) {
+		g := r.Status
+		if g.Version != int64(e.Plan.Version) {
 			continue
 		}
 		for _, st := range g.Stages {

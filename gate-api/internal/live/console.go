@@ -3,9 +3,12 @@ package live
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/queen-mq/gate/gate-api/internal/plane"
@@ -63,27 +66,24 @@ type graphTotals struct {
 	stages map[[3]string]store.Counters
 }
 
-// totals sums the relays' published counters of every graph.
-func (l *Live) totals() map[plane.GraphKey]*graphTotals {
-	out := map[plane.GraphKey]*graphTotals{}
-	for _, r := range l.p.Cat.Statuses() {
-		for _, g := range r.Graphs {
-			k := plane.GraphKey{App: g.App, Graph: g.Graph}
-			t := out[k]
-			if t == nil {
-				t = &graphTotals{stages: map[[3]string]store.Counters{}}
-				out[k] = t
-			}
-			t.running = t.running || g.Running
-			for _, st := range g.Stages {
-				id := plane.StageID(st.Path, st.Node, st.Hop)
-				c := t.stages[id]
-				c.Add(st.Counters)
-				t.stages[id] = c
-			}
+// totalsOf sums what the relay replicas published of e's stages; nil when
+// no replica reports the graph.
+func (l *Live) totalsOf(e *plane.Entry) *graphTotals {
+	runs := l.p.Cat.Runs(e.App, e.Graph)
+	if len(runs) == 0 {
+		return nil
+	}
+	t := &graphTotals{stages: map[[3]string]store.Counters{}}
+	for _, r := range runs {
+		t.running = t.running || r.Status.Running
+		for _, st := range r.Status.Stages {
+			id := plane.StageID(st.Path, st.Node, st.Hop)
+			c := t.stages[id]
+			c.Add(st.Counters)
+			t.stages[id] = c
 		}
 	}
-	return out
+	return t
 }
 
 // sums of a graph's counters: admitted at the first hop, deferred and
@@ -110,31 +110,141 @@ func (t *graphTotals) sums(p *plan.Plan) (admitted, deferred, released, forwarde
 	return
 }
 
+// sumsOf is totalsOf(e).sums(e.Plan) without building the per-stage map:
+// the overview sums every graph of the fleet this way.
+func (l *Live) sumsOf(e *plane.Entry) (admitted, deferred, released int64) {
+	for _, r := range l.p.Cat.Runs(e.App, e.Graph) {
+		for i := range r.Status.Stages {
+			st := &r.Status.Stages[i]
+			if !inPlan(e.Plan, st.Path, st.Node, st.Hop) {
+				continue // a stage of another version: not this plan's
+			}
+			if st.Hop == 0 {
+				admitted += st.Counters.Admitted
+			}
+			deferred += st.Counters.Deferred
+			released += st.Counters.Released
+		}
+	}
+	return
+}
+
+// inPlan reports whether p has the stage path/node/hop.
+func inPlan(p *plan.Plan, path, node string, hop int) bool {
+	for i := range p.Stages {
+		if st := &p.Stages[i]; st.Hop == hop && st.Path == path && st.Node == node {
+			return true
+		}
+	}
+	return false
+}
+
 // compiled is every declared graph that compiles, in (application, graph)
 // order, refreshing the catalogue first when it is stale.
 func (l *Live) compiled(q *httpapi.Request) []*plane.Entry {
-	if l.p.Cat.Stale() {
-		_ = l.p.Cat.SyncDocuments(q.Context(), false)
-	}
 	var out []*plane.Entry
-	for _, e := range l.p.Cat.All("") {
-		if e.Plan != nil && e.Doc != nil {
+	for _, e := range l.catalogue(q) {
+		if listed(e) {
 			out = append(out, e)
 		}
 	}
 	return out
 }
 
-// overview is GET /api/overview.
-func (l *Live) overview(q *httpapi.Request) *httpapi.Refusal {
-	ok, ver, _ := l.p.BrokerHealth(q.Context())
-	out := wire.Overview{Queen: wire.QueenState{URL: l.p.Cfg.QueenURL, Reachable: ok, Version: ver}}
-	totals := l.totals()
-	now := l.p.Clock.Now()
-	graphs := l.compiled(q)
-	for _, e := range graphs {
+// catalogue is every declared graph in (application, graph) order (shared:
+// not to be modified), re-read first when the cached picture is stale.
+func (l *Live) catalogue(q *httpapi.Request) []*plane.Entry {
+	if l.p.Cat.Stale() {
+		_ = l.p.Cat.SyncDocuments(q.Context(), false)
+	}
+	return l.p.Cat.Sorted()
+}
+
+// listed reports whether the console lists e: a stored document that
+// compiles (one that does not is reported by its own routes).
+func listed(e *plane.Entry) bool { return e.Plan != nil && e.Doc != nil }
+
+// fleetMaxAge is how long the overview's fleet figures are shared by every
+// request: the relays publish their counters every GATE_STATUS_SECONDS
+// (5 s by default), so figures computed more often show nothing newer.
+const fleetMaxAge = 5 * time.Second
+
+// fleetCache holds the overview's fleet figures between computations.
+type fleetCache struct {
+	// compute is held by the one request that computes them.
+	compute sync.Mutex
+	mu      sync.Mutex
+	cur     *fleetFigures
+}
+
+// fleetFigures are the overview's figures over every graph, as computed at
+// at for the catalogue's generation gen.
+type fleetFigures struct {
+	at  time.Time
+	gen uint64
+	ov  wire.Overview
+}
+
+func (c *fleetCache) load() *fleetFigures {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cur
+}
+
+// fresh reports whether f may be served at now for generation gen: same
+// graphs, younger than fleetMaxAge (a clock set back makes it stale).
+func (f *fleetFigures) fresh(now time.Time, gen uint64) bool {
+	if f == nil || f.gen != gen {
+		return false
+	}
+	age := now.Sub(f.at)
+	return age >= 0 && age < fleetMaxAge
+}
+
+// fleet is the overview's fleet figures: computed off the request path of
+// every request but one per fleetMaxAge (or per change of the declared
+// graphs). A request that finds them stale while another computes them is
+// answered with the previous figures rather than wait.
+func (l *Live) fleet(q *httpapi.Request) wire.Overview {
+	if l.p.Cat.Stale() {
+		_ = l.p.Cat.SyncDocuments(q.Context(), false)
+	}
+	c := &l.figures
+	gen, now := l.p.Cat.Generation(), l.p.Clock.Now()
+	cur := c.load()
+	if cur.fresh(now, gen) {
+		return cur.ov
+	}
+	if !c.compute.TryLock() {
+		if cur != nil {
+			return cur.ov
+		}
+		c.compute.Lock()
+	}
+	defer c.compute.Unlock()
+	if cur = c.load(); cur.fresh(now, gen) {
+		return cur.ov
+	}
+	// The figures outlive this request: a cancelled request must not
+	// leave a history read failed in them.
+	f := &fleetFigures{at: now, gen: gen, ov: l.computeFleet(context.WithoutCancel(q.Context()), now)}
+	c.mu.Lock()
+	c.cur = f
+	c.mu.Unlock()
+	return f.ov
+}
+
+// computeFleet sums the fleet's figures over every graph that compiles.
+func (l *Live) computeFleet(ctx context.Context, now time.Time) wire.Overview {
+	var out wire.Overview
+	var graphs []*plane.Entry
+	for _, e := range l.p.Cat.Sorted() {
+		if !listed(e) {
+			continue
+		}
+		graphs = append(graphs, e)
 		out.Graphs++
-		a, d, r, _ := totals[plane.GraphKey{App: e.App, Graph: e.Graph}].sums(e.Plan)
+		a, d, r := l.sumsOf(e)
 		out.AdmittedTotal += a
 		out.DeniedTotal += d + r
 		for _, n := range e.Doc.Nodes {
@@ -149,7 +259,18 @@ func (l *Live) overview(q *httpapi.Request) *httpapi.Refusal {
 		}
 	}
 	out.Targets = out.Graphs
-	out.AdmittedPerSec, out.AdmittedPerSecReason = l.admittedRate(q.Context(), graphs, now)
+	out.AdmittedPerSec, out.AdmittedPerSecReason = l.admittedRate(ctx, graphs, now)
+	out.FiguresAt = now.UnixMilli()
+	out.FiguresMaxAgeMs = fleetMaxAge.Milliseconds()
+	return out
+}
+
+// overview is GET /api/overview: the broker as probed now (cached a
+// second) and the fleet figures (fleet).
+func (l *Live) overview(q *httpapi.Request) *httpapi.Refusal {
+	ok, ver, _ := l.p.BrokerHealth(q.Context())
+	out := l.fleet(q)
+	out.Queen = wire.QueenState{URL: l.p.Cfg.QueenURL, Reachable: ok, Version: ver}
 	httpapi.WriteJSON(q.W, http.StatusOK, out)
 	return nil
 }
@@ -272,45 +393,128 @@ func asOfStale(asOf string, now time.Time) bool {
 	return now.Sub(t) > staleAsOf
 }
 
-// appsList is GET /api/apps.
+// appsList is GET /api/apps: a page of the applications that declare a
+// graph, in name order, searched by ?q= on the application's name.
 func (l *Live) appsList(q *httpapi.Request) *httpapi.Refusal {
-	totals := l.totals()
-	rows := []wire.AppRow{}
-	for _, e := range l.compiled(q) {
-		if len(rows) == 0 || rows[len(rows)-1].Application != e.App {
-			rows = append(rows, wire.AppRow{Application: e.App})
-		}
-		row := &rows[len(rows)-1]
-		a, d, _, _ := totals[plane.GraphKey{App: e.App, Graph: e.Graph}].sums(e.Plan)
-		row.Targets++
-		row.Admitted += a
-		row.Denied += d
+	lq, bad := readList(q, true, false)
+	if bad != nil {
+		return bad
 	}
-	httpapi.WriteJSON(q.W, http.StatusOK, rows)
+	out := wire.AppPage{Items: []wire.AppRow{}}
+	sorted := l.catalogue(q)
+	more := false
+	// An application's graphs are one run of the sorted catalogue.
+	for i := 0; i < len(sorted); {
+		app := sorted[i].App
+		j := i
+		for j < len(sorted) && sorted[j].App == app {
+			j++
+		}
+		graphs := sorted[i:j]
+		i = j
+		if countListed(graphs) == 0 {
+			continue
+		}
+		out.Total++
+		if lq.q != "" && !strings.Contains(app, lq.q) {
+			continue
+		}
+		out.Matched++
+		if lq.after != nil && app <= lq.after.App {
+			continue
+		}
+		if len(out.Items) == lq.limit {
+			more = true
+			continue
+		}
+		row := wire.AppRow{Application: app}
+		for _, e := range graphs {
+			if listed(e) {
+				a, d, _ := l.sumsOf(e)
+				row.Targets++
+				row.Admitted += a
+				row.Denied += d
+			}
+		}
+		out.Items = append(out.Items, row)
+	}
+	if more {
+		out.Next = encodeCursor(plane.GraphKey{App: out.Items[len(out.Items)-1].Application}, true)
+	}
+	setNextLink(q, out.Next)
+	httpapi.WriteJSON(q.W, http.StatusOK, out)
 	return nil
 }
 
-// targetsList is GET /api/targets: one row per graph.
+// targetState is a target row's running (some relay runs the stored
+// version), state (pacing when items waited for a window, else flowing),
+// admitted (at the first hops) and denied (Σ deferred), from the relays'
+// status without building a map per graph: the state filter judges every
+// graph of the catalogue this way.
+func (l *Live) targetState(e *plane.Entry) (running bool, state string, admitted, denied int64) {
+	running = l.p.Cat.RunsVersionNow(e)
+	admitted, denied, _ = l.sumsOf(e)
+	state = stateFlowing
+	if denied > 0 {
+		state = statePacing
+	}
+	return
+}
+
+// inState reports whether a target is in the ?state= asked for: stopped
+// when no relay runs it, pacing or flowing when one does.
+func inState(want string, running bool, state string) bool {
+	switch want {
+	case "":
+		return true
+	case stateStopped:
+		return !running
+	}
+	return running && state == want
+}
+
+// targetsList is GET /api/targets: a page of graphs, one row each, with
+// the live reads of that page only.
 func (l *Live) targetsList(q *httpapi.Request) *httpapi.Refusal {
+	lq, bad := readList(q, false, true)
+	if bad != nil {
+		return bad
+	}
 	ctx := q.Context()
-	totals := l.totals()
-	rows := []wire.TargetRow{}
-	for _, e := range l.compiled(q) {
-		t := totals[plane.GraphKey{App: e.App, Graph: e.Graph}]
-		a, d, _, _ := t.sums(e.Plan)
+	sorted := l.catalogue(q)
+	page, next, matched := pageGraphs(sorted, lq, func(e *plane.Entry) bool {
+		if !listed(e) || !lq.matchesGraph(e) {
+			return false
+		}
+		if lq.state == "" {
+			return true
+		}
+		running, state, _, _ := l.targetState(e)
+		return inState(lq.state, running, state)
+	})
+	live, failed := l.liveCounters(ctx, page)
+	var reads []depthRead
+	for i, e := range page {
+		for _, st := range e.Plan.Stages {
+			if st.Hop == 0 {
+				reads = append(reads, depthRead{row: i, queue: st.Source, group: st.Group})
+			}
+		}
+	}
+	l.readDepths(ctx, reads)
+	out := wire.TargetPage{Items: make([]wire.TargetRow, 0, len(page)), Next: next, Matched: matched, Total: countListed(sorted)}
+	now := l.p.Clock.Now().UnixMilli()
+	for i, e := range page {
+		running, state, a, d := l.targetState(e)
 		row := wire.TargetRow{
 			Application: e.App, Name: e.Graph, Graph: e.Graph, Version: e.Plan.Version,
-			Running: l.p.Cat.RunsVersionNow(e), Lanes: []wire.NameOnly{}, Paths: []wire.NameOnly{},
-			Admitted: a, Denied: d, State: "flowing", At: l.p.Clock.Now().UnixMilli(),
-		}
-		if d > 0 {
-			row.State = "pacing"
+			Running: running, Lanes: []wire.NameOnly{}, Paths: []wire.NameOnly{},
+			Admitted: a, Denied: d, State: state, At: now,
 		}
 		for _, pa := range e.Doc.Paths {
 			row.Paths = append(row.Paths, wire.NameOnly{Name: pa.Name})
 		}
 		row.Lanes = row.Paths
-		live, liveErr := l.p.Limiter().ReadNodes(ctx, e.Plan.Nodes)
 		best := -1.0
 		for _, n := range e.Plan.Nodes {
 			for _, b := range n.Budgets {
@@ -318,7 +522,7 @@ func (l *Live) targetsList(q *httpapi.Request) *httpapi.Refusal {
 				if b.Confidence == graph.ConfidenceAssumed {
 					row.AssumedBudgets++
 				}
-				if b.ScopeBy != "" || liveErr != nil {
+				if b.ScopeBy != "" || failed[i] {
 					continue
 				}
 				ceiling := b.WidestCeiling()
@@ -331,17 +535,101 @@ func (l *Live) targetsList(q *httpapi.Request) *httpapi.Refusal {
 				}
 			}
 		}
-		for _, st := range e.Plan.Stages {
-			if st.Hop == 0 {
-				if n, ok := l.p.Pending(ctx, st.Source, st.Group); ok {
-					row.Backlog += n
-				}
+		for _, r := range reads {
+			if r.row == i && r.ok {
+				row.Backlog += r.pending
 			}
 		}
-		rows = append(rows, row)
+		out.Items = append(out.Items, row)
 	}
-	httpapi.WriteJSON(q.W, http.StatusOK, rows)
+	setNextLink(q, out.Next)
+	httpapi.WriteJSON(q.W, http.StatusOK, out)
 	return nil
+}
+
+// countListed is how many graphs of sorted the console lists.
+func countListed(sorted []*plane.Entry) int {
+	n := 0
+	for _, e := range sorted {
+		if listed(e) {
+			n++
+		}
+	}
+	return n
+}
+
+// maxKeysPerRead bounds the counter keys of one getMany: the broker's
+// per-call budget is 1024 keys at the edge and 256 inside a transaction
+// (queen-wire); 256 keeps every page's reads well inside either.
+const maxKeysPerRead = 256
+
+// liveCounters reads the unscoped counters of every node of graphs in as
+// few getMany calls as maxKeysPerRead allows (one for a page of small
+// graphs), instead of one call per graph; failed[i] is true when graph i's
+// read failed (its row then shows no worst budget, as before paging).
+func (l *Live) liveCounters(ctx context.Context, graphs []*plane.Entry) (map[string]budget.Reading, []bool) {
+	out := map[string]budget.Reading{}
+	failed := make([]bool, len(graphs))
+	var nodes []plan.Node
+	var members []int
+	keys := 0
+	flush := func() {
+		if len(nodes) == 0 {
+			return
+		}
+		got, err := l.p.Limiter().ReadNodes(ctx, nodes)
+		for _, i := range members {
+			failed[i] = err != nil
+		}
+		maps.Copy(out, got)
+		nodes, members, keys = nodes[:0], members[:0], 0
+	}
+	for i, e := range graphs {
+		k := 0
+		for j := range e.Plan.Nodes {
+			k += len(budget.Unscoped(&e.Plan.Nodes[j]))
+		}
+		if keys+k > maxKeysPerRead {
+			flush()
+		}
+		nodes = append(nodes, e.Plan.Nodes...)
+		members = append(members, i)
+		keys += k
+	}
+	flush()
+	return out, failed
+}
+
+// depthRead is one stage group's backlog a page asks for.
+type depthRead struct {
+	// row is the page row it belongs to.
+	row          int
+	queue, group string
+	pending      int64
+	ok           bool
+}
+
+// depthReaders bounds the broker depth reads one page makes at once.
+const depthReaders = 8
+
+// readDepths fills every read's backlog (plane.Pending: cached two
+// seconds, the last value when the broker fails), depthReaders at a time,
+// so a page of 200 rows does not wait for 200 reads one after another.
+func (l *Live) readDepths(ctx context.Context, reads []depthRead) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(depthReaders, len(reads)) {
+		wg.Go(func() {
+			for i := range next {
+				reads[i].pending, reads[i].ok = l.p.Pending(ctx, reads[i].queue, reads[i].group)
+			}
+		})
+	}
+	for i := range reads {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // edges are the node-to-node hops of a plan, each once, in plan order.
@@ -374,43 +662,61 @@ func nodePaths(p *plan.Plan, node string) []string {
 	return out
 }
 
-// graphsList is GET /api/graphs.
+// graphsList is GET /api/graphs: a page of graphs with their nodes, with
+// the live reads of that page only.
 func (l *Live) graphsList(q *httpapi.Request) *httpapi.Refusal {
+	lq, bad := readList(q, false, false)
+	if bad != nil {
+		return bad
+	}
 	ctx := q.Context()
-	totals := l.totals()
-	rows := []wire.GraphRow{}
-	for _, e := range l.compiled(q) {
-		t := totals[plane.GraphKey{App: e.App, Graph: e.Graph}]
+	sorted := l.catalogue(q)
+	page, next, matched := pageGraphs(sorted, lq, func(e *plane.Entry) bool { return listed(e) && lq.matchesGraph(e) })
+	var reads []depthRead
+	for i, e := range page {
+		for _, st := range e.Plan.Stages {
+			reads = append(reads, depthRead{row: i, queue: st.Source, group: st.Group})
+		}
+	}
+	l.readDepths(ctx, reads)
+	out := wire.GraphPage{Items: make([]wire.GraphRow, 0, len(page)), Next: next, Matched: matched, Total: countListed(sorted)}
+	r := 0 // reads are in page, then stage order
+	for _, e := range page {
+		t := l.totalsOf(e)
 		_, _, _, fwd := t.sums(e.Plan)
 		running := l.p.Cat.RunsVersionNow(e)
 		row := wire.GraphRow{
 			Application: e.App, Name: e.Graph, Version: e.Plan.Version, Running: running,
 			Nodes: []wire.GraphRowNode{}, Edges: edges(e.Plan), Paths: viewPaths(e), Forwarded: fwd,
 		}
+		waiting := map[string]int64{}
+		for _, st := range e.Plan.Stages {
+			if reads[r].ok {
+				waiting[st.Node] += reads[r].pending
+			}
+			r++
+		}
 		for _, n := range e.Plan.Nodes {
 			gn := wire.GraphRowNode{
 				Name: n.Name, Target: e.Graph + "." + n.Name, Entry: n.IngressQueue != "" || n.HTTPPush,
 				Consume: plane.Optional(n.EgressQueue), Running: running, Budgets: len(n.Budgets),
-				Paths: nodePaths(e.Plan, n.Name), Shares: n.Shares,
+				Paths: nodePaths(e.Plan, n.Name), Shares: n.Shares, WaitingForBudget: waiting[n.Name],
 			}
-			for _, st := range e.Plan.Stages {
-				if st.Node != n.Name {
-					continue
-				}
-				if w, ok := l.p.Pending(ctx, st.Source, st.Group); ok {
-					gn.WaitingForBudget += w
-				}
-				if t != nil {
-					c := t.stages[plane.StageID(st.Path, st.Node, st.Hop)]
-					gn.Admitted += c.Admitted
-					gn.Denied += c.Deferred
+			if t != nil {
+				for _, st := range e.Plan.Stages {
+					if st.Node == n.Name {
+						c := t.stages[plane.StageID(st.Path, st.Node, st.Hop)]
+						gn.Admitted += c.Admitted
+						gn.Denied += c.Deferred
+					}
 				}
 			}
 			row.Nodes = append(row.Nodes, gn)
 		}
-		rows = append(rows, row)
+		out.Items = append(out.Items, row)
 	}
-	httpapi.WriteJSON(q.W, http.StatusOK, rows)
+	setNextLink(q, out.Next)
+	httpapi.WriteJSON(q.W, http.StatusOK, out)
 	return nil
 }
 

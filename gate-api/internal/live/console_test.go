@@ -30,7 +30,7 @@ func TestAZeroCeilingIsNeverTheWorstBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	targets := apitest.DecodeAs[[]wire.TargetRow](t, h.Expect(h.Do(http.MethodGet, "/api/targets", nil), http.StatusOK))
+	targets := apitest.DecodeAs[wire.TargetPage](t, h.Expect(h.Do(http.MethodGet, "/api/targets", nil), http.StatusOK)).Items
 	if len(targets) != 1 {
 		t.Fatalf("targets %+v, want the one graph", targets)
 	}
@@ -79,12 +79,20 @@ func TestConsoleReadRoutes(t *testing.T) {
 		t.Errorf("overview without history: admitted_per_sec_reason = %v, want one naming PG_HOST", r)
 	}
 
-	apps := apitest.DecodeAs[[]wire.AppRow](t, h.Expect(h.Do(http.MethodGet, "/api/apps", nil), http.StatusOK))
+	appPage := apitest.DecodeAs[wire.AppPage](t, h.Expect(h.Do(http.MethodGet, "/api/apps", nil), http.StatusOK))
+	apps := appPage.Items
+	if appPage.Next != nil || appPage.Matched != 1 || appPage.Total != 1 {
+		t.Errorf("apps page = %+v, want one application on one page", appPage)
+	}
 	if len(apps) != 1 || apps[0].Application != h.App || apps[0].Targets != 2 || apps[0].Admitted != 50 || apps[0].Denied != 5 {
 		t.Errorf("apps = %+v", apps)
 	}
 
-	targets := apitest.DecodeAs[[]wire.TargetRow](t, h.Expect(h.Do(http.MethodGet, "/api/targets", nil), http.StatusOK))
+	targetPage := apitest.DecodeAs[wire.TargetPage](t, h.Expect(h.Do(http.MethodGet, "/api/targets", nil), http.StatusOK))
+	targets := targetPage.Items
+	if targetPage.Next != nil || targetPage.Matched != 2 || targetPage.Total != 2 {
+		t.Errorf("targets page: next %v, matched %d, total %d, want both graphs on one page", apitest.Deref(targetPage.Next), targetPage.Matched, targetPage.Total)
+	}
 	if len(targets) != 2 || targets[0].Name != "airbnb" || !targets[0].Running || targets[0].State != "pacing" || len(targets[0].Paths) != 2 || targets[0].WorstBudgetID == nil {
 		t.Errorf("targets[0] = %+v", targets[0])
 	}
@@ -92,7 +100,7 @@ func TestConsoleReadRoutes(t *testing.T) {
 		t.Errorf("targets[1] = %+v", targets[1])
 	}
 
-	graphs := apitest.DecodeAs[[]wire.GraphRow](t, h.Expect(h.Do(http.MethodGet, "/api/graphs", nil), http.StatusOK))
+	graphs := apitest.DecodeAs[wire.GraphPage](t, h.Expect(h.Do(http.MethodGet, "/api/graphs", nil), http.StatusOK)).Items
 	if len(graphs) != 2 || graphs[0].Forwarded != 47 || len(graphs[0].Edges) != 2 || len(graphs[0].Nodes) != 3 {
 		t.Fatalf("graphs[0] = %+v", graphs[0])
 	}
@@ -210,14 +218,22 @@ func TestOverviewAdmittedRate(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	wantRate(overview(), (120+60)/60.0+45/30.0, "airbnb (120+60)/60 from the last complete minute plus solo 45/30 from the filling one")
+	// The fleet figures are shared by every request for
+	// figures_max_age_ms: the new roll-ups show once they are that old.
+	if ov := overview(); ov.AdmittedPerSec == nil || *ov.AdmittedPerSec != 0 || ov.FiguresMaxAgeMs != 5000 {
+		t.Fatalf("overview right after the roll-ups were written: %+v, want the shared figures (rate 0) for up to 5000 ms", ov)
+	}
+	clk.Advance(5 * time.Second)
+	wantRate(overview(), (120+60)/60.0+45/35.0, "airbnb (120+60)/60 from the last complete minute plus solo 45/35 from the filling one")
 
 	// Two seconds into the minute the filling minute is divided by 5, not 2.
 	clk.Set(filling.Add(2 * time.Second))
 	wantRate(overview(), (120+60)/60.0+45/5.0, "the filling minute's divisor is at least 5 s")
 
-	// History unreadable: no rate, and the reason says so.
+	// History unreadable: no rate, and the reason says so (once the
+	// shared figures are old enough to be recomputed).
 	db.Close()
+	clk.Advance(5 * time.Second)
 	ov = overview()
 	if ov.AdmittedPerSec != nil || ov.AdmittedPerSecReason == nil || !strings.Contains(*ov.AdmittedPerSecReason, "could not be read") {
 		t.Fatalf("history closed: overview %+v, want a null rate with a reason saying history could not be read", ov)

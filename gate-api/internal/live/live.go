@@ -17,6 +17,8 @@ import (
 // concurrent use.
 type Live struct {
 	p *plane.Plane
+	// figures are the overview's fleet figures between computations.
+	figures fleetCache
 }
 
 // New builds the live-reads family on p.

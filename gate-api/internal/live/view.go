@@ -30,7 +30,6 @@ func (l *Live) getGraph(q *httpapi.Request) *httpapi.Refusal {
 func (l *Live) graphView(q *httpapi.Request, e *plane.Entry) wire.GraphView {
 	ctx := q.Context()
 	p := e.Plan
-	statuses := l.p.Cat.Statuses()
 	running := false
 	replicas := []wire.ViewReplica{}
 	type stageKey struct {
@@ -40,11 +39,8 @@ func (l *Live) graphView(q *httpapi.Request, e *plane.Entry) wire.GraphView {
 	counters := map[stageKey]*store.Counters{}
 	refusals := map[stageKey]*store.Refusal{}
 	var countersAt *int64
-	for _, r := range statuses {
-		g, ok := r.Graph(e.App, e.Graph)
-		if !ok {
-			continue
-		}
+	for _, r := range l.p.Cat.Runs(e.App, e.Graph) {
+		g := r.Status
 		if countersAt == nil || r.At < *countersAt {
 			countersAt = new(r.At)
 		}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -48,12 +49,22 @@ type Catalog struct {
 	// eager is the minimum age before a miss triggers a synchronous re-read.
 	eager time.Duration
 
-	mu       sync.RWMutex
-	graphs   map[GraphKey]*Entry
+	mu     sync.RWMutex
+	graphs map[GraphKey]*Entry
+	// sorted is graphs in (application, graph) order, built on first use
+	// after a change (nil until then) and never modified once built:
+	// callers may keep it.
+	sorted []*Entry
+	// gen counts the changes of graphs (Generation).
+	gen      uint64
 	rev      int64
 	listed   time.Time
 	complete bool
 	status   []store.RelayStatus
+	// runs indexes status by graph, rebuilt on every status read, so a
+	// lookup costs the replicas that run the graph, not every graph of
+	// every replica.
+	runs     map[GraphKey][]GraphRun
 	statusAt time.Time
 
 	listMu   sync.Mutex // serialises document re-reads
@@ -177,9 +188,29 @@ func (c *Catalog) SyncDocuments(ctx context.Context, force bool) error {
 		}
 	}
 	c.mu.Lock()
-	c.graphs, c.rev, c.listed, c.complete = next, rev, c.clock.Now(), l.Complete
+	if !sameEntries(c.graphs, next) {
+		// A re-read that found what this process already had (its own
+		// declare, put before the change signal moved) changes nothing.
+		c.graphs, c.sorted = next, nil
+		c.gen++
+	}
+	c.rev, c.listed, c.complete = rev, c.clock.Now(), l.Complete
 	c.mu.Unlock()
 	return nil
+}
+
+// sameEntries reports whether a and b hold the same entries (a re-read
+// keeps the entry of an unchanged document).
+func sameEntries(a, b map[GraphKey]*Entry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, e := range a {
+		if b[k] != e {
+			return false
+		}
+	}
+	return true
 }
 
 // markListed records a read attempt, so a failing broker is retried at
@@ -214,10 +245,34 @@ func (c *Catalog) ReadStatus(ctx context.Context, maxAge time.Duration) error {
 		c.mu.Unlock()
 		return err
 	}
+	runs := indexRuns(st)
 	c.mu.Lock()
-	c.status, c.statusAt = st, c.clock.Now()
+	c.status, c.runs, c.statusAt = st, runs, c.clock.Now()
 	c.mu.Unlock()
 	return nil
+}
+
+// GraphRun is one relay replica's published status of one graph.
+type GraphRun struct {
+	// Replica is the replica's id; At its publish time, epoch ms.
+	Replica string
+	At      int64
+	// Status is what the replica published of the graph.
+	Status *store.GraphStatus
+}
+
+// indexRuns is st by graph, in the order of st.
+func indexRuns(st []store.RelayStatus) map[GraphKey][]GraphRun {
+	out := map[GraphKey][]GraphRun{}
+	for i := range st {
+		r := &st[i]
+		for j := range r.Graphs {
+			g := &r.Graphs[j]
+			k := GraphKey{g.App, g.Graph}
+			out[k] = append(out[k], GraphRun{Replica: r.Replica, At: r.At, Status: g})
+		}
+	}
+	return out
 }
 
 // Put records this process's own declare without waiting for the timer.
@@ -228,6 +283,8 @@ func (c *Catalog) Put(e *Entry) {
 	defer c.listMu.Unlock()
 	c.mu.Lock()
 	c.graphs[GraphKey{e.App, e.Graph}] = e
+	c.sorted = nil
+	c.gen++
 	c.mu.Unlock()
 }
 
@@ -237,6 +294,8 @@ func (c *Catalog) Forget(app, name string) {
 	defer c.listMu.Unlock()
 	c.mu.Lock()
 	delete(c.graphs, GraphKey{app, name})
+	c.sorted = nil
+	c.gen++
 	c.mu.Unlock()
 }
 
@@ -290,23 +349,75 @@ func (c *Catalog) Apps(ctx context.Context, name string) []string {
 	return out
 }
 
-// All returns every declared graph of app ("" = every application).
+// All returns every declared graph of app ("" = every application), in
+// (application, graph) order.
 func (c *Catalog) All(app string) []*Entry {
+	all := c.Sorted()
+	if app == "" {
+		return slices.Clone(all)
+	}
+	// The application's graphs are one run of the sorted slice.
+	lo, _ := slices.BinarySearchFunc(all, GraphKey{App: app}, compareEntry)
+	hi := lo
+	for hi < len(all) && all[hi].App == app {
+		hi++
+	}
+	return slices.Clone(all[lo:hi])
+}
+
+// Generation changes whenever the declared graphs do (a re-read that found
+// a change, this process's own declare or delete): what is computed from
+// every graph can be kept while it stays the same.
+func (c *Catalog) Generation() uint64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	var out []*Entry
-	for k, e := range c.graphs {
-		if app == "" || k.App == app {
-			out = append(out, e)
-		}
+	return c.gen
+}
+
+// Sorted returns every declared graph in (application, graph) order. The
+// slice is shared and must not be modified; it is rebuilt on the first
+// call after the declared graphs change, so the console's pages do not
+// sort ten thousand graphs per request.
+func (c *Catalog) Sorted() []*Entry {
+	c.mu.RLock()
+	s := c.sorted
+	c.mu.RUnlock()
+	if s != nil {
+		return s
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].App != out[j].App {
-			return out[i].App < out[j].App
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sorted == nil {
+		s := make([]*Entry, 0, len(c.graphs))
+		for _, e := range c.graphs {
+			s = append(s, e)
 		}
-		return out[i].Graph < out[j].Graph
-	})
-	return out
+		slices.SortFunc(s, func(a, b *Entry) int { return CompareKeys(GraphKey{a.App, a.Graph}, GraphKey{b.App, b.Graph}) })
+		c.sorted = s
+	}
+	return c.sorted
+}
+
+// CompareKeys orders graph keys by application, then graph name.
+func CompareKeys(a, b GraphKey) int {
+	if c := strings.Compare(a.App, b.App); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Graph, b.Graph)
+}
+
+// compareEntry compares an entry with a key, for binary searches of
+// Sorted.
+func compareEntry(e *Entry, k GraphKey) int { return CompareKeys(GraphKey{e.App, e.Graph}, k) }
+
+// After is the index in Sorted() of the first graph ordered after k (a
+// page's cursor): every graph from there on comes after it.
+func After(sorted []*Entry, k GraphKey) int {
+	i, found := slices.BinarySearchFunc(sorted, k, compareEntry)
+	if found {
+		i++
+	}
+	return i
 }
 
 // Statuses returns the relays' last published status.
@@ -316,12 +427,20 @@ func (c *Catalog) Statuses() []store.RelayStatus {
 	return c.status
 }
 
+// Runs returns what each relay replica last published of app/name (none
+// when no replica reports it). The slice is shared: do not modify it.
+func (c *Catalog) Runs(app, name string) []GraphRun {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.runs[GraphKey{app, name}]
+}
+
 // Runners returns the replicas that run app/name (any version) according
 // to the cached status.
 func (c *Catalog) Runners(app, name string) []string {
 	var out []string
-	for _, r := range c.Statuses() {
-		if g, ok := r.Graph(app, name); ok && g.Running {
+	for _, r := range c.Runs(app, name) {
+		if r.Status.Running {
 			out = append(out, r.Replica)
 		}
 	}
@@ -347,9 +466,9 @@ func (c *Catalog) Running(ctx context.Context, app, name string) bool {
 // according to the cached status; when none does, failure is the error a
 // replica reported for that version's failed start ("" when none did).
 func (c *Catalog) RunsVersion(app, name string, version int64) (ok bool, failure string) {
-	for _, r := range c.Statuses() {
-		g, found := r.Graph(app, name)
-		if !found || g.Version != version {
+	for _, r := range c.Runs(app, name) {
+		g := r.Status
+		if g.Version != version {
 			continue
 		}
 		if g.Running {

@@ -47,9 +47,32 @@ func (p *Plane) Resolve(q *httpapi.Request, nameVar string) (*Entry, *httpapi.Re
 	return e, nil
 }
 
+// RelayState is whether some gate-relay replica ran e at the catalogue's
+// last read of the relays' status (at most GATE_API_REFRESH_MS old), and
+// wire.NoRelayNote when none did. It never reads kv: work is queued
+// whether or not a relay runs the graph (the ingress queue is a durable
+// buffer), so the state only informs the answer and must not hold it up.
+func (p *Plane) RelayState(e *Entry) (running bool, note string) {
+	if len(p.Cat.Runners(e.App, e.Graph)) > 0 {
+		return true, ""
+	}
+	return false, wire.NoRelayNote
+}
+
+// SetRelayHeader writes the Gate-Relay header of a push or re-entry
+// answer: running, or none when no relay runs the graph right now.
+func SetRelayHeader(w http.ResponseWriter, running bool) {
+	v := wire.RelayNone
+	if running {
+		v = wire.RelayRunning
+	}
+	w.Header().Set(wire.RelayHeader, v)
+}
+
 // ResolveRunning resolves the route's graph (the "graph" variable) and
-// refuses with 503 when no relay replica runs it: the routes that move
-// work (push, re-enter, ETA) need a running graph.
+// refuses with 503 when no relay replica runs it: the ETA, which bounds
+// how long the relay takes, needs a running graph. Push and re-entry never
+// do (RelayState).
 func (p *Plane) ResolveRunning(q *httpapi.Request) (*Entry, *httpapi.Refusal) {
 	e, bad := p.Resolve(q, "graph")
 	if bad != nil {

@@ -2,11 +2,13 @@ package push
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/queen-mq/gate/gate-api/internal/plane"
 	"github.com/queen-mq/gate/libs/budget"
@@ -67,7 +69,9 @@ func (d *Door) push(q *httpapi.Request) *httpapi.Refusal {
 	if bad := httpapi.DecodeStrict(raw, &b, "the push body"); bad != nil {
 		return bad
 	}
-	e, bad := d.p.ResolveRunning(q)
+	// A graph no relay runs is served all the same: the item waits in the
+	// ingress queue, and the answer says so.
+	e, bad := d.p.Resolve(q, "graph")
 	if bad != nil {
 		return bad
 	}
@@ -161,21 +165,50 @@ func (d *Door) push(q *httpapi.Request) *httpapi.Refusal {
 	case errors.Is(err, errPushUnknown):
 		return httpapi.Refuse(http.StatusGatewayTimeout, wire.CodePushOutcomeUnknown, "pushing to %s: %v; the item may or may not be queued: retry with the same txn to stay idempotent (without a txn a retry may queue it twice)", node.IngressQueue, err)
 	case err != nil:
-		return httpapi.Refuse(http.StatusBadGateway, wire.CodePushFailed, "pushing to %s failed: %v; nothing was queued, retry (with the same txn to stay idempotent)", node.IngressQueue, err)
+		return brokerRefused(node.IngressQueue, err)
 	case !r.Stored() && !r.Duplicate():
-		return httpapi.Refuse(http.StatusBadGateway, wire.CodePushFailed, "the broker did not store the item on %s: %s; retry (with the same txn to stay idempotent)", node.IngressQueue, r.Error)
+		return notStored(node.IngressQueue, r.Error)
 	}
 	pushed := 0
 	if r.Stored() {
 		pushed = 1
 	}
 	dup := r.Duplicate()
-	out := wire.Pushed{OK: true, Pushed: pushed, Duplicate: dup, Queue: node.IngressQueue, Cost: itemCost}
+	running, note := d.p.RelayState(e)
+	out := wire.Pushed{OK: true, Pushed: pushed, Duplicate: dup, Queue: node.IngressQueue, Cost: itemCost, Running: running, RunningNote: note}
 	if partition != "" {
 		out.Partition = &partition
 	}
+	plane.SetRelayHeader(q.W, running)
 	httpapi.WriteJSON(q.W, http.StatusOK, out)
 	return nil
+}
+
+// maxBrokerRetryAfter bounds the Retry-After a push passes on from the
+// broker's own.
+const maxBrokerRetryAfter = 60
+
+// brokerRefused is the answer to a push or re-entry whose broker call
+// failed: 502 push-failed when the broker refused the item as bad input
+// (the same item is refused again), else 503 push-unavailable with
+// Retry-After (the broker's own, 1..60 s, else 1): the broker could not
+// take it right now. A call that outlived its deadline is answered 504 by
+// the router (the error is among the arguments).
+func brokerRefused(queue string, err error) *httpapi.Refusal {
+	if refusedAsBadInput(err) {
+		return httpapi.Refuse(http.StatusBadGateway, wire.CodePushFailed, "the broker refused the item on %s: %v; nothing was queued, and the same item is refused again: fix what the broker names", queue, err)
+	}
+	wait := int64(1)
+	if d, ok := queen.RetryAfter(err); ok {
+		wait = min(max(int64((d+time.Second-1)/time.Second), 1), maxBrokerRetryAfter)
+	}
+	return httpapi.Refuse(http.StatusServiceUnavailable, wire.CodePushUnavailable, "the broker could not take the item on %s: %v; nothing was queued: retry after %d second(s) (with the same txn to stay idempotent)", queue, err, wait).RetryAfter(wait)
+}
+
+// notStored is the answer to an item the broker answered for without
+// storing it (neither queued nor a duplicate): 503, retry.
+func notStored(queue, why string) *httpapi.Refusal {
+	return httpapi.Refuse(http.StatusServiceUnavailable, wire.CodePushUnavailable, "the broker did not store the item on %s: %s; nothing was queued: retry after 1 second (with the same txn to stay idempotent)", queue, cmp.Or(why, "it gave no reason")).RetryAfter(1)
 }
 
 // pushNode is the node a push names: {node}, or on the target route the

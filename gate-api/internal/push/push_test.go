@@ -22,16 +22,22 @@ func TestPushFrontDoor(t *testing.T) {
 	push := h.GraphURL("shop") + "/nodes/entry/push"
 	queue := h.Ingress("shop", "entry")
 
-	r := h.Expect(h.Do(http.MethodPost, push, map[string]any{"payload": map[string]any{}}), http.StatusServiceUnavailable)
-	h.ErrorBody(r)
-	if len(h.Messages(queue)) != 0 {
-		t.Fatalf("a push to a graph no relay runs was queued")
+	// No relay runs the graph yet: the push is queued all the same (it
+	// waits in the ingress queue) and the answer says no relay runs it.
+	// Until issue 24 this was a 503 that queued nothing.
+	r := h.Expect(h.Do(http.MethodPost, push, map[string]any{"payload": map[string]any{}}), http.StatusOK)
+	if r.Body["running"] != false || r.Str("runningNote") != wire.NoRelayNote || r.Header.Get(wire.RelayHeader) != wire.RelayNone {
+		t.Fatalf("a push to a graph no relay runs: %s (Gate-Relay %q), want running false with the note and Gate-Relay: none", r.Raw, r.Header.Get(wire.RelayHeader))
+	}
+	if n := len(h.Messages(queue)); n != 1 {
+		t.Fatalf("a push to a graph no relay runs left %d messages on the ingress, want 1", n)
 	}
 	h.Run("relay-1", "shop", 1)
 
 	a := h.Expect(h.Do(http.MethodPost, push, map[string]any{"op": "charge.card", "partition": "acct-7", "payload": map[string]any{"account": "7", "units": 2, "_gate": "forged"}}), http.StatusOK)
-	if a.Body["ok"] != true || a.Num("pushed") != 1 || a.Str("queue") != queue || a.Str("partition") != "acct-7" || a.Num("cost") != 2 {
-		t.Fatalf("push answer: %s", a.Raw)
+	if a.Body["ok"] != true || a.Num("pushed") != 1 || a.Str("queue") != queue || a.Str("partition") != "acct-7" || a.Num("cost") != 2 ||
+		a.Body["running"] != true || a.Body["runningNote"] != nil || a.Header.Get(wire.RelayHeader) != wire.RelayRunning {
+		t.Fatalf("push answer: %s (Gate-Relay %q)", a.Raw, a.Header.Get(wire.RelayHeader))
 	}
 	msgs := h.Partition(queue, "acct-7")
 	if len(msgs) != 1 {

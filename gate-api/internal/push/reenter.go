@@ -71,7 +71,9 @@ func (d *Door) reenter(q *httpapi.Request) *httpapi.Refusal {
 			return bad
 		}
 	}
-	e, bad := d.p.ResolveRunning(q)
+	// Like a push, a re-entry queues whether or not a relay runs the
+	// graph, and says which.
+	e, bad := d.p.Resolve(q, "graph")
 	if bad != nil {
 		return bad
 	}
@@ -115,7 +117,7 @@ func (d *Door) reenter(q *httpapi.Request) *httpapi.Refusal {
 	txn := plan.DeriveTransactionID(*b.Txn, plan.ReentryLabel(int(attempt)))
 	res, err := d.p.Client.Push(q.Context(), []queen.PushItem{{Queue: node.IngressQueue, Partition: partition, Payload: item, TransactionID: txn}})
 	if err != nil {
-		return httpapi.Refuse(http.StatusBadGateway, wire.CodePushFailed, "pushing to %s failed: %v; nothing was queued, retry (the same txn and attempt stay idempotent)", node.IngressQueue, err)
+		return brokerRefused(node.IngressQueue, err)
 	}
 	pushed := 0
 	for _, r := range res {
@@ -124,13 +126,16 @@ func (d *Door) reenter(q *httpapi.Request) *httpapi.Refusal {
 			pushed++
 		case r.Duplicate():
 		default:
-			return httpapi.Refuse(http.StatusBadGateway, wire.CodePushFailed, "the broker did not store the item on %s: %s; retry", node.IngressQueue, r.Error)
+			return notStored(node.IngressQueue, r.Error)
 		}
 	}
-	d.p.Log.Info("re-entered", "app", e.App, "graph", e.Graph, "path", path, "node", entry.Node, "attempt", attempt, "transactionId", txn, "pushed", pushed)
+	running, note := d.p.RelayState(e)
+	d.p.Log.Info("re-entered", "app", e.App, "graph", e.Graph, "path", path, "node", entry.Node, "attempt", attempt, "transactionId", txn, "pushed", pushed, "running", running)
+	plane.SetRelayHeader(q.W, running)
 	httpapi.WriteJSON(q.W, http.StatusOK, wire.Reentered{
 		OK: true, Queue: node.IngressQueue, Path: path, Node: entry.Node,
 		Attempt: int(attempt), MaxAttempts: int(maxAttempts), TransactionID: txn, Pushed: pushed,
+		Running: running, RunningNote: note,
 	})
 	return nil
 }

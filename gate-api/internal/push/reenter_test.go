@@ -8,6 +8,7 @@ import (
 
 	"github.com/queen-mq/gate/gate-api/internal/apitest"
 	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // Re-entry goes back to the ingress of the path's first node; the attempt
@@ -20,11 +21,18 @@ func TestReenter(t *testing.T) {
 	item := map[string]any{"rooms": 2, "_gate": map[string]any{"graph": "airbnb", "path": "prices", "hop": 1, "node": "ip", "attempt": 1}}
 	body := map[string]any{"payload": item, "txn": "orig-1", "partition": "listing-9"}
 
-	h.Expect(h.Do(http.MethodPost, url, body), http.StatusServiceUnavailable)
-	h.Run("relay-1", "airbnb", 3)
-
+	// No relay runs the graph: the re-entry is queued all the same and
+	// says so (until issue 24 it was a 503 that queued nothing); the
+	// second report of the same attempt collapses on the broker's dedup.
 	a := h.Expect(h.Do(http.MethodPost, url, body), http.StatusOK)
+	if a.Body["running"] != false || a.Str("runningNote") != wire.NoRelayNote || a.Header.Get(wire.RelayHeader) != wire.RelayNone {
+		t.Fatalf("a re-entry no relay runs: %s (Gate-Relay %q), want running false with the note and Gate-Relay: none", a.Raw, a.Header.Get(wire.RelayHeader))
+	}
+	h.Run("relay-1", "airbnb", 3)
 	b := h.Expect(h.Do(http.MethodPost, url, body), http.StatusOK)
+	if b.Body["running"] != true || b.Header.Get(wire.RelayHeader) != wire.RelayRunning {
+		t.Fatalf("a re-entry a relay runs: %s (Gate-Relay %q), want running true", b.Raw, b.Header.Get(wire.RelayHeader))
+	}
 	wantTxn := plan.DeriveTransactionID("orig-1", plan.ReentryLabel(2))
 	queue := h.Ingress("airbnb", "prices")
 	if a.Str("queue") != queue || a.Str("node") != "prices" || a.Num("attempt") != 2 || a.Num("maxAttempts") != 3 || a.Str("transactionId") != wantTxn || a.Num("pushed") != 1 || b.Num("pushed") != 0 {

@@ -127,6 +127,16 @@ export interface Pushed {
   queue: string;
   partition: string | null;
   cost: number;
+  /**
+   * Running is true when some gate-relay replica ran the graph at
+   * gate-api's last read of the relays' status (at most
+   * GATE_API_REFRESH_MS old); false means the item is queued and waits
+   * in the ingress queue until a relay runs the graph. The Gate-Relay
+   * header says the same.
+   */
+  running: boolean;
+  /** RunningNote is NoRelayNote when Running is false, else absent. */
+  runningNote?: string;
 }
 
 /** BackoffBody is POST …/nodes/{node}/backoff's request body. */
@@ -162,6 +172,12 @@ export interface Reentered {
   maxAttempts: number;
   transactionId: string;
   pushed: number;
+  /**
+   * Running and RunningNote are Pushed's: whether a relay ran the graph
+   * at the last status read, and NoRelayNote when none did.
+   */
+  running: boolean;
+  runningNote?: string;
 }
 
 /**
@@ -299,11 +315,12 @@ export interface MetricsPath {
  * - `ambiguous-node`: a target has several ingress nodes, so the target route cannot pick one (nodes lists them).
  * - `no-ingress`: the node (or the target, or the path's first node) has no ingress to push or re-enter into.
  * - `http-push-off`: the node reads an application-owned queue with the HTTP front door off: push to that queue with your own SDK.
- * - `not-running`: no gate-relay replica runs the graph, so nothing would move what the route sends (Retry-After: 1).
+ * - `not-running`: no gate-relay replica runs the graph, so the ETA has nothing to bound (Retry-After: 1). Pushes and re-entries are never refused for it: they queue and say so (Gate-Relay: none).
  * - `shed`: the node sheds and every unscoped counter is at its ceiling: nothing was charged or queued (node, retryAfterSeconds, Retry-After).
  * - `push-inflight-full`: the bytes of pushes in flight would pass GATE_PUSH_INFLIGHT_BYTES: nothing was read or queued (inflightBytes, limit, Retry-After: 1).
  * - `push-outcome-unknown`: the push was sent to the broker but its answer did not come back before the request ended: retry with the same txn.
- * - `push-failed`: the broker refused or failed the push (or re-entry): nothing was queued; retry with the same txn.
+ * - `push-failed`: the broker refused the push (or re-entry) as bad input (400, 413, 422): nothing was queued, and the same item is refused again; the sentence names what the broker said.
+ * - `push-unavailable`: the broker cannot take the item right now (unreachable, failing, overloaded or not storing it): nothing was queued; retry after Retry-After with the same txn.
  * - `cost-max`: the item's cost is above the node's cost.max (rule cost-max).
  * - `scope-value-missing`: a scoped budget that applies to the item finds no value at its scopeBy path (field, budget).
  * - `scope-value-too-long`: the item's scope value would make its counter key longer than the broker's 512 bytes (field, budget, room, bytes).
@@ -383,6 +400,7 @@ export type Code =
   | "push-inflight-full"
   | "push-outcome-unknown"
   | "push-failed"
+  | "push-unavailable"
   | "cost-max"
   | "scope-value-missing"
   | "scope-value-too-long"
@@ -1106,7 +1124,12 @@ export interface LiveDenials {
   dropped: number;
 }
 
-/** Overview is GET /api/overview. */
+/**
+ * Overview is GET /api/overview. Queen is read per request (a probe
+ * cached one second); every other figure is the fleet's, computed off the
+ * request path and shared by every request until it is FiguresMaxAgeMs
+ * old or the declared graphs change (FiguresAt says when).
+ */
 export interface Overview {
   queen: QueenState;
   /** Targets and Graphs are both the number of declared graphs. */
@@ -1132,9 +1155,54 @@ export interface Overview {
   budgets_assumed: number;
   /** BudgetsStale counts budgets whose asOf is older than 90 days. */
   budgets_stale: number;
+  /**
+   * FiguresAt is when the fleet figures above were computed (epoch ms,
+   * gate-api's clock); the counters they sum are the relays' status as
+   * last read, itself published every GATE_STATUS_SECONDS.
+   */
+  figures_at: number;
+  /**
+   * FiguresMaxAgeMs is how old the fleet figures may be when served:
+   * they are recomputed once older than this, or at once when a graph
+   * is declared or deleted.
+   */
+  figures_max_age_ms: number;
 }
 
-/** AppRow is one row of GET /api/apps. */
+/** AppPage is one page of GET /api/apps. */
+export interface AppPage {
+  items: AppRow[];
+  /** Next is the cursor of the following page, null on the last one. */
+  next: string | null;
+  /** Matched is how many applications match q, over every page. */
+  matched: number;
+  /** Total is how many applications declare a graph. */
+  total: number;
+}
+
+/** TargetPage is one page of GET /api/targets. */
+export interface TargetPage {
+  items: TargetRow[];
+  /** Next is the cursor of the following page, null on the last one. */
+  next: string | null;
+  /** Matched is how many graphs match q, app and state, over every page. */
+  matched: number;
+  /** Total is how many graphs are declared. */
+  total: number;
+}
+
+/** GraphPage is one page of GET /api/graphs. */
+export interface GraphPage {
+  items: GraphRow[];
+  /** Next is the cursor of the following page, null on the last one. */
+  next: string | null;
+  /** Matched is how many graphs match q and app, over every page. */
+  matched: number;
+  /** Total is how many graphs are declared. */
+  total: number;
+}
+
+/** AppRow is one row of GET /api/apps (AppPage). */
 export interface AppRow {
   application: string;
   /** Targets is the application's graph count. */
@@ -1144,7 +1212,7 @@ export interface AppRow {
   denied: number;
 }
 
-/** TargetRow is one row (one graph) of GET /api/targets. */
+/** TargetRow is one row (one graph) of GET /api/targets (TargetPage). */
 export interface TargetRow {
   application: string;
   name: string;
@@ -1178,7 +1246,7 @@ export interface NameOnly {
   name: string;
 }
 
-/** GraphRow is one row of GET /api/graphs. */
+/** GraphRow is one row of GET /api/graphs (GraphPage). */
 export interface GraphRow {
   application: string;
   name: string;

@@ -3,6 +3,7 @@
 // the status and the server's own message.
 import { useCallback, useEffect, useRef, useState } from "react";
 import type * as W from "../wire";
+import { listQueryString, type ListQuery } from "./paging";
 
 export class ApiError extends Error {
   constructor(public status: number, message: string, public body: W.ErrorBody | null) {
@@ -42,9 +43,10 @@ export const api = {
   me: () => request<W.Me>("GET", "/api/me"),
   version: () => request<W.Version>("GET", "/api/version"),
   overview: () => request<W.Overview>("GET", "/api/overview"),
-  apps: () => request<W.AppRow[]>("GET", "/api/apps"),
-  targets: () => request<W.TargetRow[]>("GET", "/api/targets"),
-  graphs: () => request<W.GraphRow[]>("GET", "/api/graphs"),
+  // The lists page on the server (lib/paging): limit, cursor, q, app, state.
+  apps: (q: ListQuery = {}) => request<W.AppPage>("GET", "/api/apps" + listQueryString(q)),
+  targets: (q: ListQuery = {}) => request<W.TargetPage>("GET", "/api/targets" + listQueryString(q)),
+  graphs: (q: ListQuery = {}) => request<W.GraphPage>("GET", "/api/graphs" + listQueryString(q)),
   // The graph view (§3.3) is the same on /v1 and /api; /v1 is served by every build.
   graph: (app: string, graph: string) => request<W.GraphView>("GET", v1(app, graph)),
   traces: (limit = 50) => request<W.Trace[]>("GET", `/api/traces?limit=${limit}`),

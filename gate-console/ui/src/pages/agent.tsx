@@ -19,7 +19,8 @@ export function AgentPanel() {
   const agent = useAgent();
   const canWrite = useCanWrite();
   const status = useLoad(api.aiStatus, []);
-  const apps = useLoad(api.apps, []);
+  // Suggestions: the applications the server finds for what is typed.
+  const apps = useLoad(() => api.apps({ q: agent.application.slice(0, 63), limit: 20 }), [agent.application]);
   const [text, setText] = useState("");
   const [error, setError] = useState<ApiError | null>(null);
   const endRef = useRef<HTMLDivElement>(null);
@@ -85,7 +86,7 @@ export function AgentPanel() {
             <label className="field"><span className="name">Application</span>
               <input list="agent-apps" value={agent.application} disabled={started} data-testid="agent-app"
                 onChange={(e) => setAgent({ application: e.target.value.trim().toLowerCase() })} placeholder="e.g. demo" />
-              <datalist id="agent-apps">{(apps.data ?? []).map((a) => <option key={a.application} value={a.application} />)}</datalist>
+              <datalist id="agent-apps">{(apps.data?.items ?? []).map((a) => <option key={a.application} value={a.application} />)}</datalist>
             </label>
             <ol className="agent-turns" data-testid="agent-turns">
               {agent.turns.map((t, i) => (

@@ -150,7 +150,7 @@ function Editor({ view, clone }: { view: GraphView | null; clone: boolean }) {
         </div>
       ) : null}
       {notes.map((n, i) => <div key={i} className="notice" data-testid="version-note">{n}</div>)}
-      {view && !clone && view.running === false ? <div className="notice warn">No relay is running this graph right now; saving stores it and a relay starts it when one runs.</div> : null}
+      {view && !clone && view.running === false ? <div className="notice warn">No relay runs this graph right now: pushes are queued and wait in the ingress queue; saving stores it and a relay starts it when one runs.</div> : null}
       {saveErr ? (
         <div className="notice bad" role="alert" data-testid="save-error">
           <strong>The server refused the document (HTTP {saveErr.status})</strong>

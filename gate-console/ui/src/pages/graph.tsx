@@ -8,6 +8,7 @@ import { BudgetBar, Empty, ErrorState, fmt, Link, Loading, pct, useCanWrite, use
 import { EditPage } from "./edit";
 import { Guide } from "./guide";
 import { Traffic, WatchPage, Why } from "./insight";
+import { NO_RELAY } from "./targets";
 
 type Sub = "" | "edit" | "clone" | "guide" | "watch" | "why" | "traffic";
 
@@ -20,7 +21,7 @@ export function GraphPages({ app, graph, sub }: { app: string; graph: string; su
       <div className="spread" style={{ marginBottom: 4 }}>
         <div>
           <h1>{app}/{graph} {view.data ? <span className="muted small">v{view.data.version}</span> : null}{" "}
-            {view.data ? (!view.data.running ? <span className="badge bad" data-testid="not-running">no relay running</span> : isWatch ? <span className="badge info">Watch</span> : <span className="badge good">enforcing</span>) : null}</h1>
+            {view.data ? (!view.data.running ? <span className="badge warn" data-testid="not-running">queued, no relay</span> : isWatch ? <span className="badge info">Watch</span> : <span className="badge good">enforcing</span>) : null}</h1>
         </div>
       </div>
       <nav className="tabs" aria-label="graph pages">
@@ -61,7 +62,9 @@ function Detail({ initial }: { initial: GraphView }) {
   return (
     <>
       {saved ? <div className="notice good" role="status">Saved. The relay runs the new version within a second or two.</div> : null}
-      {!v.running ? <div className="notice bad" role="alert">No relay is running this graph: nothing moves from its incoming queues until a gate-relay runs it (check that gate-relay is up and reaches the broker).</div> : null}
+      {!v.running ? (
+        <div className="notice warn" role="status" data-testid="no-relay-note"><strong>Pushes are {NO_RELAY}.</strong> They move once a gate-relay replica runs this graph (check that gate-relay is up and reaches the broker); <Link to={graphHref(app, graph, "why")}>Why is traffic waiting?</Link> says what else to check.</div>
+      ) : null}
       {view.error ? <ErrorState error={view.error} what="the graph (showing the last answer)" /> : null}
       <div className="row" style={{ marginBottom: 12 }}>
         <button type="button" aria-pressed={live} onClick={() => setLiveP(live ? "0" : "1")} data-testid="live-toggle">

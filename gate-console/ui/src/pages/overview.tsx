@@ -1,7 +1,9 @@
 import { api, useLoad } from "../lib/api";
 import { TimeChart, type Series } from "../lib/chart";
-import { graphHref } from "../lib/router";
+import { Pager, SearchField, usePaged } from "../lib/pager";
+import { graphHref, useQueryParam } from "../lib/router";
 import { Empty, ErrorState, fmt, Link, Loading, Stat, when } from "../lib/ui";
+import { NO_RELAY } from "./targets";
 
 const colors = ["var(--chart-1)", "var(--chart-2)", "var(--chart-3)", "var(--chart-4)", "var(--chart-5)"];
 
@@ -38,6 +40,7 @@ export function Overview() {
         <Stat testid="stat-denied" label="Denied (waited)" value={fmt(o.denied_total)} hint="windows cut short plus claims released" />
         <Stat testid="stat-budgets" label="Budgets to verify" value={fmt(o.budgets_assumed)} hint={`assumed · ${fmt(o.budgets_stale)} stale (older than 90 days)`} />
       </div>
+      <p className="muted small" data-testid="figures-age">Fleet figures as of {new Date(o.figures_at).toLocaleTimeString("en-GB", { hour12: false })}: computed on the server at most every {fmt(o.figures_max_age_ms / 1000)} s and shared by every viewer; the counters are the relays' last published status.</p>
       <div className="grid2" style={{ marginTop: 14 }}>
         <section className="card" aria-labelledby="flow-h">
           <h2 id="flow-h">Fleet flow, last 2 hours</h2>
@@ -62,7 +65,41 @@ export function Overview() {
           ) : null}
         </section>
       </div>
-      {o.graphs === 0 ? <div className="card" style={{ marginTop: 14 }}><Empty title="No graphs yet">Create a target to start pacing traffic. <Link to="/targets/new">New target</Link></Empty></div> : null}
+      {o.graphs === 0 ? <div className="card" style={{ marginTop: 14 }}><Empty title="No graphs yet">Create a target to start pacing traffic. <Link to="/targets/new">New target</Link></Empty></div> : <FindGraph />}
     </>
+  );
+}
+
+/** Find a graph among all of them: the server searches and pages (10 a page). */
+function FindGraph() {
+  const [q, setQ] = useQueryParam("q", "");
+  const list = usePaged(api.targets, { q }, 10000, 10);
+  const d = list.data;
+  return (
+    <section className="card" aria-labelledby="find-h" style={{ marginTop: 14 }}>
+      <div className="spread" style={{ marginBottom: 8 }}>
+        <h2 id="find-h">Find a graph</h2>
+        <div role="search" aria-label="find a graph"><SearchField value={q} onChange={setQ} label="Search" placeholder="app/name" testid="find-graph" /></div>
+      </div>
+      {list.error ? <ErrorState error={list.error} what="the graphs" /> : null}
+      {!d && list.loading ? <Loading /> : null}
+      {d ? (
+        <>
+          {d.matched === 0 ? <Empty title="No graph matches">The server searched all {fmt(d.total)} graphs by application and name.</Empty> : (
+            <div className="tablewrap"><table data-testid="find-table" aria-busy={list.loading}>
+              <thead><tr><th>graph</th><th>state</th><th className="num">backlog</th></tr></thead>
+              <tbody>{d.items.map((r) => (
+                <tr key={r.application + "/" + r.name}>
+                  <td><Link to={graphHref(r.application, r.graph)}>{r.application}/{r.name}</Link></td>
+                  <td>{!r.running ? <span className="badge warn" title={NO_RELAY}>queued, no relay</span> : r.state === "pacing" ? <span className="badge warn">pacing</span> : <span className="badge good">flowing</span>}</td>
+                  <td className="num">{fmt(r.backlog)}</td>
+                </tr>
+              ))}</tbody>
+            </table></div>
+          )}
+          <Pager list={list} limit={10} noun={["graph", "graphs"]} testid="find-pager" />
+        </>
+      ) : null}
+    </section>
   );
 }

@@ -441,6 +441,83 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await p.close();
   });
 
+  test("the lists page and search on the server: Targets, Graphs and the overview's Find a graph", async () => {
+    const names = Array.from({ length: 12 }, (_, i) => `list${String(i).padStart(2, "0")}`);
+    for (const n of names) {
+      const r = await apiCall(stack.api, "PUT", `/v1/apps/${app}/graphs/${n}`, { version: 1,
+        nodes: { limit: { ingress: true, budgets: [{ id: "global", count: 10, timeMs: 1000 }], egress: `${app}.${n}.out` } }, paths: [{ name: "main", nodes: ["limit"] }] });
+      assert.equal(r.status, 200, r.text);
+    }
+    const page1 = await apiCall(stack.console, "GET", `/api/targets?q=${app}/list&limit=5`);
+    assert.equal(page1.status, 200, page1.text);
+    assert.equal(page1.json.items.length, 5);
+    assert.equal(page1.json.matched, 12);
+    assert.ok(page1.json.next, "a first page of 5 of 12 names the next");
+    const bad = await apiCall(stack.console, "GET", "/api/targets?limit=0");
+    assert.equal(bad.status, 422, bad.text);
+    assert.equal(bad.json.field, "limit");
+
+    const p = await open(stack.console, `/targets?q=${encodeURIComponent(`${app}/list`)}`);
+    const pg = p.page;
+    await pg.getByTestId("targets-table").waitFor();
+    await until("the targets page shows the 12 matching graphs", async () => (await pg.getByTestId("targets-table").locator("tbody tr").count()) === 12, 30000);
+    assert.match(await pg.getByTestId("targets-pager").getByRole("status").innerText(), /^1–12 of 12 matching · [\d,]+ targets$/);
+    assert.ok(await pg.getByTestId("targets-pager").getByRole("button", { name: "Next →" }).isDisabled());
+    // Search for nothing: the server's empty answer, said as such.
+    await pg.getByTestId("search").fill(`${app}/nothing-like-it`);
+    await pg.getByText("Nothing matches these filters").waitFor();
+    assert.match(await pg.getByTestId("targets-pager").getByRole("status").innerText(), /^No target matches · [\d,]+ targets$/);
+
+    // The overview pages its search 10 at a time: Next and Previous walk the server's cursors.
+    await pg.goto(stack.console + "/");
+    await pg.getByTestId("find-graph").fill(`${app}/list`);
+    const status = pg.getByTestId("find-pager").getByRole("status");
+    await until("the first page of the search", async () => /^1–10 of 12 matching/.test(await status.innerText()), 30000);
+    assert.equal(await pg.getByTestId("find-table").locator("tbody tr").count(), 10);
+    assert.equal(await pg.getByTestId("find-table").locator("tbody tr").first().innerText().then((t) => t.split("\t")[0]), `${app}/list00`);
+    await pg.getByTestId("find-pager").getByRole("button", { name: "Next →" }).click();
+    await until("the second page", async () => /^11–12 of 12 matching/.test(await status.innerText()), 30000);
+    assert.deepEqual((await pg.getByTestId("find-table").locator("tbody tr td:first-child").allInnerTexts()), [`${app}/list10`, `${app}/list11`]);
+    assert.ok(await pg.getByTestId("find-pager").getByRole("button", { name: "Next →" }).isDisabled());
+    await pg.getByTestId("find-pager").getByRole("button", { name: "← Previous" }).click();
+    await until("back on the first page", async () => /^1–10 of 12 matching/.test(await status.innerText()), 30000);
+    assert.match(await pg.getByTestId("figures-age").innerText(), /computed on the server at most every 5 s/);
+
+    // The Graphs page searches the same way, and an application filter keeps to it.
+    await pg.goto(stack.console + `/graphs?app=${app}&q=list1`);
+    await until("the graphs page shows list10 and list11", async () => (await pg.getByTestId("graphs-table").locator("tbody tr").count()) === 2, 30000);
+    assert.match(await pg.getByTestId("graphs-pager").getByRole("status").innerText(), /^1–2 of 2 matching/);
+    p.assertClean();
+    await p.close();
+  });
+
+  test("a graph no relay runs reads as queued, in the server's words (the answers rewritten to running: false)", async () => {
+    // Every graph of this stack runs, so the answers are rewritten in the
+    // browser; the server's side is gate-api's TestIngestQueuesWhenNoRelayRunsTheGraph.
+    const sentence = "queued; no relay runs this graph right now: items wait in the ingress queue";
+    const p = await open(stack.console, "/");
+    const pg = p.page;
+    const stopped = async (route) => {
+      const res = await route.fetch();
+      const body = await res.json();
+      for (const row of body.items ?? [body]) row.running = false;
+      await route.fulfill({ response: res, json: body });
+    };
+    await pg.route(`**/api/targets?*`, stopped);
+    await pg.route(`**/v1/apps/${app}/graphs/mailer`, stopped);
+    await pg.goto(stack.console + `/targets?q=${app}/mailer`);
+    await pg.getByTestId("no-relay").first().waitFor();
+    assert.match(await pg.getByTestId("targets-table").innerText(), new RegExp(sentence.replace(/[;:]/g, ".")));
+    await shot(pg, "targets-no-relay-1440-light");
+    await pg.goto(stack.console + `/graphs/${app}/mailer`);
+    await pg.getByTestId("no-relay-note").waitFor();
+    assert.match(await pg.getByTestId("no-relay-note").innerText(), new RegExp(`Pushes are ${sentence.replace(/[;:]/g, ".")}`));
+    assert.equal(await pg.getByTestId("not-running").innerText(), "queued, no relay");
+    await shot(pg, "graph-no-relay-1440-light");
+    p.assertClean();
+    await p.close();
+  });
+
   test("every page at 1440×900 and 375×667, light and dark, saved under screenshots/", async () => {
     // A Watch graph so the Watch page has something to show.
     const w = await apiCall(stack.api, "PUT", `/v1/apps/${app}/graphs/observe`, { version: 1, counters: { windowSeconds: 60 }, watch: { durationSeconds: 3600 },

@@ -74,7 +74,8 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("declaring the demo graph: %w", err)
 	}
-	// gate-api refuses pushes (503) until a relay runs the graph.
+	// Pushes before a relay runs the graph would only wait in the ingress
+	// queue (Gate-Relay: none): print the URLs once one runs it.
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		vctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		v, err := api.View(vctx, "demo", "demo")
