@@ -23,6 +23,7 @@ import (
 	"github.com/queen-mq/gate/libs/clock"
 	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/httpapi"
+	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/service"
 	"github.com/queen-mq/gate/libs/wire"
 )
@@ -100,6 +101,9 @@ type Server struct {
 // New builds the console for cfg (which must pass cfg.Check). It does not
 // touch the network.
 func New(cfg config.Config, log *slog.Logger, opt Options) (*Server, error) {
+	// One spelling of the public origin for every use of it (the trusted
+	// origin, the redirect URI), however the configuration was built.
+	cfg.PublicURL = knob.CanonicalOrigin(cfg.PublicURL)
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}

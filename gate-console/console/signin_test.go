@@ -20,6 +20,13 @@ type oidcEnv struct {
 
 func newOIDCEnv(t *testing.T) *oidcEnv {
 	t.Helper()
+	return newOIDCEnvWith(t, nil)
+}
+
+// newOIDCEnvWith is newOIDCEnv with the configuration changed by mutate
+// (after the provider's settings are filled in).
+func newOIDCEnvWith(t *testing.T, mutate func(*config.Config)) *oidcEnv {
+	t.Helper()
 	m, err := mockoidc.Run()
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +35,9 @@ func newOIDCEnv(t *testing.T) *oidcEnv {
 	e := newTestEnv(t, func(c *config.Config) {
 		c.Issuer, c.ClientID, c.ClientSecret = m.Issuer(), m.ClientID, m.ClientSecret
 		c.AllowedDomains = []string{"example.com"}
+		if mutate != nil {
+			mutate(c)
+		}
 	}, webFS())
 	return &oidcEnv{testEnv: e, m: m}
 }
@@ -45,7 +55,7 @@ func (o *oidcEnv) login(t *testing.T, next string) (*url.URL, *http.Cookie) {
 	}
 	q := u.Query()
 	if q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("nonce") == "" || q.Get("state") == "" ||
-		q.Get("redirect_uri") != "http://console.test/api/auth/google/callback" || q.Get("prompt") != "select_account" || q.Get("hd") != "example.com" ||
+		q.Get("redirect_uri") != o.s.cfg.RedirectURL() || q.Get("prompt") != "select_account" || q.Get("hd") != "example.com" ||
 		!strings.Contains(q.Get("scope"), "openid") || !strings.Contains(q.Get("scope"), "email") {
 		t.Fatalf("authorization URL lacks PKCE, nonce, state, redirect, prompt, hd or scope: %s", u)
 	}

@@ -11,9 +11,12 @@ import (
 var (
 	// PublicBind is the console's listen address.
 	PublicBind = Text{Name: "GATE_PUBLIC_BIND", Default: DefaultPublicBind, Check: checkHostPort}
-	// PublicURL is what the browser sees: it decides Secure cookies and
-	// the sign-in redirect URI.
-	PublicURL = Text{Name: "GATE_PUBLIC_URL", Default: DefaultPublicURL, Normalize: trimSlash, Check: checkPublicURL}
+	// PublicURL is what the browser sees: it decides Secure cookies,
+	// Strict-Transport-Security, whether the dev bypass may run, the
+	// trusted origin of cross-site checks and the sign-in redirect URI.
+	// It is read in its canonical form (CanonicalOrigin), and IsHTTPS is
+	// the one test of whether it is https.
+	PublicURL = Text{Name: "GATE_PUBLIC_URL", Default: DefaultPublicURL, Normalize: CanonicalOrigin, Check: checkPublicURL}
 	// DevEmail is the local sign-in bypass identity (never on https).
 	DevEmail = Text{Name: "GATE_DEV_EMAIL", Normalize: strings.ToLower, Check: checkEmail}
 	// AdminEmails is the comma-separated list of identities that may
@@ -60,6 +63,41 @@ func SplitList(v string) []string {
 }
 
 func trimSlash(v string) string { return strings.TrimRight(v, "/") }
+
+// CanonicalOrigin is an http(s) origin the way a browser writes it in an
+// Origin header: scheme and host in lower case, the scheme's default port
+// (:443 on https, :80 on http) and any trailing slash dropped. A value that
+// does not parse as a URL with a host comes back with only its trailing
+// slashes trimmed, for the knob's check to refuse.
+func CanonicalOrigin(v string) string {
+	v = trimSlash(strings.TrimSpace(v))
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" {
+		return v
+	}
+	scheme := strings.ToLower(u.Scheme)
+	host := strings.ToLower(u.Host)
+	if h, port, err := net.SplitHostPort(host); err == nil && (scheme == "https" && port == "443" || scheme == "http" && port == "80") {
+		host = h
+		if strings.Contains(h, ":") {
+			host = "[" + h + "]"
+		}
+	}
+	u.Scheme, u.Host = scheme, host
+	if u.Path == "/" {
+		u.Path = ""
+	}
+	return u.String()
+}
+
+// IsHTTPS reports whether an origin or URL is https, in any letter case
+// ("HTTPS://…" is https): the one test behind every https decision of the
+// console (the dev bypass refusal, Strict-Transport-Security, Secure
+// cookies).
+func IsHTTPS(v string) bool {
+	u, err := url.Parse(strings.TrimSpace(v))
+	return err == nil && strings.EqualFold(u.Scheme, "https")
+}
 
 func checkHostPort(v string) string {
 	if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
