@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/mail"
+	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -94,13 +96,45 @@ func (si *signin) oauth(p *oidc.Provider) *oauth2.Config {
 	}
 }
 
-// safeNext keeps a post-sign-in destination on this origin: a path, never
-// a scheme, a host or a protocol-relative "//".
+// safeNext keeps a post-sign-in destination on this origin: a cleaned
+// path (and its query), never a scheme, a host, a protocol-relative "//",
+// a backslash (which browsers read as a slash) or a control character
+// (browsers drop tabs and newlines, so "/\t/evil" would become "//evil").
+// The path is percent-decoded and cleaned (dot segments resolved,
+// repeated slashes folded) before it is checked, so "/./\\evil",
+// "/a/../\\evil" and "/%2F%2Fevil" cannot turn into another host; what
+// is left is written back encoded. Anything else is "/".
 func safeNext(next string) string {
-	if next == "" || len(next) > maxNextLen || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n\t") {
+	if next == "" || len(next) > maxNextLen || next[0] != '/' {
 		return "/"
 	}
-	return next
+	for _, c := range []byte(next) {
+		if c < 0x20 || c == 0x7f || c == '\\' {
+			return "/"
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
+		return "/"
+	}
+	for _, c := range []byte(u.Path + u.RawQuery) {
+		if c < 0x20 || c == 0x7f || c == '\\' {
+			return "/"
+		}
+	}
+	clean := path.Clean(u.Path)
+	if strings.HasSuffix(u.Path, "/") && clean != "/" {
+		clean += "/"
+	}
+	if !strings.HasPrefix(clean, "/") || strings.HasPrefix(clean, "//") {
+		return "/"
+	}
+	out := (&url.URL{Path: clean, RawQuery: u.RawQuery}).String()
+	// The written form is what the browser follows: check it once more.
+	if !strings.HasPrefix(out, "/") || strings.HasPrefix(out, "//") || strings.ContainsAny(out, "\\\r\n\t") {
+		return "/"
+	}
+	return out
 }
 
 // login is GET /api/auth/google/login?next=…: a 303 to the provider with a

@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -227,12 +228,82 @@ func TestSignInRefusals(t *testing.T) {
 		}
 	})
 	t.Run("open redirect", func(t *testing.T) {
-		for _, next := range []string{"https://evil.example/", "//evil.example", "/\\evil.example", "javascript:alert(1)"} {
-			if got := safeNext(next); got != "/" {
-				t.Errorf("safeNext(%q) = %q", next, got)
-			}
+		// The whole flow: a hostile next survives login and callback only
+		// as a same-origin path.
+		u, login := o.login(t, "/./\\evil.example")
+		code, b, res := o.callback(t, o.authorize(t, u, nil), login)
+		if loc := res.Header.Get("Location"); code != http.StatusSeeOther || loc != "/" {
+			t.Errorf("callback after next=/./\\evil.example = %d Location %q %s, want 303 to /", code, loc, b)
 		}
 	})
+}
+
+// The classic open-redirect vectors, each as the next of a sign-in: what
+// safeNext keeps is "/" or a cleaned path that a browser — which reads a
+// backslash as a slash and drops tabs and newlines — resolves on this
+// origin; the paths a user really comes from are kept.
+func TestSafeNextKeepsEveryDestinationOnThisOrigin(t *testing.T) {
+	vectors := []string{
+		"//evil.example",
+		"///evil.example",
+		"/\\evil.example",
+		"\\/evil.example",
+		"\\\\evil.example",
+		"/./\\evil.example",
+		"/a/../\\evil.example",
+		"/.//evil.example",
+		"/a/..//evil.example",
+		"/%2F%2Fevil.example",
+		"/%2f/evil.example",
+		"/%5Cevil.example",
+		"/%5c%5cevil.example",
+		"https://evil.example",
+		"https:/evil.example",
+		"//evil.example@console.test",
+		"/\t/evil.example",
+		"/\n/evil.example",
+		"/%09/evil.example",
+		"/%0d%0aLocation:%20https://evil.example",
+		"javascript:alert(1)",
+		" //evil.example",
+		"/%2e%2e/%2e%2e//evil.example",
+	}
+	base, _ := url.Parse("https://console.test/graphs/")
+	browser := func(loc string) *url.URL {
+		// What a browser does to a Location before resolving it.
+		loc = strings.NewReplacer("\t", "", "\n", "", "\r", "", "\\", "/").Replace(loc)
+		ref, err := url.Parse(loc)
+		if err != nil {
+			return nil
+		}
+		return base.ResolveReference(ref)
+	}
+	for _, v := range vectors {
+		got := safeNext(v)
+		// The callback answers with http.Redirect, which cleans a path
+		// again: the Location it writes is what the browser follows.
+		w := httptest.NewRecorder()
+		http.Redirect(w, httptest.NewRequest(http.MethodGet, "https://console.test"+config.CallbackPath, nil), got, http.StatusSeeOther)
+		loc := w.Header().Get("Location")
+		to := browser(loc)
+		if to == nil || to.Host != "console.test" || to.Scheme != "https" || !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") || strings.ContainsAny(loc, "\\\t\r\n") {
+			t.Errorf("next=%q is kept as %q, answered as Location %q, which a browser follows to %v: want / or a path on this origin", v, got, loc, to)
+		}
+	}
+	kept := map[string]string{
+		"/":                                   "/",
+		"/graphs/demo/demo?tab=live":          "/graphs/demo/demo?tab=live",
+		"/graphs/demo/demo/edit/":             "/graphs/demo/demo/edit/",
+		"/graphs/demo/./demo":                 "/graphs/demo/demo",
+		"/targets?app=shop&q=a%2Fb":           "/targets?app=shop&q=a%2Fb",
+		"/graphs/demo/demo?next=//x":          "/graphs/demo/demo?next=//x",
+		"/" + strings.Repeat("a", maxNextLen): "/",
+	}
+	for in, want := range kept {
+		if got := safeNext(in); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
 
 func TestSignInNotConfigured(t *testing.T) {
