@@ -112,3 +112,56 @@ func TestEverySpellingOfHTTPSIsHTTPS(t *testing.T) {
 		})
 	}
 }
+
+// Every answer carries the security headers, refusals included: the
+// cross-site 403 (written before any route runs), a 401, a 403 read-only,
+// a 404 and a success, on http and on https.
+func TestEveryAnswerCarriesTheSecurityHeaders(t *testing.T) {
+	for _, public := range []string{"http://console.test", "https://console.test"} {
+		e := newTestEnv(t, func(c *config.Config) { c.PublicURL = public }, nil)
+		viewer := e.sessionCookie(t, "viewer@example.com")
+		crossSite := newReq(http.MethodPost, "/v1/apps/shop/graphs/g/nodes/n/backoff", `{"retryAfterSeconds":5}`)
+		crossSite.Header.Set("Sec-Fetch-Site", "cross-site")
+		crossSite.AddCookie(e.sessionCookie(t, "admin@example.com"))
+		readOnly := newReq(http.MethodPost, "/v1/apps/shop/graphs/g/nodes/n/backoff", `{"retryAfterSeconds":5}`)
+		readOnly.AddCookie(viewer)
+		me := newReq(http.MethodGet, "/api/me", "")
+		me.AddCookie(viewer)
+		cases := []struct {
+			name   string
+			r      *http.Request
+			status int
+		}{
+			{"cross-site write", crossSite, http.StatusForbidden},
+			{"no session", newReq(http.MethodGet, "/api/me", ""), http.StatusUnauthorized},
+			{"read-only", readOnly, http.StatusForbidden},
+			{"no sign-in route", newReq(http.MethodGet, "/api/auth/nope", ""), http.StatusNotFound},
+			{"me", me, http.StatusOK},
+		}
+		for _, c := range cases {
+			w := e.do(c.r)
+			if w.Code != c.status {
+				t.Fatalf("%s on %s: %d, want %d: %s", c.name, public, w.Code, c.status, body(t, w))
+			}
+			h := w.Header()
+			want := map[string]string{
+				"X-Content-Type-Options":     "nosniff",
+				"Referrer-Policy":            "same-origin",
+				"X-Frame-Options":            "DENY",
+				"Cross-Origin-Opener-Policy": "same-origin",
+				"Cache-Control":              "no-store",
+			}
+			for k, v := range want {
+				if h.Get(k) != v {
+					t.Errorf("%s on %s: %s is %q, want %q", c.name, public, k, h.Get(k), v)
+				}
+			}
+			if !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+				t.Errorf("%s on %s: Content-Security-Policy %q", c.name, public, h.Get("Content-Security-Policy"))
+			}
+			if hsts := h.Get("Strict-Transport-Security"); (hsts != "") != strings.HasPrefix(public, "https") {
+				t.Errorf("%s on %s: Strict-Transport-Security %q", c.name, public, hsts)
+			}
+		}
+	}
+}
