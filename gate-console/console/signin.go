@@ -251,13 +251,17 @@ func (si *signin) callback(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusUnauthorized, wire.CodeSignInToken, "the id token carries no sub or email: grant the email scope to the OAuth client"))
 		return
 	}
-	email := strings.ToLower(strings.TrimSpace(claims.Email))
+	email, ok := bareAddress(claims.Email)
+	if !ok {
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusUnauthorized, wire.CodeSignInToken, "the id token's email claim %.200q is not a bare e-mail address (a display name, a comment or several addresses would make a misleading identity): configure the provider to send the address alone", claims.Email).Field("email"))
+		return
+	}
 	if v := claims.EmailVerified; v != true && v != "true" {
 		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusForbidden, wire.CodeAccountNotAllowed, "the e-mail %s is not verified by the sign-in provider: verify it there, then sign in again", email).Field("email_verified"))
 		return
 	}
-	if !allowedDomain(c.AllowedDomains, claims.HD, email) {
-		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusForbidden, wire.CodeAccountNotAllowed, "the account %s is not in an allowed domain (GOOGLE_ALLOWED_DOMAINS=%s): sign in with an account of one of them, or ask an administrator to add the domain", email, strings.Join(c.AllowedDomains, ",")).Field("email"))
+	if why := allowedAccount(si.actor() == "google", c.AllowedDomains, claims.HD, email); why != "" {
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusForbidden, wire.CodeAccountNotAllowed, "the account %s is not allowed: %s (GOOGLE_ALLOWED_DOMAINS=%s); sign in with an account of one of them, or ask an administrator to add the domain", email, why, strings.Join(c.AllowedDomains, ",")).Field("email"))
 		return
 	}
 	if err := si.s.issueSession(w, Identity{Actor: si.actor(), Email: email, Subject: claims.Sub}); err != nil {
@@ -268,16 +272,36 @@ func (si *signin) callback(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, safeNext(st.Next), http.StatusSeeOther)
 }
 
-// allowedDomain checks hd (Google's hosted domain) or, without it, the
-// e-mail's domain against the allowed list.
-func allowedDomain(allowed []string, hd, email string) bool {
-	if hd != "" && slices.Contains(allowed, strings.ToLower(hd)) {
-		return true
+// bareAddress is the id token's email claim as an identity: a bare
+// address (no display name, comment or list; "Admin <mallory@x>" is not
+// one), in lower case. ok is false for anything else.
+func bareAddress(claim string) (string, bool) {
+	v := strings.TrimSpace(claim)
+	a, err := mail.ParseAddress(v)
+	if err != nil || a.Name != "" || a.Address != v || !strings.Contains(v, "@") {
+		return "", false
 	}
-	a, err := mail.ParseAddress(email)
-	if err != nil {
-		return false
+	return strings.ToLower(v), true
+}
+
+// allowedAccount decides whether a verified e-mail may sign in, per issuer
+// ("" when it may, else why not). The e-mail's own domain must always be
+// in the allowed list: a token whose hd names an allowed domain while its
+// e-mail is of another (an alias, a foreign account) is refused. With
+// Google (the default issuer) hd is Google's statement of the Workspace
+// the account belongs to, so when it is present it must be allowed too;
+// any other issuer's hd is not a standard claim (the provider, or whoever
+// configures it, may put anything there), so it is ignored.
+func allowedAccount(google bool, allowed []string, hd, email string) string {
+	_, domain, ok := strings.Cut(email, "@")
+	if !ok || !slices.Contains(allowed, strings.ToLower(domain)) {
+		if hd != "" && slices.Contains(allowed, strings.ToLower(hd)) {
+			return fmt.Sprintf("its e-mail's domain %s is not an allowed domain, although the token's hd claim says %s", domain, hd)
+		}
+		return fmt.Sprintf("its e-mail's domain %s is not an allowed domain", domain)
 	}
-	_, domain, ok := strings.Cut(a.Address, "@")
-	return ok && slices.Contains(allowed, strings.ToLower(domain))
+	if google && hd != "" && !slices.Contains(allowed, strings.ToLower(hd)) {
+		return fmt.Sprintf("it belongs to the Google Workspace %s (hd), which is not an allowed domain", hd)
+	}
+	return ""
 }

@@ -74,7 +74,7 @@ func (o *oidcEnv) login(t *testing.T, next string) (*url.URL, *http.Cookie) {
 
 // authorize plays the browser at the provider and returns the callback
 // path and query the provider redirects to.
-func (o *oidcEnv) authorize(t *testing.T, u *url.URL, user *mockoidc.MockUser) string {
+func (o *oidcEnv) authorize(t *testing.T, u *url.URL, user mockoidc.User) string {
 	t.Helper()
 	if user != nil {
 		o.m.QueueUser(user)
