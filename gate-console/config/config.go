@@ -114,6 +114,8 @@ func (c Config) Check() error {
 		refuse("GATE_SESSION_SECRET is missing: it signs session cookies and sign-in state; set it to at least %d random bytes, e.g. $(openssl rand -base64 48)", knob.MinSessionSecretBytes)
 	case c.SessionSecret != "" && len(c.SessionSecret) < knob.MinSessionSecretBytes:
 		refuse("GATE_SESSION_SECRET is %d bytes, shorter than %d: a short secret lets cookies be forged; set it to at least %d random bytes, e.g. $(openssl rand -base64 48)", len(c.SessionSecret), knob.MinSessionSecretBytes, knob.MinSessionSecretBytes)
+	case c.SessionSecret != "" && knob.SecretBits(c.SessionSecret) < knob.MinSessionSecretBits:
+		refuse("GATE_SESSION_SECRET has too little entropy (about %.0f bits estimated from its characters, at least %d needed: blanks, one character or a short pattern repeated): anyone who guesses it can forge sessions; set it to random bytes, e.g. $(openssl rand -base64 48)", knob.SecretBits(c.SessionSecret), knob.MinSessionSecretBits)
 	}
 	errs = append(errs, knob.PublicBind.Validate(c.PublicBind), knob.PublicURL.Validate(c.PublicURL), knob.OIDCIssuer.Validate(c.Issuer), c.API.Validate())
 	if c.DevEmail != "" {

@@ -1,6 +1,7 @@
 package knob
 
 import (
+	"math"
 	"net"
 	"net/mail"
 	"net/url"
@@ -48,7 +49,45 @@ const (
 	DefaultOIDCIssuer = "https://accounts.google.com"
 	// MinSessionSecretBytes is the shortest GATE_SESSION_SECRET accepted.
 	MinSessionSecretBytes = 32
+	// MinSessionSecretBits is the least estimated entropy (SecretBits) a
+	// GATE_SESSION_SECRET must have: 32 random hex digits estimate about
+	// 115, $(openssl rand -base64 48) about 350; 32 spaces estimate 0 and
+	// "0123456789abcdef" twice 64.
+	MinSessionSecretBits = 96
 )
+
+// SecretBits estimates the entropy of a secret in bits, from its own
+// bytes: the Shannon entropy of their frequencies times the length of
+// the secret's shortest repeating unit (a secret that is one short run
+// repeated has no more entropy than the run). It is an upper bound for
+// what it measures — a dictionary phrase estimates high — and exists to
+// refuse the secrets a typo or a placeholder makes: blanks, one
+// character repeated, a short pattern repeated.
+func SecretBits(v string) float64 {
+	n := len(v)
+	if n == 0 {
+		return 0
+	}
+	period := n
+	for p := 1; p < n; p++ {
+		if v[p:] == v[:n-p] {
+			period = p
+			break
+		}
+	}
+	var counts [256]int
+	for i := 0; i < n; i++ {
+		counts[v[i]]++
+	}
+	var h float64
+	for _, c := range counts {
+		if c > 0 {
+			f := float64(c) / float64(n)
+			h -= f * math.Log2(f)
+		}
+	}
+	return h * float64(period)
+}
 
 // SplitList splits a comma-separated knob value into trimmed, lower-case,
 // non-empty items (GATE_ADMIN_EMAILS, GOOGLE_ALLOWED_DOMAINS).
