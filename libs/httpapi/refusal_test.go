@@ -85,3 +85,38 @@ func TestWriteJSONOfAnUnencodableValueIsARefusal(t *testing.T) {
 		t.Fatalf("%d %s (%v)", w.Code, w.Body, err)
 	}
 }
+
+// DecodeStrict knows the fields of nested objects and of array elements,
+// and names a refused one by its path, array indexes included; a raw
+// payload's fields are anyone's.
+func TestDecodeStrictChecksNestedFields(t *testing.T) {
+	type item struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	type body struct {
+		Items   []item          `json:"items"`
+		Inner   *item           `json:"inner"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	cases := []struct {
+		in, code, field string
+	}{
+		{`{"items":[{"role":"a","content":"b"}],"inner":{"role":"x"},"payload":{"anything":{"goes":1}}}`, "", ""},
+		{`{"items":[{"role":"a"},{"role":"b","extra":1}]}`, "unknown-field", "items[1].extra"},
+		{`{"items":[{"Role":"a"}]}`, "unknown-field", "items[0].Role"},
+		{`{"inner":{"role":"a","nope":true}}`, "unknown-field", "inner.nope"},
+		{`{"items":[{"role":"a","role":"b"}]}`, "duplicate-field", "items[0].role"},
+		{`{"Items":[]}`, "unknown-field", "Items"},
+	}
+	for _, c := range cases {
+		var b body
+		bad := DecodeStrict([]byte(c.in), &b, "the body")
+		switch {
+		case c.code == "" && bad != nil:
+			t.Errorf("%s: refused: %v", c.in, bad)
+		case c.code != "" && (bad == nil || string(bad.Code()) != c.code || bad.Body().Field != c.field):
+			t.Errorf("%s: %v, want %s naming %s", c.in, bad, c.code, c.field)
+		}
+	}
+}
