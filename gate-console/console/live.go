@@ -45,6 +45,10 @@ type LiveOptions struct {
 	MaxDenials int
 	// MaxClients bounds concurrent streams (1000); beyond it 503.
 	MaxClients int
+	// MaxPerIdentity bounds the concurrent streams of one identity (20:
+	// a graph page per tab); beyond it 429, so one viewer cannot hold
+	// every slot of MaxClients.
+	MaxPerIdentity int
 	// MaxGraphs bounds the graphs one stream asks for (100).
 	MaxGraphs int
 	// StaleAfter drops a replica's snapshot from the sums when it is older
@@ -62,6 +66,7 @@ func (o LiveOptions) WithDefaults() LiveOptions {
 	o.PollInterval = positive(o.PollInterval, 2*time.Second)
 	o.MaxDenials = positive(o.MaxDenials, 500)
 	o.MaxClients = positive(o.MaxClients, 1000)
+	o.MaxPerIdentity = positive(o.MaxPerIdentity, 20)
 	o.MaxGraphs = positive(o.MaxGraphs, 100)
 	return o
 }
@@ -84,6 +89,8 @@ type liveHub struct {
 	reason   string
 	subs     map[string]*subjectSub
 	clients  map[*liveClient]struct{}
+	// perIdentity counts the open streams of each identity (its e-mail).
+	perIdentity map[string]int
 	replicas map[string]map[string]liveSnapshot // app/graph → replica → latest
 	closed   bool
 	done     chan struct{}
@@ -103,7 +110,7 @@ type liveSnapshot struct {
 func newLiveHub(url string, log *slog.Logger, clk clock.Clock, opt LiveOptions) *liveHub {
 	h := &liveHub{
 		url: url, log: log, opt: opt.WithDefaults(), clock: clock.Or(clk),
-		subs: map[string]*subjectSub{}, clients: map[*liveClient]struct{}{},
+		subs: map[string]*subjectSub{}, clients: map[*liveClient]struct{}{}, perIdentity: map[string]int{},
 		replicas: map[string]map[string]liveSnapshot{}, done: make(chan struct{}),
 	}
 	if url == "" {
@@ -222,16 +229,23 @@ func subjects(graphs []string) []string {
 	return out
 }
 
-func (h *liveHub) register(c *liveClient) error {
+// register adds a stream, or refuses it: 503 when the console is
+// shutting down or serves MaxClients streams, 429 when the stream's
+// identity already holds MaxPerIdentity.
+func (h *liveHub) register(c *liveClient) *httpapi.Refusal {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return fmt.Errorf("gate-console is shutting down")
+		return httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeLiveUnavailable, "gate-console is shutting down: reconnect in a moment").RetryAfter(5)
+	}
+	if n := h.perIdentity[c.identity]; n >= h.opt.MaxPerIdentity {
+		return httpapi.Refuse(http.StatusTooManyRequests, wire.CodeLiveTooMany, "this account (%s) already has %d live streams open on this console, the most one identity may hold: close a tab (each graph page holds one), or poll the graph view", c.identity, n).RetryAfter(5)
 	}
 	if len(h.clients) >= h.opt.MaxClients {
-		return fmt.Errorf("%d live streams are open, the most one gate-console serves: close a tab or poll the graph view", h.opt.MaxClients)
+		return httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeLiveUnavailable, "%d live streams are open, the most one gate-console serves: close a tab or poll the graph view", h.opt.MaxClients).RetryAfter(5)
 	}
 	h.clients[c] = struct{}{}
+	h.perIdentity[c.identity]++
 	if h.nc == nil {
 		return nil
 	}
@@ -268,7 +282,13 @@ func (h *liveHub) clientCount() int {
 func (h *liveHub) unregister(c *liveClient) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if _, ok := h.clients[c]; !ok {
+		return
+	}
 	delete(h.clients, c)
+	if h.perIdentity[c.identity]--; h.perIdentity[c.identity] <= 0 {
+		delete(h.perIdentity, c.identity)
+	}
 	for _, subj := range c.subjects {
 		ss := h.subs[subj]
 		if ss == nil {
@@ -386,6 +406,8 @@ func (h *liveHub) sum(replica string, snap liveSnapshot) *wire.LiveCounters {
 // liveClient is one browser stream's buffer: the newest counters per graph
 // (coalesced), a bounded list of denials, and a pending status.
 type liveClient struct {
+	// identity is whose stream it is (the e-mail; "" for none).
+	identity string
 	graphs   []string
 	subjects []string
 	max      int
@@ -399,8 +421,8 @@ type liveClient struct {
 	wake     chan struct{}
 }
 
-func newLiveClient(graphs []string, maxDenials int) *liveClient {
-	return &liveClient{graphs: graphs, subjects: subjects(graphs), max: maxDenials,
+func newLiveClient(identity string, graphs []string, maxDenials int) *liveClient {
+	return &liveClient{identity: identity, graphs: graphs, subjects: subjects(graphs), max: maxDenials,
 		counters: map[string]*wire.LiveCounters{}, wake: make(chan struct{}, 1)}
 }
 
@@ -530,9 +552,10 @@ func (h *liveHub) serve(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusBadRequest, wire.CodeInvalidQuery, "%s", bad).Field("graphs"))
 		return
 	}
-	c := newLiveClient(graphs, h.opt.MaxDenials)
-	if err := h.register(c); err != nil {
-		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeLiveUnavailable, "%v", err).RetryAfter(5))
+	id, _ := identityFrom(r.Context())
+	c := newLiveClient(id.Email, graphs, h.opt.MaxDenials)
+	if bad := h.register(c); bad != nil {
+		httpapi.WriteRefusal(w, bad)
 		return
 	}
 	defer h.unregister(c)

@@ -441,3 +441,86 @@ func TestLiveStreamEndsWithTheSession(t *testing.T) {
 		t.Fatal("the stream outlived its session")
 	}
 }
+
+// codeRecorder is a ResponseWriter that reports the status it is written
+// with (a stream then runs until its request's context ends).
+type codeRecorder struct {
+	h    http.Header
+	code chan int
+	body strings.Builder
+}
+
+func (c *codeRecorder) Header() http.Header {
+	if c.h == nil {
+		c.h = http.Header{}
+	}
+	return c.h
+}
+func (c *codeRecorder) WriteHeader(code int)        { c.code <- code }
+func (c *codeRecorder) Write(p []byte) (int, error) { return c.body.Write(p) }
+func (c *codeRecorder) Flush()                      {}
+
+// One identity holds at most MaxPerIdentity streams (429 naming the
+// account beyond it), so a viewer with many tabs cannot take the slots of
+// everyone else; other identities still open theirs up to MaxClients
+// (503), and a closed stream frees its identity's slot.
+func TestLiveStreamsPerIdentityAreCapped(t *testing.T) {
+	e := newTestEnvOpt(t, nil, nil, Options{Live: LiveOptions{MaxPerIdentity: 3, MaxClients: 5}})
+	open := func(email string) (int, *codeRecorder, func()) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		r := newReq(http.MethodGet, "/api/live", "").WithContext(ctx)
+		r.AddCookie(e.sessionCookie(t, email))
+		w := &codeRecorder{code: make(chan int, 1)}
+		done := make(chan struct{})
+		go func() { e.h.ServeHTTP(w, r); close(done) }()
+		var code int
+		select {
+		case code = <-w.code:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no answer to %s's stream", email)
+		}
+		return code, w, func() { cancel(); <-done }
+	}
+	var closers []func()
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	for i := range 3 {
+		code, _, stop := open("greedy@example.com")
+		closers = append(closers, stop)
+		if code != http.StatusOK {
+			t.Fatalf("greedy's stream %d: %d", i+1, code)
+		}
+	}
+	code, w, stop := open("greedy@example.com")
+	stop()
+	if code != http.StatusTooManyRequests || !strings.Contains(w.body.String(), `"code":"live-too-many"`) || !strings.Contains(w.body.String(), "greedy@example.com") || w.h.Get("Retry-After") == "" {
+		t.Fatalf("greedy's fourth stream = %d %s %v, want 429 live-too-many naming the account with Retry-After", code, w.body.String(), w.h)
+	}
+	for i := range 2 {
+		code, _, stop := open("other@example.com")
+		closers = append(closers, stop)
+		if code != http.StatusOK {
+			t.Fatalf("another viewer's stream %d beside greedy's three: %d", i+1, code)
+		}
+	}
+	if code, w, stop := open("third@example.com"); code != http.StatusServiceUnavailable || !strings.Contains(w.body.String(), "live-unavailable") {
+		stop()
+		t.Fatalf("a stream past MaxClients = %d %s, want 503", code, w.body.String())
+	} else {
+		stop()
+	}
+	closers[0]()
+	closers = closers[1:]
+	code, _, stop = open("greedy@example.com")
+	closers = append(closers, stop)
+	if code != http.StatusOK {
+		t.Fatalf("greedy's stream after closing one: %d, want 200", code)
+	}
+	if n := e.s.live.clientCount(); n != 5 {
+		t.Errorf("%d streams open, want 5", n)
+	}
+}

@@ -249,6 +249,10 @@ const (
 	// CodeLiveUnavailable means the console cannot open another live
 	// stream (too many are open, or it is shutting down; Retry-After: 5).
 	CodeLiveUnavailable Code = "live-unavailable"
+	// CodeLiveTooMany means this account already holds the most live
+	// streams one identity may open on a console (close a tab;
+	// Retry-After: 5).
+	CodeLiveTooMany Code = "live-too-many"
 	// CodeFileNotFound means the console's web app has no such file (app
 	// pages are served to HTML navigations only).
 	CodeFileNotFound Code = "file-not-found"
@@ -345,6 +349,7 @@ var Codes = []CodeStatuses{
 	{CodeSignInToken, []int{401}},
 	{CodeAccountNotAllowed, []int{403}},
 	{CodeLiveUnavailable, []int{503}},
+	{CodeLiveTooMany, []int{429}},
 	{CodeFileNotFound, []int{404}},
 	{CodeWebAppMissing, []int{503}},
 }

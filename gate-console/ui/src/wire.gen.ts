@@ -343,6 +343,7 @@ export interface MetricsPath {
  * - `sign-in-token`: the provider's id token is absent, does not verify, or lacks the claims a session needs.
  * - `account-not-allowed`: the account's e-mail is not verified or not in GOOGLE_ALLOWED_DOMAINS.
  * - `live-unavailable`: the console cannot open another live stream (too many are open, or it is shutting down; Retry-After: 5).
+ * - `live-too-many`: this account already holds the most live streams one identity may open on a console (close a tab; Retry-After: 5).
  * - `file-not-found`: the console's web app has no such file (app pages are served to HTML navigations only).
  * - `webapp-missing`: the console binary was built without its web app.
  */
@@ -422,6 +423,7 @@ export type Code =
   | "sign-in-token"
   | "account-not-allowed"
   | "live-unavailable"
+  | "live-too-many"
   | "file-not-found"
   | "webapp-missing";
 
