@@ -128,15 +128,20 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := s.identify(r)
 		if err != nil {
+			// Every refusal here must reach a client still writing its
+			// body (httpapi.DrainBody).
+			httpapi.DrainBody(w, r)
 			s.refuseAnonymous(w, r, err)
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if !s.admin(id.Email) {
+				httpapi.DrainBody(w, r)
 				httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusForbidden, wire.CodeReadOnly, "read-only: this account (%s) is not in GATE_ADMIN_EMAILS; an administrator adds it there (comma-separated, read on every request) to allow %s", id.Email, r.Method))
 				return
 			}
 			if bad := jsonBody(r); bad != "" {
+				httpapi.DrainBody(w, r)
 				httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusUnsupportedMediaType, wire.CodeUnsupportedMediaType, "%s", bad).Field("Content-Type"))
 				return
 			}

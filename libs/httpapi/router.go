@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -199,11 +198,17 @@ func cleanPath(p string) string {
 // wrap turns h into an http.Handler for rt: it decodes the route
 // variables, gives the broker work its deadline, recovers a panic as a
 // 500, writes the refusal h returns (a 5xx from a broker that outlived its
-// deadline as the broker's 504), counts the answer and logs server errors.
+// deadline as the broker's 504) after draining what the handler left of
+// the body (DrainBody), counts the answer and logs server errors.
 func (r *Router) wrap(rt Route, h Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		outer := req.Context()
+		var body *trackedBody
+		if req.Body != nil && req.Body != http.NoBody {
+			body = &trackedBody{ReadCloser: req.Body}
+			req.Body = body
+		}
 		if d := r.cfg.BrokerTimeout; d > 0 {
 			// The broker work of one request shares one deadline, so a
 			// hung broker is answered within it however many calls the
@@ -212,8 +217,8 @@ func (r *Router) wrap(rt Route, h Handler) http.Handler {
 			ctx, cancel := context.WithCancelCause(outer)
 			timer := r.cfg.Clock.AfterFunc(d, func() { cancel(errBrokerDeadline) })
 			defer func() { timer.Stop(); cancel(nil) }()
-			if req.Body != nil && req.Body != http.NoBody {
-				req.Body = &restartOnEOF{ReadCloser: req.Body, restart: func() { timer.Reset(d) }}
+			if body != nil {
+				body.restart = func() { timer.Reset(d) }
 			}
 			req = req.WithContext(ctx)
 		}
@@ -236,6 +241,8 @@ func (r *Router) wrap(rt Route, h Handler) http.Handler {
 			e = r.brokerTimeout(e)
 		}
 		if e != nil {
+			// The refusal must reach a client still writing its body.
+			drainRefused(sw, req, body)
 			WriteRefusal(sw, e)
 		}
 		r.count(rt.Name, req.Method, sw.status)
@@ -258,22 +265,6 @@ func (r *Router) count(route, method string, status int) {
 // errBrokerDeadline is the cause of a request context ended by the broker
 // deadline.
 var errBrokerDeadline = errors.New("GATE_BROKER_TIMEOUT_MS passed")
-
-// restartOnEOF runs restart once, when the body has been read to its end.
-type restartOnEOF struct {
-	io.ReadCloser
-	restart func()
-	done    bool
-}
-
-func (b *restartOnEOF) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && !b.done {
-		b.done = true
-		b.restart()
-	}
-	return n, err
-}
 
 // brokerTimeout is the answer to a request whose broker work outlived the
 // deadline: 504 naming the broker, the deadline and what the handler knew
