@@ -237,7 +237,7 @@ func (r *Router) wrap(rt Route, h Handler) http.Handler {
 		if e == nil {
 			e = h(q)
 		}
-		if e != nil && e.status >= 500 && (context.Cause(req.Context()) == errBrokerDeadline || e.brokerTimedOut) && outer.Err() == nil {
+		if e != nil && e.status >= 500 && !e.notBroker && (context.Cause(req.Context()) == errBrokerDeadline || e.brokerTimedOut) && outer.Err() == nil {
 			e = r.brokerTimeout(e)
 		}
 		if e != nil {

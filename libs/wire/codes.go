@@ -163,8 +163,13 @@ const (
 	// CodeNoHistory means the route needs the PostgreSQL history and this
 	// server has none (PG_HOST is not set).
 	CodeNoHistory Code = "no-history"
-	// CodeHistoryFailed means reading the PostgreSQL history failed.
+	// CodeHistoryFailed means reading the PostgreSQL history failed
+	// (the sentence names the database and its knob, PG_HOST or PG_URL).
 	CodeHistoryFailed Code = "history-failed"
+	// CodeHistoryTimeout means the PostgreSQL history did not answer a
+	// read in time (the sentence names the database and its knob, PG_HOST
+	// or PG_URL; the broker is not involved; Retry-After: 1).
+	CodeHistoryTimeout Code = "history-timeout"
 	// CodeNotWatching means the graph is not in Watch, so there is no
 	// recording to read or replay.
 	CodeNotWatching Code = "not-watching"
@@ -322,6 +327,7 @@ var Codes = []CodeStatuses{
 	{CodeStoreFailed, []int{502}},
 	{CodeNoHistory, []int{503}},
 	{CodeHistoryFailed, []int{502}},
+	{CodeHistoryTimeout, []int{504}},
 	{CodeNotWatching, []int{409}},
 	{CodeWatchNotStarted, []int{409}},
 	{CodePreviewUnsupported, []int{422}},

@@ -1,12 +1,10 @@
 package insight
 
 import (
-	"context"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/queen-mq/gate/gate-api/internal/plane"
 	"github.com/queen-mq/gate/libs/history"
@@ -23,8 +21,6 @@ const (
 	// defaultTraces and maxTraces bound /api/traces.
 	defaultTraces = 100
 	maxTraces     = 1000
-	// historyReadTimeout bounds one history read.
-	historyReadTimeout = 8 * time.Second
 )
 
 // historyRoutes registers the history reads: the Watch summary (app and
@@ -58,11 +54,11 @@ func (in *Insight) watchSummary(q *httpapi.Request) *httpapi.Refusal {
 	if w.StartedAt == nil {
 		return httpapi.Refuse(http.StatusConflict, wire.CodeWatchNotStarted, "graph '%s/%s' is in Watch but has no watch.startedAt: declare it again through gate-api, which stamps the start", e.App, e.Graph).Field("graph")
 	}
-	ctx, cancel := context.WithTimeout(q.Context(), historyReadTimeout)
+	ctx, cancel := in.p.HistoryContext(q)
 	defer cancel()
 	sum, err := db.WatchSummary(ctx, e.App, e.Graph, e.Doc.NodeNames(), *w.StartedAt, w.DurationSeconds, in.p.Clock.Now().UnixMilli())
 	if err != nil {
-		return httpapi.Refuse(http.StatusBadGateway, wire.CodeHistoryFailed, "could not read history: %v", err)
+		return in.p.HistoryRefusal(ctx, err)
 	}
 	httpapi.WriteJSON(q.W, http.StatusOK, sum)
 	return nil
@@ -105,11 +101,11 @@ func (in *Insight) rollups(q *httpapi.Request) *httpapi.Refusal {
 	}
 	now := in.p.Clock.Now().UnixMilli()
 	until := now - now%60000 + 60000
-	ctx, cancel := context.WithTimeout(q.Context(), historyReadTimeout)
+	ctx, cancel := in.p.HistoryContext(q)
 	defer cancel()
 	rows, err := db.Rollups(ctx, app, target, until-int64(minutes)*60000, until)
 	if err != nil {
-		return httpapi.Refuse(http.StatusBadGateway, wire.CodeHistoryFailed, "could not read history: %v", err)
+		return in.p.HistoryRefusal(ctx, err)
 	}
 	httpapi.WriteJSON(q.W, http.StatusOK, rollupMinutes(rows))
 	return nil
@@ -162,11 +158,11 @@ func (in *Insight) flow(q *httpapi.Request) *httpapi.Refusal {
 	for t := since; t < until; t += 60000 {
 		out.Minutes = append(out.Minutes, t)
 	}
-	ctx, cancel := context.WithTimeout(q.Context(), historyReadTimeout)
+	ctx, cancel := in.p.HistoryContext(q)
 	defer cancel()
 	rows, err := db.Rollups(ctx, "", "", since, until)
 	if err != nil {
-		return httpapi.Refuse(http.StatusBadGateway, wire.CodeHistoryFailed, "could not read history: %v", err)
+		return in.p.HistoryRefusal(ctx, err)
 	}
 	type key struct {
 		app, target string
@@ -279,11 +275,11 @@ func (in *Insight) traces(q *httpapi.Request) *httpapi.Refusal {
 		out = out[:limit]
 	}
 	if db := in.p.History(); len(out) < limit && db != nil {
-		ctx, cancel := context.WithTimeout(q.Context(), historyReadTimeout)
+		ctx, cancel := in.p.HistoryContext(q)
 		defer cancel()
 		rows, err := db.Traces(ctx, outcome, limit)
 		if err != nil {
-			in.p.Log.Warn("traces: history unavailable; answering the rings only", "error", err)
+			in.p.Log.Warn("traces: "+in.p.HistoryName()+" could not be read; answering the relays' rings only", "error", err)
 		}
 		for _, r := range rows {
 			if len(out) >= limit {

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -190,7 +191,11 @@ func (l *Live) admittedRates(ctx context.Context, app string, stages []rollupSta
 	defer cancel()
 	rows, err := db.Rollups(rctx, app, "", filling-60000, filling+60000)
 	if err != nil {
-		return nil, new(fmt.Sprintf("the history could not be read, so the admitted rate is unknown: %v; check that PostgreSQL answers", err))
+		what := "could not be read"
+		if errors.Is(err, context.DeadlineExceeded) || rctx.Err() != nil {
+			what = fmt.Sprintf("did not answer within %d ms", rateReadTimeout.Milliseconds())
+		}
+		return nil, new(fmt.Sprintf("%s %s, so the admitted rate is unknown (%v): the broker is not involved; check that the database answers", l.p.HistoryName(), what, err))
 	}
 	type minutes struct {
 		last, fill       int64

@@ -39,7 +39,12 @@ func (l *Live) productMetrics(q *httpapi.Request) *httpapi.Refusal {
 			stages = append(stages, rollupStage{app, e.Graph + "." + st.Node, st.Path})
 		}
 	}
-	rates, _ := l.admittedRates(ctx, app, stages, l.p.Clock.Now())
+	rates, reason := l.admittedRates(ctx, app, stages, l.p.Clock.Now())
+	if len(stages) == 0 {
+		// No graph of the application records roll-ups: each target's
+		// null rate is its own (no counters), not the history's.
+		reason = nil
+	}
 	targets := []wire.MetricsTarget{}
 	for _, e := range graphs {
 		if e.Plan == nil {
@@ -111,7 +116,7 @@ func (l *Live) productMetrics(q *httpapi.Request) *httpapi.Refusal {
 			})
 		}
 	}
-	httpapi.WriteJSON(q.W, http.StatusOK, wire.ProductMetrics{Application: app, At: l.p.Clock.Now().UnixMilli(), Targets: targets})
+	httpapi.WriteJSON(q.W, http.StatusOK, wire.ProductMetrics{Application: app, At: l.p.Clock.Now().UnixMilli(), AdmittedPerSecReason: reason, Targets: targets})
 	return nil
 }
 

@@ -214,6 +214,13 @@ export interface Version {
 export interface ProductMetrics {
   application: string;
   at: number;
+  /**
+   * AdmittedPerSecReason is why the targets' admitted_per_sec is null
+   * (no history, or the history database — named, with its knob — did
+   * not answer); null when the rates are known or no graph of the
+   * application records roll-ups.
+   */
+  admitted_per_sec_reason: string | null;
   targets: MetricsTarget[];
 }
 
@@ -315,7 +322,8 @@ export interface MetricsPath {
  * - `provisioning-failed`: provisioning the graph's queues failed: nothing was stored, and the sentence says what still serves.
  * - `store-failed`: writing or deleting the stored document in kv failed: the sentence says what still serves or was stopped.
  * - `no-history`: the route needs the PostgreSQL history and this server has none (PG_HOST is not set).
- * - `history-failed`: reading the PostgreSQL history failed.
+ * - `history-failed`: reading the PostgreSQL history failed (the sentence names the database and its knob, PG_HOST or PG_URL).
+ * - `history-timeout`: the PostgreSQL history did not answer a read in time (the sentence names the database and its knob, PG_HOST or PG_URL; the broker is not involved; Retry-After: 1).
  * - `not-watching`: the graph is not in Watch, so there is no recording to read or replay.
  * - `watch-not-started`: the graph is in Watch but has no watch.startedAt: declare it again through gate-api.
  * - `preview-unsupported`: the node's shape is outside what the one-node limit preview replays (a payload cost, several paths): use POST …/simulate with a candidate document.
@@ -396,6 +404,7 @@ export type Code =
   | "store-failed"
   | "no-history"
   | "history-failed"
+  | "history-timeout"
   | "not-watching"
   | "watch-not-started"
   | "preview-unsupported"
