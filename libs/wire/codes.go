@@ -150,9 +150,14 @@ const (
 	CodeGone Code = "gone"
 
 	// CodeDeclareRefused means the document was refused by a declare rule
-	// (rule, rules, problems; 409 for version-bump and ingress-owner), or
-	// could not be read as a document at all (rule document).
+	// (rule, rules, problems; 409 for version-bump, version-order and
+	// ingress-owner), or could not be read as a document at all (rule
+	// document).
 	CodeDeclareRefused Code = "declare-refused"
+	// CodeDeclareContended means the graph's stored document kept changing
+	// (declares through other gate-api processes) while this declare was
+	// checked and stored: nothing was stored; retry.
+	CodeDeclareContended Code = "declare-contended"
 	// CodeProvisioningFailed means provisioning the graph's queues failed:
 	// nothing was stored, and the sentence says what still serves.
 	CodeProvisioningFailed Code = "provisioning-failed"
@@ -323,6 +328,7 @@ var Codes = []CodeStatuses{
 	{CodeETAUnavailable, []int{503}},
 	{CodeGone, []int{410}},
 	{CodeDeclareRefused, []int{409, 422}},
+	{CodeDeclareContended, []int{409}},
 	{CodeProvisioningFailed, []int{502}},
 	{CodeStoreFailed, []int{502}},
 	{CodeNoHistory, []int{503}},

@@ -318,7 +318,8 @@ export interface MetricsPath {
  * - `no-unscoped-budget`: a backoff names a node with only scoped budgets, which has no window to spend.
  * - `eta-unavailable`: the backlog or the counters an ETA needs could not be read from the broker.
  * - `gone`: the route was removed (the pop and the leases): the sentence says what replaces it (queue when there is one).
- * - `declare-refused`: the document was refused by a declare rule (rule, rules, problems; 409 for version-bump and ingress-owner), or could not be read as a document at all (rule document).
+ * - `declare-refused`: the document was refused by a declare rule (rule, rules, problems; 409 for version-bump, version-order and ingress-owner), or could not be read as a document at all (rule document).
+ * - `declare-contended`: the graph's stored document kept changing (declares through other gate-api processes) while this declare was checked and stored: nothing was stored; retry.
  * - `provisioning-failed`: provisioning the graph's queues failed: nothing was stored, and the sentence says what still serves.
  * - `store-failed`: writing or deleting the stored document in kv failed: the sentence says what still serves or was stopped.
  * - `no-history`: the route needs the PostgreSQL history and this server has none (PG_HOST is not set).
@@ -400,6 +401,7 @@ export type Code =
   | "eta-unavailable"
   | "gone"
   | "declare-refused"
+  | "declare-contended"
   | "provisioning-failed"
   | "store-failed"
   | "no-history"
