@@ -122,6 +122,16 @@ func (e *Refusal) Broker(url string, timeoutMs int64) *Refusal {
 // Second is the recorded second (Unix ms) a simulation could not replay.
 func (e *Refusal) Second(ms int64) *Refusal { e.body.Second = &ms; return e }
 
+// StoredVersion is the version the graph's stored document still has,
+// and the relay replicas running it (after a refused or failed declare).
+func (e *Refusal) StoredVersion(v int64, running []string) *Refusal {
+	e.body.StoredVersion, e.body.RunningReplicas = &v, running
+	if running == nil {
+		e.body.RunningReplicas = []string{}
+	}
+	return e
+}
+
 // InflightBytes is the bytes of pushes already buffered.
 func (e *Refusal) InflightBytes(n int64) *Refusal { e.body.InflightBytes = &n; return e }
 

@@ -131,7 +131,7 @@ func (d *Declarer) declareOne(ctx context.Context, app, name string, body []byte
 		}
 		c, outcome, bad := d.check(ctx, app, name, body, target)
 		if bad == nil && c.lerr != nil {
-			outcome, bad = outcomeStoring, httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "the stored documents could not be read (%v), so this declaration cannot be checked against the stored version: nothing was provisioned or stored; %s; retry the PUT", c.lerr, servingNote(app, name, nil, c.lerr))
+			outcome, bad = outcomeStoring, httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "the stored documents could not be read (%v), so this declaration cannot be checked against the stored version: nothing was provisioned or stored; %s; retry the PUT", c.lerr, d.servingNote(app, name, nil, c.lerr))
 		}
 		if bad != nil {
 			if locked {
@@ -243,6 +243,9 @@ func (d *Declarer) check(ctx context.Context, app, name string, body []byte, tar
 		outcome := outcomeInvalid
 		if err == nil && res.Status() == http.StatusConflict {
 			outcome = outcomeConflict
+			// A conflict with the stored copy (version-order,
+			// version-bump) says what is stored and running.
+			bad = d.withStored(bad, app, name, old)
 		}
 		return nil, outcome, bad
 	}
@@ -265,9 +268,17 @@ func (d *Declarer) commit(ctx context.Context, app, name string, c *checked) (re
 		}
 		doc.Watch.StartedAt = &at
 	}
-	serving := servingNote(app, name, old, lerr)
+	serving := d.servingNote(app, name, old, lerr)
 	if err := d.provision(ctx, res.Plan); err != nil {
-		return nil, outcomeProvisioning, httpapi.Refuse(http.StatusBadGateway, wire.CodeProvisioningFailed, "provisioning failed: %v; %s", err, serving), false
+		what := fmt.Sprintf("provisioning failed: %v", err)
+		var pe *provision.Error
+		if errors.As(err, &pe) {
+			what = fmt.Sprintf("provisioning failed at the %s queue %s (%v)", pe.Kind, pe.Queue, pe.Err)
+			if len(pe.Configured) > 0 {
+				what += fmt.Sprintf("; this attempt had configured %s before it (they stay configured and hold nothing until a stored version names them)", strings.Join(pe.Configured, ", "))
+			}
+		}
+		return nil, outcomeProvisioning, d.withStored(httpapi.Refuse(http.StatusBadGateway, wire.CodeProvisioningFailed, "version %d was not stored: %s; %s; retry the PUT once the broker accepts the configure", doc.Version, what, serving).Queue(queueOf(pe)), app, name, old), false
 	}
 	stamped, err := doc.MarshalJSON()
 	if err != nil {
@@ -277,7 +288,7 @@ func (d *Declarer) commit(ctx context.Context, app, name string, c *checked) (re
 		if errors.Is(err, store.ErrChanged) {
 			return nil, "", nil, true
 		}
-		return nil, outcomeStoring, httpapi.Refuse(http.StatusBadGateway, wire.CodeStoreFailed, "storing the document in kv failed: %v; the queues are provisioned but %s; retry the PUT", err, serving), false
+		return nil, outcomeStoring, d.withStored(httpapi.Refuse(http.StatusBadGateway, wire.CodeStoreFailed, "version %d was not stored: storing the document in kv failed (%v); its queues are provisioned, and %s; retry the PUT", doc.Version, err, serving), app, name, old), false
 	}
 	d.p.Cat.Put(&plane.Entry{App: app, Graph: name, Body: stamped, Doc: doc, Plan: res.Plan})
 	d.annotate(ctx, app, name, c.prev, stamped, doc)
@@ -285,18 +296,62 @@ func (d *Declarer) commit(ctx context.Context, app, name string, c *checked) (re
 	return res.Response(), outcomeOK, nil, false
 }
 
-// servingNote says what still serves '%s/%s' after this declare failed to
-// store: the previous version when the store listing showed one, nothing
-// when it showed none, and — when the listing itself failed (readErr) —
-// that the previous version, if any, may still serve.
-func servingNote(app, name string, old *plane.Entry, readErr error) string {
+// servingNote says what '%s/%s' still is after a declare that stored
+// nothing: the stored version (when the listing showed one) and which
+// relay replicas report running it — or that none does, or that the
+// listing itself failed (readErr), so whether a previous version is stored
+// is unknown.
+func (d *Declarer) servingNote(app, name string, old *plane.Entry, readErr error) string {
 	switch {
 	case old != nil && old.Doc != nil:
-		return fmt.Sprintf("still serving version %d (the stored document is unchanged)", old.Doc.Version)
+		v := int64(old.Doc.Version)
+		running := d.runningVersion(app, name, v)
+		runs := "no gate-relay replica reports running it, so nothing moves until one does"
+		if len(running) > 0 {
+			runs = "gate-relay " + plural(len(running), "replica ", "replicas ") + strings.Join(running, ", ") + plural(len(running), " runs it", " run it")
+		}
+		return fmt.Sprintf("the stored document is unchanged at version %d, and %s", v, runs)
 	case readErr != nil:
 		return fmt.Sprintf("the stored documents could not be read before this declare (%v), so whether a previous version of '%s/%s' is stored is unknown: if one is, it is unchanged and may still serve", readErr, app, name)
 	}
-	return fmt.Sprintf("nothing was stored, so no relay serves '%s/%s' until a declare succeeds", app, name)
+	return fmt.Sprintf("nothing is stored under '%s/%s', so no relay serves it until a declare succeeds", app, name)
+}
+
+// runningVersion lists the relay replicas that report running version of
+// app/name (the catalogue's cached status).
+func (d *Declarer) runningVersion(app, name string, version int64) []string {
+	var out []string
+	for _, r := range d.p.Cat.Statuses() {
+		if g, ok := r.Graph(app, name); ok && g.Running && g.Version == version {
+			out = append(out, r.Replica)
+		}
+	}
+	return out
+}
+
+// withStored adds to a failed declare's refusal the version still stored
+// and the replicas running it.
+func (d *Declarer) withStored(e *httpapi.Refusal, app, name string, old *plane.Entry) *httpapi.Refusal {
+	if old == nil || old.Doc == nil {
+		return e
+	}
+	v := int64(old.Doc.Version)
+	return e.StoredVersion(v, d.runningVersion(app, name, v))
+}
+
+// queueOf is the queue a provisioning error names ("" when none).
+func queueOf(e *provision.Error) string {
+	if e == nil {
+		return ""
+	}
+	return e.Queue
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // provision makes the broker ready for p before its document is stored:

@@ -183,7 +183,7 @@ func TestDeclareBrokerFailures(t *testing.T) {
 
 	mini.SetError("configure", http.StatusInternalServerError)
 	r := h.Expect(h.Do(http.MethodPut, url, h.Target("t", 10)), http.StatusBadGateway)
-	if msg := h.ErrorBody(r); !strings.Contains(msg, "provisioning failed") || !strings.Contains(msg, "nothing was stored") {
+	if msg := h.ErrorBody(r); !strings.Contains(msg, "provisioning failed") || !strings.Contains(msg, "nothing is stored under") {
 		t.Fatalf("message: %s", msg)
 	}
 	if h.Stored(h.App, "t") {
@@ -194,7 +194,7 @@ func TestDeclareBrokerFailures(t *testing.T) {
 
 	mini.SetError("configure", http.StatusInternalServerError)
 	r = h.Expect(h.Do(http.MethodPut, url, h.Target("t", 20)), http.StatusBadGateway)
-	if msg := h.ErrorBody(r); !strings.Contains(msg, "still serving version 1") {
+	if msg := h.ErrorBody(r); !strings.Contains(msg, "unchanged at version 1") {
 		t.Fatalf("message: %s", msg)
 	}
 	mini.ClearError("configure")

@@ -512,6 +512,18 @@ export interface Error {
   /** Status and Queen describe an unhealthy plane (GET /health, 503). */
   status?: string;
   queen?: QueenState | null;
+  /**
+   * StoredVersion is the version of the graph's document stored after a
+   * refused or failed declaration (version-order, provisioning-failed,
+   * store-failed): what the graph still is. Absent when nothing is
+   * stored or the store could not be read.
+   */
+  storedVersion?: number | null;
+  /**
+   * RunningReplicas are the gate-relay replicas that report running the
+   * stored version (same refusals); absent when none does.
+   */
+  runningReplicas?: string[];
 }
 
 /** Me is GET /api/me: who the request is and what it may do. */
