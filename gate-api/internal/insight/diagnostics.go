@@ -287,14 +287,17 @@ func (in *Insight) nodeStates(ctx context.Context, e *plane.Entry, now time.Time
 		problems = append(problems, "the backoff records ("+err.Error()+")")
 	}
 	for _, st := range p.Stages {
-		n, ok := in.p.Pending(ctx, st.Source, st.Group)
-		if !ok {
+		if _, ok := in.p.Pending(ctx, st.Source, st.Group); !ok {
 			problems = append(problems, fmt.Sprintf("the backlog of %s for %s", st.Source, st.Group))
-			continue
 		}
-		ns := out[st.Node]
-		ns.waitingBudget += n
-		out[st.Node] = ns
+	}
+	for i := range p.Nodes {
+		// A queue several paths read at the node counts once.
+		if w, ok := in.p.NodeWaiting(ctx, p, p.Nodes[i].Name); ok {
+			ns := out[p.Nodes[i].Name]
+			ns.waitingBudget = w
+			out[p.Nodes[i].Name] = ns
+		}
 	}
 	for i := range p.Nodes {
 		n := &p.Nodes[i]

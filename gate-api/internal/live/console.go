@@ -336,12 +336,18 @@ func (l *Live) targetsList(q *httpapi.Request) *httpapi.Refusal {
 				}
 			}
 		}
+		// The first hops' source queues, each once: a queue several paths
+		// read counts its largest group backlog (plane.NodeWaiting's rule).
+		first := map[string]int64{}
 		for _, st := range e.Plan.Stages {
 			if st.Hop == 0 {
 				if n, ok := l.p.Pending(ctx, st.Source, st.Group); ok {
-					row.Backlog += n
+					first[st.Source] = max(first[st.Source], n)
 				}
 			}
+		}
+		for _, n := range first {
+			row.Backlog += n
 		}
 		rows = append(rows, row)
 	}
@@ -398,12 +404,10 @@ func (l *Live) graphsList(q *httpapi.Request) *httpapi.Refusal {
 				Consume: plane.Optional(n.EgressQueue), Running: running, Budgets: len(n.Budgets),
 				Paths: nodePaths(e.Plan, n.Name), Shares: n.Shares,
 			}
+			gn.WaitingForBudget = waitingAt(ctx, l.p, e.Plan, n.Name)
 			for _, st := range e.Plan.Stages {
 				if st.Node != n.Name {
 					continue
-				}
-				if w, ok := l.p.Pending(ctx, st.Source, st.Group); ok {
-					gn.WaitingForBudget += w
 				}
 				if t != nil {
 					c := t.stages[plane.StageID(st.Path, st.Node, st.Hop)]

@@ -55,7 +55,7 @@ func (l *Live) productMetrics(q *httpapi.Request) *httpapi.Refusal {
 		breakers := l.p.Breakers(ctx, e.Plan)
 		measured := rates != nil && e.Plan.CountersWindowSeconds > 0
 		for _, n := range e.Plan.Nodes {
-			var waitingBudget int64
+			waitingBudget := waitingAt(ctx, l.p, e.Plan, n.Name)
 			var nodeRate *float64
 			if measured {
 				nodeRate = new(0.0)
@@ -65,8 +65,9 @@ func (l *Live) productMetrics(q *httpapi.Request) *httpapi.Refusal {
 				if st.Node != n.Name {
 					continue
 				}
+				// A path's figure is its group's backlog, which on a queue
+				// other paths share holds their items too (README).
 				w, _ := l.p.Pending(ctx, st.Source, st.Group)
-				waitingBudget += w
 				var pathRate *float64
 				if measured {
 					pathRate = new(rates[rollupStage{app, e.Graph + "." + n.Name, st.Path}])
