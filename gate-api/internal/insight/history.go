@@ -15,7 +15,8 @@ import (
 // History read limits.
 const (
 	// defaultFlowMinutes and maxFlowMinutes bound /api/flow and
-	// /api/rollups (gate-runtime §4.3: 1..1440, default 120).
+	// /api/rollups (gate-runtime §4.3: 1..1440, default 120); minutes
+	// outside them is clamped, as on every route that takes it.
 	defaultFlowMinutes = 120
 	maxFlowMinutes     = 1440
 	// defaultTraces and maxTraces bound /api/traces.
@@ -68,7 +69,7 @@ func (in *Insight) watchSummary(q *httpapi.Request) *httpapi.Refusal {
 // the minute roll-ups of one target, per minute with a total and a row
 // per lane (path); [] without history.
 func (in *Insight) rollups(q *httpapi.Request) *httpapi.Refusal {
-	minutes, bad := httpapi.QueryRange(q.Query(), "minutes", defaultFlowMinutes, 1, maxFlowMinutes)
+	minutes, bad := httpapi.QueryClamped(q.Query(), "minutes", defaultFlowMinutes, 1, maxFlowMinutes)
 	if bad != nil {
 		return bad
 	}
@@ -141,7 +142,7 @@ func rollupMinutes(rows []history.RollupRow) []wire.RollupMinute {
 // flow is GET /api/flow?minutes=: per application and minute, each
 // target's admitted items against its per-minute ceiling.
 func (in *Insight) flow(q *httpapi.Request) *httpapi.Refusal {
-	minutes, bad := httpapi.QueryRange(q.Query(), "minutes", defaultFlowMinutes, 1, maxFlowMinutes)
+	minutes, bad := httpapi.QueryClamped(q.Query(), "minutes", defaultFlowMinutes, 1, maxFlowMinutes)
 	if bad != nil {
 		return bad
 	}
