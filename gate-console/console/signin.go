@@ -222,6 +222,14 @@ func (si *signin) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := si.ctx(r.Context())
 	tok, err := si.oauth(p).Exchange(ctx, code, oauth2.VerifierOption(lc.Verifier))
+	var refused *oauth2.RetrieveError
+	if errors.As(err, &refused) && refused.ErrorCode == "invalid_grant" {
+		// The provider refused this code — already used (a replayed or
+		// reloaded callback), expired, or never issued to this client: the
+		// request's fault, not the provider's or Gate's.
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusBadRequest, wire.CodeSignInRefused, "the sign-in provider refused this sign-in code (invalid_grant: it was already used, has expired, or was issued for another sign-in): start sign-in again at %s", config.LoginPath).Field("code"))
+		return
+	}
 	if err != nil {
 		si.s.log.Warn("sign-in code exchange failed", "issuer", c.Issuer, "error", err)
 		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusBadGateway, wire.CodeSignInProviderFailed, "the sign-in provider refused the code exchange (%v): start sign-in again at %s", err, config.LoginPath).Field("code"))

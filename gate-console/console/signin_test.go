@@ -211,14 +211,40 @@ func TestSignInRefusals(t *testing.T) {
 			t.Errorf("no login cookie = %d %s", code, b)
 		}
 	})
-	t.Run("exchange failure", func(t *testing.T) {
+	t.Run("a code the provider never issued", func(t *testing.T) {
 		u, login := o.login(t, "/")
 		p, _ := url.Parse(o.authorize(t, u, nil))
 		q := p.Query()
 		q.Set("code", "a-code-the-provider-never-issued")
 		code, b, _ := o.callback(t, p.Path+"?"+q.Encode(), login)
+		if code != http.StatusBadRequest || !strings.Contains(b, "invalid_grant") || !strings.Contains(b, `"code":"sign-in-refused"`) {
+			t.Errorf("bad code = %d %s, want 400 sign-in-refused", code, b)
+		}
+	})
+	t.Run("a replayed code", func(t *testing.T) {
+		u, login := o.login(t, "/")
+		cb := o.authorize(t, u, nil)
+		if code, b, _ := o.callback(t, cb, login); code != http.StatusSeeOther {
+			t.Fatalf("first callback = %d %s", code, b)
+		}
+		// The same callback again (a reload, a replay with the cookie
+		// copied): the provider refuses the spent code; the client's fault.
+		code, b, res := o.callback(t, cb, login)
+		if code != http.StatusBadRequest || !strings.Contains(b, "already used") || sessionFrom(res) != nil {
+			t.Errorf("replayed code = %d %s, want 400 naming the spent code", code, b)
+		}
+	})
+	t.Run("exchange failure", func(t *testing.T) {
+		u, login := o.login(t, "/")
+		cb := o.authorize(t, u, nil)
+		// Two: golang.org/x/oauth2 tries the client credentials in the
+		// header, then in the body.
+		for range 2 {
+			o.m.QueueError(&mockoidc.ServerError{Code: http.StatusInternalServerError, Error: "server_error", Description: "the token endpoint is down"})
+		}
+		code, b, _ := o.callback(t, cb, login)
 		if code != http.StatusBadGateway || !strings.Contains(b, "code exchange") {
-			t.Errorf("bad code = %d %s", code, b)
+			t.Errorf("provider failure at the exchange = %d %s, want 502", code, b)
 		}
 	})
 	t.Run("missing code", func(t *testing.T) {

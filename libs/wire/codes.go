@@ -245,7 +245,9 @@ const (
 	// CodeSignInState means the sign-in callback's state is missing, not
 	// valid, expired or was started in another browser: sign in again.
 	CodeSignInState Code = "sign-in-state"
-	// CodeSignInRefused means the sign-in provider refused the sign-in.
+	// CodeSignInRefused means the sign-in provider refused the sign-in, or
+	// refused its code as invalid_grant (already used, expired): sign in
+	// again.
 	CodeSignInRefused Code = "sign-in-refused"
 	// CodeSignInProviderFailed means the sign-in provider did not answer
 	// its discovery document or refused the code exchange.

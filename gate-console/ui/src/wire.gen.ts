@@ -347,7 +347,7 @@ export interface MetricsPath {
  * - `read-only`: the signed-in account is not in GATE_ADMIN_EMAILS, so it may only read.
  * - `cross-site`: a write came from another origin (http.CrossOriginProtection).
  * - `sign-in-state`: the sign-in callback's state is missing, not valid, expired or was started in another browser: sign in again.
- * - `sign-in-refused`: the sign-in provider refused the sign-in.
+ * - `sign-in-refused`: the sign-in provider refused the sign-in, or refused its code as invalid_grant (already used, expired): sign in again.
  * - `sign-in-provider-failed`: the sign-in provider did not answer its discovery document or refused the code exchange.
  * - `sign-in-token`: the provider's id token is absent, does not verify, or lacks the claims a session needs.
  * - `account-not-allowed`: the account's e-mail is not verified or not in GOOGLE_ALLOWED_DOMAINS.
