@@ -68,12 +68,18 @@ type Route struct {
 	// Limit is the most body bytes the route reads (0: none).
 	Limit int64
 	Flat  bool
+	// Read marks a route that changes nothing although its method is not
+	// GET (a POST whose body is the question, as a simulation's candidate
+	// document): a plane behind sign-in lets viewers call it (IsRead).
+	Read bool
 }
 
 // RouteInfo is one registered route as Routes lists it.
 type RouteInfo struct {
 	Method string
 	Path   string
+	// Read is Route.Read: a non-GET route that changes nothing.
+	Read bool
 }
 
 // Router is the router every Gate server uses: routes are tried in the
@@ -85,19 +91,34 @@ type Router struct {
 	// with an exact path, for the clean mode's redirects.
 	prefixes map[string]bool
 	exact    map[string]bool
+	// reads are the routes registered with Route.Read.
+	reads map[*mux.Route]bool
 }
 
 // NewRouter returns an empty router for cfg.
 func NewRouter(cfg Config) *Router {
 	cfg = cfg.WithDefaults()
 	m := mux.NewRouter().UseEncodedPath().SkipClean(true)
-	return &Router{cfg: cfg, mux: m, prefixes: map[string]bool{}, exact: map[string]bool{}}
+	return &Router{cfg: cfg, mux: m, prefixes: map[string]bool{}, exact: map[string]bool{}, reads: map[*mux.Route]bool{}}
 }
 
 // Handle registers h for rt.
 func (r *Router) Handle(rt Route, h Handler) {
 	r.exact[rt.Path] = true
-	r.mux.Handle(rt.Path, r.wrap(rt, h)).Methods(rt.Method)
+	route := r.mux.Handle(rt.Path, r.wrap(rt, h)).Methods(rt.Method)
+	if rt.Read {
+		r.reads[route] = true
+	}
+}
+
+// IsRead reports whether req is a read: a GET or HEAD, or a request to a
+// route registered with Route.Read. A request no route takes is not one.
+func (r *Router) IsRead(req *http.Request) bool {
+	if req.Method == http.MethodGet || req.Method == http.MethodHead {
+		return true
+	}
+	var m mux.RouteMatch
+	return r.mux.Match(req, &m) && m.MatchErr == nil && r.reads[m.Route]
 }
 
 // HandleHTTP registers a plain handler for path and methods (none: every
@@ -141,7 +162,7 @@ func (r *Router) Routes() []RouteInfo {
 			return nil
 		}
 		for _, m := range methods {
-			out = append(out, RouteInfo{Method: m, Path: path})
+			out = append(out, RouteInfo{Method: m, Path: path, Read: r.reads[rt]})
 		}
 		return nil
 	})

@@ -32,10 +32,13 @@ const (
 // POST simulate, which writes nothing), open to viewers.
 func (in *Insight) insightRoutes(r *httpapi.Router) {
 	small := in.p.Cfg.BodyBytes
+	// Every insight route is a read: the candidate simulation is a POST
+	// whose body is the question, and stores nothing.
 	add := func(name, method, suffix string, h httpapi.Handler) {
-		r.Handle(httpapi.Route{Name: name, Method: method, Path: "/api/apps/{app}/graphs/{graph}" + suffix, Limit: small}, h)
-		r.Handle(httpapi.Route{Name: "flat-" + name, Method: method, Path: "/api/graphs/{graph}" + suffix, Limit: small, Flat: true}, h)
-		plane.Both(r, name, method, "/graphs/{graph}"+suffix, small, h)
+		r.Handle(httpapi.Route{Name: name, Method: method, Path: "/api/apps/{app}/graphs/{graph}" + suffix, Limit: small, Read: true}, h)
+		r.Handle(httpapi.Route{Name: "flat-" + name, Method: method, Path: "/api/graphs/{graph}" + suffix, Limit: small, Flat: true, Read: true}, h)
+		r.Handle(httpapi.Route{Name: name, Method: method, Path: "/v1/apps/{app}/graphs/{graph}" + suffix, Limit: small, Read: true}, h)
+		r.Handle(httpapi.Route{Name: "flat-" + name, Method: method, Path: "/v1/graphs/{graph}" + suffix, Limit: small, Flat: true, Read: true}, h)
 	}
 	add("diagnostics", http.MethodGet, "/diagnostics", in.diagnostics)
 	add("timeline", http.MethodGet, "/timeline", in.timeline)
