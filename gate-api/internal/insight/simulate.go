@@ -136,7 +136,7 @@ func (in *Insight) simulate(q *httpapi.Request) *httpapi.Refusal {
 	r := simulate.Preview(secs, cov.Start, cov.End, simulate.Allowance{Count: w.CountSub, Seconds: w.TTLSeconds, CostPerItem: costPerItem})
 	out := wire.Simulation{
 		Node: n.Name, Items: r.Items, DelayedItems: r.Delayed, PeakBacklog: r.Peak, RemainingBacklog: r.Remaining,
-		DrainSeconds: r.DrainSeconds, Series: r.Series,
+		DrainSeconds: r.DrainSeconds, LongestWaitSeconds: r.LongestWaitSeconds, Series: r.Series,
 		Coverage:     wire.Coverage{Since: cov.Start, Until: cov.End, GapSeconds: cov.GapSeconds, LostItems: cov.LostItems, ResolutionSeconds: 1},
 		Effective:    wire.Effective{Count: w.CountSub, Seconds: w.TTLSeconds, SubWindows: w.N, CostPerItem: costPerItem},
 		HasKnownGaps: cov.GapSeconds != 0 || cov.LostItems != 0,

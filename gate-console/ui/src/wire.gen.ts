@@ -891,10 +891,17 @@ export interface Simulation {
   peakBacklog: number;
   remainingBacklog: number;
   /**
-   * DrainSeconds is how long the remaining backlog takes to clear if
-   * nothing more arrives.
+   * DrainSeconds is how long the backlog left at the end of the range
+   * (RemainingBacklog) takes to clear if nothing more arrives: 0 when
+   * none is left, however many items were delayed on the way.
    */
   drainSeconds: number;
+  /**
+   * LongestWaitSeconds is the longest any item waited for the allowance
+   * (from the second it arrived to the second it was admitted; an item
+   * still waiting at the end counts the wait it had reached).
+   */
+  longestWaitSeconds: number;
   series: BacklogPoint[];
   coverage: Coverage;
   effective: Effective;
