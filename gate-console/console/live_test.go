@@ -524,3 +524,51 @@ func TestLiveStreamsPerIdentityAreCapped(t *testing.T) {
 		t.Errorf("%d streams open, want 5", n)
 	}
 }
+
+// A stream whose graph goes quiet — the relay stopped publishing (it died,
+// or lost NATS), so the last counters would stay on the page as if live —
+// says so: a "poll" status naming the graph once no counters arrived
+// within QuietAfter, and "stream" again with the next counters. A graph
+// that never publishes goes quiet too.
+func TestLiveStreamSaysWhenItsGraphGoesQuiet(t *testing.T) {
+	const quiet = 400 * time.Millisecond
+	l := newLiveEnv(t, LiveOptions{QuietAfter: quiet, Heartbeat: time.Hour}, 0)
+	s := l.open(t, l.app+"/g1")
+	st := s.streaming()
+	if st.QuietMs != quiet.Milliseconds() || len(st.Quiet) != 0 {
+		t.Fatalf("first status %+v", st)
+	}
+	status := func(ev sseEvent) wire.LiveStatus {
+		t.Helper()
+		var st wire.LiveStatus
+		if ev.name != "status" || json.Unmarshal([]byte(ev.data), &st) != nil {
+			t.Fatalf("event %s %s, want a status", ev.name, ev.data)
+		}
+		return st
+	}
+	l.publishCounters(t, "relay-a", "g1", 7, 1)
+	if ev := s.next(time.Second); ev.name != "counters" {
+		t.Fatalf("event %s %s, want counters", ev.name, ev.data)
+	}
+	last := time.Now()
+	st = status(s.next(5 * time.Second))
+	if waited := time.Since(last); st.Mode != "poll" || !st.NATS || len(st.Quiet) != 1 || st.Quiet[0] != l.app+"/g1" ||
+		!strings.Contains(st.Reason, "no relay has published counters for "+l.app+"/g1") || waited < quiet-50*time.Millisecond {
+		t.Fatalf("after %v of silence: %+v; want poll naming the quiet graph, not before %v", waited, st, quiet)
+	}
+	// The relay publishes again: stream, then its counters.
+	l.publishCounters(t, "relay-b", "g1", 3, 1)
+	if st := status(s.next(time.Second)); st.Mode != "stream" || len(st.Quiet) != 0 {
+		t.Fatalf("counters after the silence: status %+v, want stream", st)
+	}
+	if ev := s.next(time.Second); ev.name != "counters" {
+		t.Fatalf("event %s %s, want the counters", ev.name, ev.data)
+	}
+
+	// A graph nothing publishes for goes quiet within QuietAfter of opening.
+	s2 := l.open(t, l.app+"/never")
+	s2.streaming()
+	if st := status(s2.next(5 * time.Second)); st.Mode != "poll" || len(st.Quiet) != 1 || st.Quiet[0] != l.app+"/never" {
+		t.Fatalf("a graph nothing publishes for: %+v", st)
+	}
+}

@@ -1085,7 +1085,9 @@ export interface SimUnsupported {
 export interface LiveStatus {
   /**
    * Mode is "stream" (counters and denials arrive as events) or "poll"
-   * (NATS is not configured or not reachable: poll the graph view).
+   * (NATS is not configured or not reachable, or the stream's graphs went
+   * quiet — no relay published their counters within QuietMs: poll the
+   * graph view).
    */
   mode: string;
   /** NATS is whether the console holds a NATS connection right now. */
@@ -1098,6 +1100,17 @@ export interface LiveStatus {
   heartbeat_ms: number;
   /** PollMs is how often to poll the graph view in "poll" mode. */
   poll_ms: number;
+  /**
+   * QuietMs is how long a graph may go without a counters event before
+   * the stream calls it quiet (three relay status periods).
+   */
+  quiet_ms: number;
+  /**
+   * Quiet are the stream's graphs no relay published counters for within
+   * QuietMs ("*" for a stream of every graph that heard none): their
+   * last numbers are stale, so the mode is "poll".
+   */
+  quiet: string[];
 }
 
 /**
