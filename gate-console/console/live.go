@@ -90,15 +90,15 @@ type liveHub struct {
 	opt   LiveOptions
 	clock clock.Clock
 
-	mu       sync.Mutex
-	nc       *nats.Conn
-	up       bool
-	reason   string
-	subs     map[string]*subjectSub
-	clients  map[*liveClient]struct{}
+	mu      sync.Mutex
+	nc      *nats.Conn
+	up      bool
+	reason  string
+	subs    map[string]*subjectSub
+	clients map[*liveClient]struct{}
 	// perIdentity counts the open streams of each identity (its e-mail).
 	perIdentity map[string]int
-	replicas map[string]map[string]liveSnapshot // app/graph → replica → latest
+	replicas    map[string]map[string]liveSnapshot // app/graph → replica → latest
 	// heard is when a counters message last arrived, per app/graph, and
 	// heardAny for any graph.
 	heard    map[string]time.Time

@@ -507,11 +507,10 @@ func TestLiveStreamsPerIdentityAreCapped(t *testing.T) {
 			t.Fatalf("another viewer's stream %d beside greedy's three: %d", i+1, code)
 		}
 	}
-	if code, w, stop := open("third@example.com"); code != http.StatusServiceUnavailable || !strings.Contains(w.body.String(), "live-unavailable") {
-		stop()
+	code, w, stop = open("third@example.com")
+	stop()
+	if code != http.StatusServiceUnavailable || !strings.Contains(w.body.String(), "live-unavailable") {
 		t.Fatalf("a stream past MaxClients = %d %s, want 503", code, w.body.String())
-	} else {
-		stop()
 	}
 	closers[0]()
 	closers = closers[1:]

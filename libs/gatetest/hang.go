@@ -19,10 +19,11 @@ type HangingProxy struct {
 	target string
 	ln     net.Listener
 
-	mu    sync.Mutex
-	hung  bool
-	conns []net.Conn
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	hung   bool
+	closed bool
+	conns  []net.Conn
+	wg     sync.WaitGroup
 }
 
 // NewHangingProxy listens on a free loopback port and forwards to target
@@ -55,7 +56,7 @@ func (p *HangingProxy) isHung() bool {
 func (p *HangingProxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ln == nil {
+	if p.closed {
 		c.Close()
 		return false
 	}
@@ -110,13 +111,13 @@ func (p *HangingProxy) pipe(dst, src net.Conn) {
 // once; the test's cleanup calls it.
 func (p *HangingProxy) Close() {
 	p.mu.Lock()
-	ln := p.ln
-	p.ln = nil
+	wasClosed := p.closed
+	p.closed = true
 	conns := p.conns
 	p.conns = nil
 	p.mu.Unlock()
-	if ln != nil {
-		ln.Close()
+	if !wasClosed {
+		p.ln.Close()
 	}
 	for _, c := range conns {
 		c.Close()

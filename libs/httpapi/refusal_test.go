@@ -25,7 +25,7 @@ func TestRefusalSettersFillTheirWireFields(t *testing.T) {
 		Field("f").Rule("r").Rules([]string{"r"}, []wire.Problem{{Rule: "r", Message: "m", At: "/x"}}).
 		Applications([]string{"a", "b"}).Paths([]string{"p"}).Nodes([]string{"n"}).Node("n").Budget("b").Queue("q").
 		Limit(1).MaxAttempts(3).RetryAfterSeconds(2).Room(3).Bytes(300).Broker("http://127.0.0.1:6632", 10000).
-		Second(1764590400000).InflightBytes(1 << 20).Unhealthy(wire.QueenState{URL: "u"}).StoredVersion(4, []string{"relay-1"}).RetryAfter(7)
+		Second(1764590400000).InflightBytes(1<<20).Unhealthy(wire.QueenState{URL: "u"}).StoredVersion(4, []string{"relay-1"}).RetryAfter(7)
 	w := httptest.NewRecorder()
 	WriteRefusal(w, e)
 	if w.Code != http.StatusConflict || w.Header().Get("Content-Type") != "application/json" || w.Header().Get("Retry-After") != "7" {
