@@ -242,7 +242,7 @@ func reaches(p *types.Project, from, to, cond string) bool {
 func TestComposeGoogleSignIn(t *testing.T) {
 	p := loadCompose(t, map[string]string{
 		"GATE_DEV_EMAIL": "", "GOOGLE_CLIENT_ID": "id.apps.googleusercontent.com", "GOOGLE_CLIENT_SECRET": "s",
-		"GOOGLE_ALLOWED_DOMAINS": "example.com", "GATE_SESSION_SECRET": strings.Repeat("k", 40),
+		"GOOGLE_ALLOWED_DOMAINS": "example.com", "GATE_SESSION_SECRET": "q3Vb7N0xKpZt2LmWc9RfYd4HsE8uJa1GxT5n",
 	})
 	s, _ := p.GetService("gate-console")
 	env := envOf(s)

@@ -52,7 +52,7 @@ func TestTextOutput(t *testing.T) {
 	for _, want := range []string{
 		"testdata/airbnb.json: accepted (channel/airbnb version 3)",
 		"warning [window-head-of-line] /nodes/photos/budgets/1:",
-		"not evaluated without a broker and the other graphs: ingress-owner, version-bump, ingress-queue, ingress-retention, single-partition, egress-owner, queue-cross-graph, shared-conflict-graph",
+		"not evaluated without a broker and the other graphs: ingress-owner, version-bump, version-order, ingress-queue, ingress-retention, single-partition, egress-owner, queue-cross-graph, shared-conflict-graph",
 		"ip.ip-10s 1500/10000ms = 10 sub-windows of 150 per 1s, key b:channel:shared:egress-ip",
 		`ceilings {"photos":75,"prices":150}`,
 		"photos hop 1 ip share 0.5: gate.channel.airbnb.ip.in -> channel.airbnb.out (group gate.channel.airbnb.photos.ip, batch 75, workers 1)",

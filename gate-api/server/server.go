@@ -90,6 +90,11 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // that mounts this handler (gate-console) can prove each one is guarded.
 func (s *Server) Routes() []Route { return s.handler.Routes() }
 
+// IsRead reports whether r changes nothing: a GET or HEAD, or a route
+// that only reads although its method is POST (the candidate simulation).
+// gate-console lets viewers make these.
+func (s *Server) IsRead(r *http.Request) bool { return s.handler.IsRead(r) }
+
 // Route is one registered route: its method and path template (gorilla
 // syntax, e.g. /v1/apps/{app}/graphs/{name}).
 type Route = httpapi.RouteInfo

@@ -6,7 +6,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	apiconfig "github.com/queen-mq/gate/gate-api/config"
 	"github.com/queen-mq/gate/libs/knob"
@@ -22,7 +21,9 @@ type Config struct {
 	API apiconfig.Config
 	// PublicBind is GATE_PUBLIC_BIND.
 	PublicBind string
-	// PublicURL is GATE_PUBLIC_URL, without a trailing slash.
+	// PublicURL is GATE_PUBLIC_URL in its canonical form
+	// (knob.CanonicalOrigin: lower-case scheme and host, no default port,
+	// no trailing slash).
 	PublicURL string
 	// DevEmail is GATE_DEV_EMAIL, lower case ("" = no bypass).
 	DevEmail string
@@ -49,8 +50,10 @@ func Default() Config {
 	}
 }
 
-// HTTPS reports whether the browser reaches the console over https.
-func (c Config) HTTPS() bool { return strings.HasPrefix(c.PublicURL, "https://") }
+// HTTPS reports whether the browser reaches the console over https, in
+// any letter case of the scheme (knob.IsHTTPS): the dev bypass refusal,
+// Strict-Transport-Security and the cookies' Secure all ask this.
+func (c Config) HTTPS() bool { return knob.IsHTTPS(c.PublicURL) }
 
 // SignIn reports whether OIDC sign-in is configured.
 func (c Config) SignIn() bool { return c.ClientID != "" }
@@ -111,6 +114,8 @@ func (c Config) Check() error {
 		refuse("GATE_SESSION_SECRET is missing: it signs session cookies and sign-in state; set it to at least %d random bytes, e.g. $(openssl rand -base64 48)", knob.MinSessionSecretBytes)
 	case c.SessionSecret != "" && len(c.SessionSecret) < knob.MinSessionSecretBytes:
 		refuse("GATE_SESSION_SECRET is %d bytes, shorter than %d: a short secret lets cookies be forged; set it to at least %d random bytes, e.g. $(openssl rand -base64 48)", len(c.SessionSecret), knob.MinSessionSecretBytes, knob.MinSessionSecretBytes)
+	case c.SessionSecret != "" && knob.SecretBits(c.SessionSecret) < knob.MinSessionSecretBits:
+		refuse("GATE_SESSION_SECRET has too little entropy (about %.0f bits estimated from its characters, at least %d needed: blanks, one character or a short pattern repeated): anyone who guesses it can forge sessions; set it to random bytes, e.g. $(openssl rand -base64 48)", knob.SecretBits(c.SessionSecret), knob.MinSessionSecretBits)
 	}
 	errs = append(errs, knob.PublicBind.Validate(c.PublicBind), knob.PublicURL.Validate(c.PublicURL), knob.OIDCIssuer.Validate(c.Issuer), c.API.Validate())
 	if c.DevEmail != "" {

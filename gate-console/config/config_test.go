@@ -9,7 +9,8 @@ import (
 
 func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 
-const secret = "0123456789abcdef0123456789abcdef"
+// secret is a session secret as $(openssl rand -base64 24) writes one.
+const secret = "q3Vb7N0xKpZt2LmWc9RfYd4HsE8uJa1G"
 
 // TestBootRefusals: every refusal of gate-runtime.md §4.1 stops the boot
 // with one line naming the knob and the fix.
@@ -40,6 +41,10 @@ func TestBootRefusals(t *testing.T) {
 		{"empty allowed domains", with(signIn, "GOOGLE_ALLOWED_DOMAINS", " , "), []string{"GOOGLE_ALLOWED_DOMAINS is empty", "set it to"}},
 		{"session secret missing", with(signIn, "GATE_SESSION_SECRET", ""), []string{"GATE_SESSION_SECRET is missing", "at least 32"}},
 		{"session secret short", with(signIn, "GATE_SESSION_SECRET", "0123456789abcdef0123456789abcde"), []string{"GATE_SESSION_SECRET is 31 bytes, shorter than 32", "openssl rand"}},
+		{"session secret of 32 spaces", with(signIn, "GATE_SESSION_SECRET", strings.Repeat(" ", 32)), []string{"GATE_SESSION_SECRET has too little entropy (about 0 bits", "openssl rand"}},
+		{"session secret of one character", with(signIn, "GATE_SESSION_SECRET", strings.Repeat("k", 40)), []string{"GATE_SESSION_SECRET has too little entropy", "random bytes"}},
+		{"session secret of a short pattern", with(signIn, "GATE_SESSION_SECRET", "0123456789abcdef0123456789abcdef"), []string{"GATE_SESSION_SECRET has too little entropy (about 64 bits", "random bytes"}},
+		{"session secret of a repeated word", with(signIn, "GATE_SESSION_SECRET", "changeme-changeme-changeme-changeme"), []string{"GATE_SESSION_SECRET has too little entropy", "random bytes"}},
 		{"public URL with a path", with(signIn, "GATE_PUBLIC_URL", "https://gate.example.com/console"), []string{"GATE_PUBLIC_URL", "no path"}},
 		{"bad public bind", with(signIn, "GATE_PUBLIC_BIND", "8790"), []string{"GATE_PUBLIC_BIND", "host:port"}},
 		{"bad dev email", map[string]string{"GATE_DEV_EMAIL": "not an address"}, []string{"GATE_DEV_EMAIL", "e-mail address"}},

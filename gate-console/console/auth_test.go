@@ -37,17 +37,27 @@ type route struct{ method, path string }
 
 // planeRoutes are every route of both planes as mounted on the console:
 // the application plane's, listed from its router, and the console's own.
+// postReads are the routes gate-api marks as reads although their method
+// is not GET (the candidate simulation).
 func planeRoutes(e *testEnv) (writes, reads []route) {
+	writes, reads, _ = planeRoutesAll(e)
+	return writes, reads
+}
+
+func planeRoutesAll(e *testEnv) (writes, reads, postReads []route) {
 	for _, r := range e.s.api.Routes() {
 		rt := route{r.Method, concrete(r.Path)}
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		switch {
+		case r.Method == http.MethodGet || r.Method == http.MethodHead:
 			reads = append(reads, rt)
-		} else {
+		case r.Read:
+			postReads = append(postReads, rt)
+		default:
 			writes = append(writes, rt)
 		}
 	}
 	reads = append(reads, route{http.MethodGet, "/api/me"}, route{http.MethodGet, "/api/live"})
-	return writes, reads
+	return writes, reads, postReads
 }
 
 func forgedCookie(t *testing.T, email string) *http.Cookie {
@@ -140,6 +150,60 @@ func TestAuthMatrixWrites(t *testing.T) {
 		t.Fatalf("%d bypasses", bypasses)
 	}
 	t.Logf("%d write routes × %d columns, 0 bypasses", len(writes), len(cols))
+}
+
+// A POST that only reads — the candidate simulation, which the docs list
+// among the reads — is a viewer's too (the dev bypass's without admin as
+// well); it still needs a session, a JSON body and a same-site request,
+// and writes stay an administrator's.
+func TestViewersMayPostReads(t *testing.T) {
+	e := newTestEnv(t, nil, webFS())
+	dev := newTestEnv(t, func(c *config.Config) {
+		c.ClientID, c.ClientSecret, c.AllowedDomains = "", "", nil
+		c.DevEmail = "dev@example.com"
+	}, webFS())
+	_, _, postReads := planeRoutesAll(e)
+	if len(postReads) != 4 {
+		t.Fatalf("gate-api marks %v as reads by POST, want the four simulate routes", postReads)
+	}
+	viewer := e.sessionCookie(t, "viewer@example.com")
+	for _, rt := range postReads {
+		if !strings.HasSuffix(rt.path, "/simulate") {
+			t.Errorf("%s %s is marked a read: only the candidate simulation is", rt.method, rt.path)
+		}
+		for _, env := range []*testEnv{e, dev} {
+			r := newReq(rt.method, rt.path, "{}")
+			r.AddCookie(viewer)
+			before := env.reached.Load()
+			if w := env.do(r); env.reached.Load() != before+1 {
+				t.Errorf("%s %s as a viewer: %d %s, want it to reach the application plane", rt.method, rt.path, w.Code, body(t, w))
+			}
+		}
+		refused := []struct {
+			name   string
+			prep   func(*http.Request)
+			status int
+		}{
+			{"no session", func(*http.Request) {}, http.StatusUnauthorized},
+			{"form body", func(r *http.Request) { r.AddCookie(viewer); r.Header.Set("Content-Type", "text/plain") }, http.StatusUnsupportedMediaType},
+			{"cross-site", func(r *http.Request) { r.AddCookie(viewer); r.Header.Set("Sec-Fetch-Site", "cross-site") }, http.StatusForbidden},
+		}
+		for _, c := range refused {
+			r := newReq(rt.method, rt.path, "{}")
+			c.prep(r)
+			before := e.reached.Load()
+			if w := e.do(r); w.Code != c.status || e.reached.Load() != before {
+				t.Errorf("%s %s, %s: %d, want %d and nothing reaching the plane", rt.method, rt.path, c.name, w.Code, c.status)
+			}
+		}
+	}
+	// The same path with another method is no read: a PUT of the graph
+	// stays an administrator's.
+	r := newReq(http.MethodPut, "/api/apps/demo/graphs/g/simulate", "{}")
+	r.AddCookie(viewer)
+	if w := e.do(r); w.Code != http.StatusForbidden {
+		t.Errorf("PUT …/simulate as a viewer: %d, want 403", w.Code)
+	}
 }
 
 // TestAuthMatrixReads: every read route without a session is refused (401

@@ -58,6 +58,7 @@ func (s *Server) crossOrigin(next http.Handler) http.Handler {
 		s.log.Warn("GATE_PUBLIC_URL is not usable as a trusted origin; same-host requests still pass", "url", s.cfg.PublicURL, "error", err)
 	}
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpapi.DrainBody(w, r)
 		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusForbidden, wire.CodeCrossSite, "cross-site request refused: a %s from another origin cannot change Gate (http.CrossOriginProtection); use the console at %s, or gate-api on GATE_BIND from your own network", r.Method, s.cfg.PublicURL))
 	}))
 	return cop.Handler(next)

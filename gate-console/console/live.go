@@ -45,6 +45,10 @@ type LiveOptions struct {
 	MaxDenials int
 	// MaxClients bounds concurrent streams (1000); beyond it 503.
 	MaxClients int
+	// MaxPerIdentity bounds the concurrent streams of one identity (20:
+	// a graph page per tab); beyond it 429, so one viewer cannot hold
+	// every slot of MaxClients.
+	MaxPerIdentity int
 	// MaxGraphs bounds the graphs one stream asks for (100).
 	MaxGraphs int
 	// StaleAfter drops a replica's snapshot from the sums when it is older
@@ -52,6 +56,12 @@ type LiveOptions struct {
 	StaleAfter time.Duration
 	// PollInterval is what the "poll" status tells the web app (2 s).
 	PollInterval time.Duration
+	// QuietAfter is how long a stream's graph may go without a counters
+	// message before the stream says it is quiet and tells the web app to
+	// poll (15 s: three relay status periods). A relay that stopped
+	// publishing (it died, or lost NATS) must not leave a page showing its
+	// last numbers as live.
+	QuietAfter time.Duration
 }
 
 // WithDefaults fills the fields left unset with their defaults.
@@ -60,8 +70,10 @@ func (o LiveOptions) WithDefaults() LiveOptions {
 	o.WriteTimeout = positive(o.WriteTimeout, 10*time.Second)
 	o.StaleAfter = positive(o.StaleAfter, 30*time.Second)
 	o.PollInterval = positive(o.PollInterval, 2*time.Second)
+	o.QuietAfter = positive(o.QuietAfter, 15*time.Second)
 	o.MaxDenials = positive(o.MaxDenials, 500)
 	o.MaxClients = positive(o.MaxClients, 1000)
+	o.MaxPerIdentity = positive(o.MaxPerIdentity, 20)
 	o.MaxGraphs = positive(o.MaxGraphs, 100)
 	return o
 }
@@ -78,13 +90,19 @@ type liveHub struct {
 	opt   LiveOptions
 	clock clock.Clock
 
-	mu       sync.Mutex
-	nc       *nats.Conn
-	up       bool
-	reason   string
-	subs     map[string]*subjectSub
-	clients  map[*liveClient]struct{}
-	replicas map[string]map[string]liveSnapshot // app/graph → replica → latest
+	mu      sync.Mutex
+	nc      *nats.Conn
+	up      bool
+	reason  string
+	subs    map[string]*subjectSub
+	clients map[*liveClient]struct{}
+	// perIdentity counts the open streams of each identity (its e-mail).
+	perIdentity map[string]int
+	replicas    map[string]map[string]liveSnapshot // app/graph → replica → latest
+	// heard is when a counters message last arrived, per app/graph, and
+	// heardAny for any graph.
+	heard    map[string]time.Time
+	heardAny time.Time
 	closed   bool
 	done     chan struct{}
 }
@@ -103,8 +121,8 @@ type liveSnapshot struct {
 func newLiveHub(url string, log *slog.Logger, clk clock.Clock, opt LiveOptions) *liveHub {
 	h := &liveHub{
 		url: url, log: log, opt: opt.WithDefaults(), clock: clock.Or(clk),
-		subs: map[string]*subjectSub{}, clients: map[*liveClient]struct{}{},
-		replicas: map[string]map[string]liveSnapshot{}, done: make(chan struct{}),
+		subs: map[string]*subjectSub{}, clients: map[*liveClient]struct{}{}, perIdentity: map[string]int{},
+		replicas: map[string]map[string]liveSnapshot{}, heard: map[string]time.Time{}, done: make(chan struct{}),
 	}
 	if url == "" {
 		h.reason = "GATE_NATS_URL is not set on gate-console: live counters are not streamed; poll the graph view"
@@ -193,19 +211,59 @@ func (h *liveHub) setUp(up bool, reason string) {
 		h.log.Info("live stream NATS state", "up", up, "reason", reason)
 	}
 	for _, c := range cs {
-		c.offerStatus(h.status(c.graphs))
+		c.offerStatus(h.status(c))
 	}
 }
 
-func (h *liveHub) status(graphs []string) wire.LiveStatus {
+// status is what a stream is told: stream, or poll because NATS is not
+// there or because the stream's graphs went quiet (c.quiet).
+func (h *liveHub) status(c *liveClient) wire.LiveStatus {
+	quiet := c.quietGraphs()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	st := wire.LiveStatus{Mode: "poll", NATS: h.up, Reason: h.reason, Graphs: graphs,
-		HeartbeatMs: h.opt.Heartbeat.Milliseconds(), PollMs: h.opt.PollInterval.Milliseconds()}
-	if h.up {
+	st := wire.LiveStatus{Mode: "poll", NATS: h.up, Reason: h.reason, Graphs: c.graphs,
+		HeartbeatMs: h.opt.Heartbeat.Milliseconds(), PollMs: h.opt.PollInterval.Milliseconds(),
+		QuietMs: h.opt.QuietAfter.Milliseconds(), Quiet: quiet}
+	switch {
+	case !h.up:
+	case len(quiet) > 0:
+		what := "any graph"
+		if quiet[0] != "*" {
+			what = strings.Join(quiet, ", ")
+		}
+		st.Reason = fmt.Sprintf("no relay has published counters for %s in the last %s (a relay stopped, or cannot reach NATS): its last numbers are stale, so poll the graph view until counters arrive again", what, h.opt.QuietAfter)
+	default:
 		st.Mode, st.Reason = "stream", ""
 	}
 	return st
+}
+
+// checkQuiet updates a stream's quiet graphs as of now: a graph is quiet
+// when no counters message for it arrived within QuietAfter, counted from
+// when the stream opened at the earliest. It reports whether that changed.
+func (h *liveHub) checkQuiet(c *liveClient, now time.Time) bool {
+	h.mu.Lock()
+	var quiet []string
+	if len(c.graphs) == 0 {
+		if now.Sub(later(h.heardAny, c.opened)) >= h.opt.QuietAfter {
+			quiet = []string{"*"}
+		}
+	} else {
+		for _, g := range c.graphs {
+			if now.Sub(later(h.heard[g], c.opened)) >= h.opt.QuietAfter {
+				quiet = append(quiet, g)
+			}
+		}
+	}
+	h.mu.Unlock()
+	return c.setQuiet(quiet)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // subjects are the NATS subjects a stream for graphs needs (all graphs:
@@ -222,16 +280,23 @@ func subjects(graphs []string) []string {
 	return out
 }
 
-func (h *liveHub) register(c *liveClient) error {
+// register adds a stream, or refuses it: 503 when the console is
+// shutting down or serves MaxClients streams, 429 when the stream's
+// identity already holds MaxPerIdentity.
+func (h *liveHub) register(c *liveClient) *httpapi.Refusal {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return fmt.Errorf("gate-console is shutting down")
+		return httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeLiveUnavailable, "gate-console is shutting down: reconnect in a moment").RetryAfter(5)
+	}
+	if n := h.perIdentity[c.identity]; n >= h.opt.MaxPerIdentity {
+		return httpapi.Refuse(http.StatusTooManyRequests, wire.CodeLiveTooMany, "this account (%s) already has %d live streams open on this console, the most one identity may hold: close a tab (each graph page holds one), or poll the graph view", c.identity, n).RetryAfter(5)
 	}
 	if len(h.clients) >= h.opt.MaxClients {
-		return fmt.Errorf("%d live streams are open, the most one gate-console serves: close a tab or poll the graph view", h.opt.MaxClients)
+		return httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeLiveUnavailable, "%d live streams are open, the most one gate-console serves: close a tab or poll the graph view", h.opt.MaxClients).RetryAfter(5)
 	}
 	h.clients[c] = struct{}{}
+	h.perIdentity[c.identity]++
 	if h.nc == nil {
 		return nil
 	}
@@ -268,7 +333,13 @@ func (h *liveHub) clientCount() int {
 func (h *liveHub) unregister(c *liveClient) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if _, ok := h.clients[c]; !ok {
+		return
+	}
 	delete(h.clients, c)
+	if h.perIdentity[c.identity]--; h.perIdentity[c.identity] <= 0 {
+		delete(h.perIdentity, c.identity)
+	}
 	for _, subj := range c.subjects {
 		ss := h.subs[subj]
 		if ss == nil {
@@ -338,6 +409,7 @@ func (h *liveHub) sum(replica string, snap liveSnapshot) *wire.LiveCounters {
 	snap.seen = now
 	key := snap.Graph.App + "/" + snap.Graph.Graph
 	h.mu.Lock()
+	h.heard[key], h.heardAny = now, now
 	reps := h.replicas[key]
 	if reps == nil {
 		reps = map[string]liveSnapshot{}
@@ -386,6 +458,10 @@ func (h *liveHub) sum(replica string, snap liveSnapshot) *wire.LiveCounters {
 // liveClient is one browser stream's buffer: the newest counters per graph
 // (coalesced), a bounded list of denials, and a pending status.
 type liveClient struct {
+	// identity is whose stream it is (the e-mail; "" for none).
+	identity string
+	// opened is when the stream opened (on the hub's clock).
+	opened   time.Time
 	graphs   []string
 	subjects []string
 	max      int
@@ -396,11 +472,13 @@ type liveClient struct {
 	denials  []wire.Denial
 	dropped  int64
 	status   *wire.LiveStatus
-	wake     chan struct{}
+	// quiet are the graphs the stream last called quiet.
+	quiet []string
+	wake  chan struct{}
 }
 
-func newLiveClient(graphs []string, maxDenials int) *liveClient {
-	return &liveClient{graphs: graphs, subjects: subjects(graphs), max: maxDenials,
+func newLiveClient(identity string, opened time.Time, graphs []string, maxDenials int) *liveClient {
+	return &liveClient{identity: identity, opened: opened, graphs: graphs, subjects: subjects(graphs), max: maxDenials,
 		counters: map[string]*wire.LiveCounters{}, wake: make(chan struct{}, 1)}
 }
 
@@ -431,6 +509,24 @@ func (c *liveClient) offerDenials(ds []wire.Denial) {
 	}
 	c.mu.Unlock()
 	c.signal()
+}
+
+// quietGraphs are the graphs the stream last called quiet.
+func (c *liveClient) quietGraphs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.quiet)
+}
+
+// setQuiet records the stream's quiet graphs and reports a change.
+func (c *liveClient) setQuiet(quiet []string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if slices.Equal(c.quiet, quiet) {
+		return false
+	}
+	c.quiet = quiet
+	return true
 }
 
 func (c *liveClient) offerStatus(st wire.LiveStatus) {
@@ -530,9 +626,10 @@ func (h *liveHub) serve(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusBadRequest, wire.CodeInvalidQuery, "%s", bad).Field("graphs"))
 		return
 	}
-	c := newLiveClient(graphs, h.opt.MaxDenials)
-	if err := h.register(c); err != nil {
-		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeLiveUnavailable, "%v", err).RetryAfter(5))
+	id, _ := identityFrom(r.Context())
+	c := newLiveClient(id.Email, h.clock.Now(), graphs, h.opt.MaxDenials)
+	if bad := h.register(c); bad != nil {
+		httpapi.WriteRefusal(w, bad)
 		return
 	}
 	defer h.unregister(c)
@@ -545,7 +642,7 @@ func (h *liveHub) serve(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	c.offerStatus(h.status(graphs))
+	c.offerStatus(h.status(c))
 
 	var buf bytes.Buffer
 	write := func() bool {
@@ -564,6 +661,10 @@ func (h *liveHub) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	beat := h.clock.NewTicker(h.opt.Heartbeat)
 	defer beat.Stop()
+	// Silence is checked a few times per QuietAfter; counters arriving
+	// end it at once (the wake below).
+	hush := h.clock.NewTicker(max(h.opt.QuietAfter/3, 10*time.Millisecond))
+	defer hush.Stop()
 	// A stream ends with its session (the browser reconnects and is asked
 	// to sign in again); the dev bypass has no expiry.
 	var expired <-chan time.Time
@@ -582,7 +683,15 @@ func (h *liveHub) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-beat.C():
 			buf.WriteString(": heartbeat\n\n")
+		case <-hush.C():
+			if h.checkQuiet(c, h.clock.Now()) {
+				c.offerStatus(h.status(c))
+				c.take(&buf)
+			}
 		case <-c.wake:
+			if h.checkQuiet(c, h.clock.Now()) {
+				c.offerStatus(h.status(c))
+			}
 			c.take(&buf)
 		}
 		if buf.Len() > 0 && !write() {

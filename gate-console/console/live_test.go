@@ -441,3 +441,133 @@ func TestLiveStreamEndsWithTheSession(t *testing.T) {
 		t.Fatal("the stream outlived its session")
 	}
 }
+
+// codeRecorder is a ResponseWriter that reports the status it is written
+// with (a stream then runs until its request's context ends).
+type codeRecorder struct {
+	h    http.Header
+	code chan int
+	body strings.Builder
+}
+
+func (c *codeRecorder) Header() http.Header {
+	if c.h == nil {
+		c.h = http.Header{}
+	}
+	return c.h
+}
+func (c *codeRecorder) WriteHeader(code int)        { c.code <- code }
+func (c *codeRecorder) Write(p []byte) (int, error) { return c.body.Write(p) }
+func (c *codeRecorder) Flush()                      {}
+
+// One identity holds at most MaxPerIdentity streams (429 naming the
+// account beyond it), so a viewer with many tabs cannot take the slots of
+// everyone else; other identities still open theirs up to MaxClients
+// (503), and a closed stream frees its identity's slot.
+func TestLiveStreamsPerIdentityAreCapped(t *testing.T) {
+	e := newTestEnvOpt(t, nil, nil, Options{Live: LiveOptions{MaxPerIdentity: 3, MaxClients: 5}})
+	open := func(email string) (int, *codeRecorder, func()) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		r := newReq(http.MethodGet, "/api/live", "").WithContext(ctx)
+		r.AddCookie(e.sessionCookie(t, email))
+		w := &codeRecorder{code: make(chan int, 1)}
+		done := make(chan struct{})
+		go func() { e.h.ServeHTTP(w, r); close(done) }()
+		var code int
+		select {
+		case code = <-w.code:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no answer to %s's stream", email)
+		}
+		return code, w, func() { cancel(); <-done }
+	}
+	var closers []func()
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	for i := range 3 {
+		code, _, stop := open("greedy@example.com")
+		closers = append(closers, stop)
+		if code != http.StatusOK {
+			t.Fatalf("greedy's stream %d: %d", i+1, code)
+		}
+	}
+	code, w, stop := open("greedy@example.com")
+	stop()
+	if code != http.StatusTooManyRequests || !strings.Contains(w.body.String(), `"code":"live-too-many"`) || !strings.Contains(w.body.String(), "greedy@example.com") || w.h.Get("Retry-After") == "" {
+		t.Fatalf("greedy's fourth stream = %d %s %v, want 429 live-too-many naming the account with Retry-After", code, w.body.String(), w.h)
+	}
+	for i := range 2 {
+		code, _, stop := open("other@example.com")
+		closers = append(closers, stop)
+		if code != http.StatusOK {
+			t.Fatalf("another viewer's stream %d beside greedy's three: %d", i+1, code)
+		}
+	}
+	code, w, stop = open("third@example.com")
+	stop()
+	if code != http.StatusServiceUnavailable || !strings.Contains(w.body.String(), "live-unavailable") {
+		t.Fatalf("a stream past MaxClients = %d %s, want 503", code, w.body.String())
+	}
+	closers[0]()
+	closers = closers[1:]
+	code, _, stop = open("greedy@example.com")
+	closers = append(closers, stop)
+	if code != http.StatusOK {
+		t.Fatalf("greedy's stream after closing one: %d, want 200", code)
+	}
+	if n := e.s.live.clientCount(); n != 5 {
+		t.Errorf("%d streams open, want 5", n)
+	}
+}
+
+// A stream whose graph goes quiet — the relay stopped publishing (it died,
+// or lost NATS), so the last counters would stay on the page as if live —
+// says so: a "poll" status naming the graph once no counters arrived
+// within QuietAfter, and "stream" again with the next counters. A graph
+// that never publishes goes quiet too.
+func TestLiveStreamSaysWhenItsGraphGoesQuiet(t *testing.T) {
+	const quiet = 400 * time.Millisecond
+	l := newLiveEnv(t, LiveOptions{QuietAfter: quiet, Heartbeat: time.Hour}, 0)
+	s := l.open(t, l.app+"/g1")
+	st := s.streaming()
+	if st.QuietMs != quiet.Milliseconds() || len(st.Quiet) != 0 {
+		t.Fatalf("first status %+v", st)
+	}
+	status := func(ev sseEvent) wire.LiveStatus {
+		t.Helper()
+		var st wire.LiveStatus
+		if ev.name != "status" || json.Unmarshal([]byte(ev.data), &st) != nil {
+			t.Fatalf("event %s %s, want a status", ev.name, ev.data)
+		}
+		return st
+	}
+	l.publishCounters(t, "relay-a", "g1", 7, 1)
+	if ev := s.next(time.Second); ev.name != "counters" {
+		t.Fatalf("event %s %s, want counters", ev.name, ev.data)
+	}
+	last := time.Now()
+	st = status(s.next(5 * time.Second))
+	if waited := time.Since(last); st.Mode != "poll" || !st.NATS || len(st.Quiet) != 1 || st.Quiet[0] != l.app+"/g1" ||
+		!strings.Contains(st.Reason, "no relay has published counters for "+l.app+"/g1") || waited < quiet-50*time.Millisecond {
+		t.Fatalf("after %v of silence: %+v; want poll naming the quiet graph, not before %v", waited, st, quiet)
+	}
+	// The relay publishes again: stream, then its counters.
+	l.publishCounters(t, "relay-b", "g1", 3, 1)
+	if st := status(s.next(time.Second)); st.Mode != "stream" || len(st.Quiet) != 0 {
+		t.Fatalf("counters after the silence: status %+v, want stream", st)
+	}
+	if ev := s.next(time.Second); ev.name != "counters" {
+		t.Fatalf("event %s %s, want the counters", ev.name, ev.data)
+	}
+
+	// A graph nothing publishes for goes quiet within QuietAfter of opening.
+	s2 := l.open(t, l.app+"/never")
+	s2.streaming()
+	if st := status(s2.next(5 * time.Second)); st.Mode != "poll" || len(st.Quiet) != 1 || st.Quiet[0] != l.app+"/never" {
+		t.Fatalf("a graph nothing publishes for: %+v", st)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/queen-mq/gate/libs/clock"
 	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/httpapi"
+	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/service"
 	"github.com/queen-mq/gate/libs/wire"
 )
@@ -100,6 +101,9 @@ type Server struct {
 // New builds the console for cfg (which must pass cfg.Check). It does not
 // touch the network.
 func New(cfg config.Config, log *slog.Logger, opt Options) (*Server, error) {
+	// One spelling of the public origin for every use of it (the trusted
+	// origin, the redirect URI), however the configuration was built.
+	cfg.PublicURL = knob.CanonicalOrigin(cfg.PublicURL)
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
@@ -137,8 +141,8 @@ func New(cfg config.Config, log *slog.Logger, opt Options) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // routes is the public router: sign-in and /health open, the static shell
-// open, everything else behind guard, all of it behind the cross-origin
-// check and the security headers. Routes are tried in order, the most
+// open, everything else behind guard, all of it behind the security
+// headers and, inside them, the cross-origin check. Routes are tried in order, the most
 // specific first; a path that is not clean is redirected to its clean form
 // as net/http's ServeMux did.
 func (s *Server) routes() http.Handler {
@@ -158,7 +162,9 @@ func (s *Server) routes() http.Handler {
 	r.HandleHTTP("/metrics", app)
 	r.HandleHTTP("/health", plane)
 	r.HandlePrefix("/", s.static)
-	return s.crossOrigin(s.secure(r))
+	// The security headers go on first, so the cross-site refusal, which
+	// answers before any route runs, carries them like every other answer.
+	return s.secure(s.crossOrigin(r))
 }
 
 // noSignInRoute answers a path under /api/auth/ that is no sign-in route.

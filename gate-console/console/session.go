@@ -123,20 +123,28 @@ func (s *Server) clearSession(w http.ResponseWriter) {
 // guard is the session and rights layer in front of every console route
 // but sign-in, /health and the static shell: an identity (else 401, or a
 // redirect to sign-in for an HTML navigation), GATE_ADMIN_EMAILS for any
-// method but GET and HEAD (else 403), and a JSON body on writes (else 415).
+// method but GET and HEAD except the routes gate-api marks as reads
+// (else 403), and a JSON body on anything but GET and HEAD (else 415).
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := s.identify(r)
 		if err != nil {
+			// Every refusal here must reach a client still writing its
+			// body (httpapi.DrainBody).
+			httpapi.DrainBody(w, r)
 			s.refuseAnonymous(w, r, err)
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			if !s.admin(id.Email) {
+			// A POST that only reads (the candidate simulation) is a
+			// viewer's too; its body must still be JSON.
+			if !s.admin(id.Email) && !s.api.IsRead(r) {
+				httpapi.DrainBody(w, r)
 				httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusForbidden, wire.CodeReadOnly, "read-only: this account (%s) is not in GATE_ADMIN_EMAILS; an administrator adds it there (comma-separated, read on every request) to allow %s", id.Email, r.Method))
 				return
 			}
 			if bad := jsonBody(r); bad != "" {
+				httpapi.DrainBody(w, r)
 				httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusUnsupportedMediaType, wire.CodeUnsupportedMediaType, "%s", bad).Field("Content-Type"))
 				return
 			}

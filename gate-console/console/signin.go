@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/mail"
+	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -94,13 +96,45 @@ func (si *signin) oauth(p *oidc.Provider) *oauth2.Config {
 	}
 }
 
-// safeNext keeps a post-sign-in destination on this origin: a path, never
-// a scheme, a host or a protocol-relative "//".
+// safeNext keeps a post-sign-in destination on this origin: a cleaned
+// path (and its query), never a scheme, a host, a protocol-relative "//",
+// a backslash (which browsers read as a slash) or a control character
+// (browsers drop tabs and newlines, so "/\t/evil" would become "//evil").
+// The path is percent-decoded and cleaned (dot segments resolved,
+// repeated slashes folded) before it is checked, so "/./\\evil",
+// "/a/../\\evil" and "/%2F%2Fevil" cannot turn into another host; what
+// is left is written back encoded. Anything else is "/".
 func safeNext(next string) string {
-	if next == "" || len(next) > maxNextLen || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n\t") {
+	if next == "" || len(next) > maxNextLen || next[0] != '/' {
 		return "/"
 	}
-	return next
+	for _, c := range []byte(next) {
+		if c < 0x20 || c == 0x7f || c == '\\' {
+			return "/"
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
+		return "/"
+	}
+	for _, c := range []byte(u.Path + u.RawQuery) {
+		if c < 0x20 || c == 0x7f || c == '\\' {
+			return "/"
+		}
+	}
+	clean := path.Clean(u.Path)
+	if strings.HasSuffix(u.Path, "/") && clean != "/" {
+		clean += "/"
+	}
+	if !strings.HasPrefix(clean, "/") || strings.HasPrefix(clean, "//") {
+		return "/"
+	}
+	out := (&url.URL{Path: clean, RawQuery: u.RawQuery}).String()
+	// The written form is what the browser follows: check it once more.
+	if !strings.HasPrefix(out, "/") || strings.HasPrefix(out, "//") || strings.ContainsAny(out, "\\\r\n\t") {
+		return "/"
+	}
+	return out
 }
 
 // login is GET /api/auth/google/login?next=…: a 303 to the provider with a
@@ -188,6 +222,14 @@ func (si *signin) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := si.ctx(r.Context())
 	tok, err := si.oauth(p).Exchange(ctx, code, oauth2.VerifierOption(lc.Verifier))
+	var refused *oauth2.RetrieveError
+	if errors.As(err, &refused) && refused.ErrorCode == "invalid_grant" {
+		// The provider refused this code — already used (a replayed or
+		// reloaded callback), expired, or never issued to this client: the
+		// request's fault, not the provider's or Gate's.
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusBadRequest, wire.CodeSignInRefused, "the sign-in provider refused this sign-in code (invalid_grant: it was already used, has expired, or was issued for another sign-in): start sign-in again at %s", config.LoginPath).Field("code"))
+		return
+	}
 	if err != nil {
 		si.s.log.Warn("sign-in code exchange failed", "issuer", c.Issuer, "error", err)
 		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusBadGateway, wire.CodeSignInProviderFailed, "the sign-in provider refused the code exchange (%v): start sign-in again at %s", err, config.LoginPath).Field("code"))
@@ -217,13 +259,17 @@ func (si *signin) callback(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusUnauthorized, wire.CodeSignInToken, "the id token carries no sub or email: grant the email scope to the OAuth client"))
 		return
 	}
-	email := strings.ToLower(strings.TrimSpace(claims.Email))
+	email, ok := bareAddress(claims.Email)
+	if !ok {
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusUnauthorized, wire.CodeSignInToken, "the id token's email claim %.200q is not a bare e-mail address (a display name, a comment or several addresses would make a misleading identity): configure the provider to send the address alone", claims.Email).Field("email"))
+		return
+	}
 	if v := claims.EmailVerified; v != true && v != "true" {
 		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusForbidden, wire.CodeAccountNotAllowed, "the e-mail %s is not verified by the sign-in provider: verify it there, then sign in again", email).Field("email_verified"))
 		return
 	}
-	if !allowedDomain(c.AllowedDomains, claims.HD, email) {
-		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusForbidden, wire.CodeAccountNotAllowed, "the account %s is not in an allowed domain (GOOGLE_ALLOWED_DOMAINS=%s): sign in with an account of one of them, or ask an administrator to add the domain", email, strings.Join(c.AllowedDomains, ",")).Field("email"))
+	if why := allowedAccount(si.actor() == "google", c.AllowedDomains, claims.HD, email); why != "" {
+		httpapi.WriteRefusal(w, httpapi.Refuse(http.StatusForbidden, wire.CodeAccountNotAllowed, "the account %s is not allowed: %s (GOOGLE_ALLOWED_DOMAINS=%s); sign in with an account of one of them, or ask an administrator to add the domain", email, why, strings.Join(c.AllowedDomains, ",")).Field("email"))
 		return
 	}
 	if err := si.s.issueSession(w, Identity{Actor: si.actor(), Email: email, Subject: claims.Sub}); err != nil {
@@ -234,16 +280,36 @@ func (si *signin) callback(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, safeNext(st.Next), http.StatusSeeOther)
 }
 
-// allowedDomain checks hd (Google's hosted domain) or, without it, the
-// e-mail's domain against the allowed list.
-func allowedDomain(allowed []string, hd, email string) bool {
-	if hd != "" && slices.Contains(allowed, strings.ToLower(hd)) {
-		return true
+// bareAddress is the id token's email claim as an identity: a bare
+// address (no display name, comment or list; "Admin <mallory@x>" is not
+// one), in lower case. ok is false for anything else.
+func bareAddress(claim string) (string, bool) {
+	v := strings.TrimSpace(claim)
+	a, err := mail.ParseAddress(v)
+	if err != nil || a.Name != "" || a.Address != v || !strings.Contains(v, "@") {
+		return "", false
 	}
-	a, err := mail.ParseAddress(email)
-	if err != nil {
-		return false
+	return strings.ToLower(v), true
+}
+
+// allowedAccount decides whether a verified e-mail may sign in, per issuer
+// ("" when it may, else why not). The e-mail's own domain must always be
+// in the allowed list: a token whose hd names an allowed domain while its
+// e-mail is of another (an alias, a foreign account) is refused. With
+// Google (the default issuer) hd is Google's statement of the Workspace
+// the account belongs to, so when it is present it must be allowed too;
+// any other issuer's hd is not a standard claim (the provider, or whoever
+// configures it, may put anything there), so it is ignored.
+func allowedAccount(google bool, allowed []string, hd, email string) string {
+	_, domain, ok := strings.Cut(email, "@")
+	if !ok || !slices.Contains(allowed, strings.ToLower(domain)) {
+		if hd != "" && slices.Contains(allowed, strings.ToLower(hd)) {
+			return fmt.Sprintf("its e-mail's domain %s is not an allowed domain, although the token's hd claim says %s", domain, hd)
+		}
+		return fmt.Sprintf("its e-mail's domain %s is not an allowed domain", domain)
 	}
-	_, domain, ok := strings.Cut(a.Address, "@")
-	return ok && slices.Contains(allowed, strings.ToLower(domain))
+	if google && hd != "" && !slices.Contains(allowed, strings.ToLower(hd)) {
+		return fmt.Sprintf("it belongs to the Google Workspace %s (hd), which is not an allowed domain", hd)
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -20,6 +21,13 @@ type oidcEnv struct {
 
 func newOIDCEnv(t *testing.T) *oidcEnv {
 	t.Helper()
+	return newOIDCEnvWith(t, nil)
+}
+
+// newOIDCEnvWith is newOIDCEnv with the configuration changed by mutate
+// (after the provider's settings are filled in).
+func newOIDCEnvWith(t *testing.T, mutate func(*config.Config)) *oidcEnv {
+	t.Helper()
 	m, err := mockoidc.Run()
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +36,9 @@ func newOIDCEnv(t *testing.T) *oidcEnv {
 	e := newTestEnv(t, func(c *config.Config) {
 		c.Issuer, c.ClientID, c.ClientSecret = m.Issuer(), m.ClientID, m.ClientSecret
 		c.AllowedDomains = []string{"example.com"}
+		if mutate != nil {
+			mutate(c)
+		}
 	}, webFS())
 	return &oidcEnv{testEnv: e, m: m}
 }
@@ -45,7 +56,7 @@ func (o *oidcEnv) login(t *testing.T, next string) (*url.URL, *http.Cookie) {
 	}
 	q := u.Query()
 	if q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("nonce") == "" || q.Get("state") == "" ||
-		q.Get("redirect_uri") != "http://console.test/api/auth/google/callback" || q.Get("prompt") != "select_account" || q.Get("hd") != "example.com" ||
+		q.Get("redirect_uri") != o.s.cfg.RedirectURL() || q.Get("prompt") != "select_account" || q.Get("hd") != "example.com" ||
 		!strings.Contains(q.Get("scope"), "openid") || !strings.Contains(q.Get("scope"), "email") {
 		t.Fatalf("authorization URL lacks PKCE, nonce, state, redirect, prompt, hd or scope: %s", u)
 	}
@@ -63,7 +74,7 @@ func (o *oidcEnv) login(t *testing.T, next string) (*url.URL, *http.Cookie) {
 
 // authorize plays the browser at the provider and returns the callback
 // path and query the provider redirects to.
-func (o *oidcEnv) authorize(t *testing.T, u *url.URL, user *mockoidc.MockUser) string {
+func (o *oidcEnv) authorize(t *testing.T, u *url.URL, user mockoidc.User) string {
 	t.Helper()
 	if user != nil {
 		o.m.QueueUser(user)
@@ -200,14 +211,40 @@ func TestSignInRefusals(t *testing.T) {
 			t.Errorf("no login cookie = %d %s", code, b)
 		}
 	})
-	t.Run("exchange failure", func(t *testing.T) {
+	t.Run("a code the provider never issued", func(t *testing.T) {
 		u, login := o.login(t, "/")
 		p, _ := url.Parse(o.authorize(t, u, nil))
 		q := p.Query()
 		q.Set("code", "a-code-the-provider-never-issued")
 		code, b, _ := o.callback(t, p.Path+"?"+q.Encode(), login)
+		if code != http.StatusBadRequest || !strings.Contains(b, "invalid_grant") || !strings.Contains(b, `"code":"sign-in-refused"`) {
+			t.Errorf("bad code = %d %s, want 400 sign-in-refused", code, b)
+		}
+	})
+	t.Run("a replayed code", func(t *testing.T) {
+		u, login := o.login(t, "/")
+		cb := o.authorize(t, u, nil)
+		if code, b, _ := o.callback(t, cb, login); code != http.StatusSeeOther {
+			t.Fatalf("first callback = %d %s", code, b)
+		}
+		// The same callback again (a reload, a replay with the cookie
+		// copied): the provider refuses the spent code; the client's fault.
+		code, b, res := o.callback(t, cb, login)
+		if code != http.StatusBadRequest || !strings.Contains(b, "already used") || sessionFrom(res) != nil {
+			t.Errorf("replayed code = %d %s, want 400 naming the spent code", code, b)
+		}
+	})
+	t.Run("exchange failure", func(t *testing.T) {
+		u, login := o.login(t, "/")
+		cb := o.authorize(t, u, nil)
+		// Two: golang.org/x/oauth2 tries the client credentials in the
+		// header, then in the body.
+		for range 2 {
+			o.m.QueueError(&mockoidc.ServerError{Code: http.StatusInternalServerError, Error: "server_error", Description: "the token endpoint is down"})
+		}
+		code, b, _ := o.callback(t, cb, login)
 		if code != http.StatusBadGateway || !strings.Contains(b, "code exchange") {
-			t.Errorf("bad code = %d %s", code, b)
+			t.Errorf("provider failure at the exchange = %d %s, want 502", code, b)
 		}
 	})
 	t.Run("missing code", func(t *testing.T) {
@@ -217,12 +254,82 @@ func TestSignInRefusals(t *testing.T) {
 		}
 	})
 	t.Run("open redirect", func(t *testing.T) {
-		for _, next := range []string{"https://evil.example/", "//evil.example", "/\\evil.example", "javascript:alert(1)"} {
-			if got := safeNext(next); got != "/" {
-				t.Errorf("safeNext(%q) = %q", next, got)
-			}
+		// The whole flow: a hostile next survives login and callback only
+		// as a same-origin path.
+		u, login := o.login(t, "/./\\evil.example")
+		code, b, res := o.callback(t, o.authorize(t, u, nil), login)
+		if loc := res.Header.Get("Location"); code != http.StatusSeeOther || loc != "/" {
+			t.Errorf("callback after next=/./\\evil.example = %d Location %q %s, want 303 to /", code, loc, b)
 		}
 	})
+}
+
+// The classic open-redirect vectors, each as the next of a sign-in: what
+// safeNext keeps is "/" or a cleaned path that a browser — which reads a
+// backslash as a slash and drops tabs and newlines — resolves on this
+// origin; the paths a user really comes from are kept.
+func TestSafeNextKeepsEveryDestinationOnThisOrigin(t *testing.T) {
+	vectors := []string{
+		"//evil.example",
+		"///evil.example",
+		"/\\evil.example",
+		"\\/evil.example",
+		"\\\\evil.example",
+		"/./\\evil.example",
+		"/a/../\\evil.example",
+		"/.//evil.example",
+		"/a/..//evil.example",
+		"/%2F%2Fevil.example",
+		"/%2f/evil.example",
+		"/%5Cevil.example",
+		"/%5c%5cevil.example",
+		"https://evil.example",
+		"https:/evil.example",
+		"//evil.example@console.test",
+		"/\t/evil.example",
+		"/\n/evil.example",
+		"/%09/evil.example",
+		"/%0d%0aLocation:%20https://evil.example",
+		"javascript:alert(1)",
+		" //evil.example",
+		"/%2e%2e/%2e%2e//evil.example",
+	}
+	base, _ := url.Parse("https://console.test/graphs/")
+	browser := func(loc string) *url.URL {
+		// What a browser does to a Location before resolving it.
+		loc = strings.NewReplacer("\t", "", "\n", "", "\r", "", "\\", "/").Replace(loc)
+		ref, err := url.Parse(loc)
+		if err != nil {
+			return nil
+		}
+		return base.ResolveReference(ref)
+	}
+	for _, v := range vectors {
+		got := safeNext(v)
+		// The callback answers with http.Redirect, which cleans a path
+		// again: the Location it writes is what the browser follows.
+		w := httptest.NewRecorder()
+		http.Redirect(w, httptest.NewRequest(http.MethodGet, "https://console.test"+config.CallbackPath, nil), got, http.StatusSeeOther)
+		loc := w.Header().Get("Location")
+		to := browser(loc)
+		if to == nil || to.Host != "console.test" || to.Scheme != "https" || !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") || strings.ContainsAny(loc, "\\\t\r\n") {
+			t.Errorf("next=%q is kept as %q, answered as Location %q, which a browser follows to %v: want / or a path on this origin", v, got, loc, to)
+		}
+	}
+	kept := map[string]string{
+		"/":                                   "/",
+		"/graphs/demo/demo?tab=live":          "/graphs/demo/demo?tab=live",
+		"/graphs/demo/demo/edit/":             "/graphs/demo/demo/edit/",
+		"/graphs/demo/./demo":                 "/graphs/demo/demo",
+		"/targets?app=shop&q=a%2Fb":           "/targets?app=shop&q=a%2Fb",
+		"/graphs/demo/demo?next=//x":          "/graphs/demo/demo?next=//x",
+		"/" + strings.Repeat("a", maxNextLen): "/",
+	}
+	for in, want := range kept {
+		if got := safeNext(in); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
 
 func TestSignInNotConfigured(t *testing.T) {

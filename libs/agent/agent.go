@@ -213,7 +213,7 @@ func (a *Agent) converse(ctx context.Context, req wire.AIChatRequest, draft []by
 		problems = why
 		msgs = append(msgs,
 			Message{Role: RoleAssistant, Content: r.Text},
-			Message{Role: RoleUser, Content: repairTurn(why)})
+			Message{Role: RoleUser, Content: repairTurn(redactOtherGraphs(why, req.Application, draftGraph(*parsed.Configuration)))})
 	}
 	return wire.AIChatReply{}, MaxCalls, refuse(http.StatusBadGateway, wire.CodeAIDraftInvalid, "",
 		"the drafted configuration did not pass Gate validation after one repair; add detail to your request (the queues, each limit as a count per time window, the cost of an item) and ask again. Gate's rejection: %s", problems)

@@ -131,3 +131,22 @@ func TestGoldenRequests(t *testing.T) {
 		})
 	})
 }
+
+// The repair turn names no graph but the draft's own: every rule sentence
+// that names another graph (and its node) says "another graph" instead.
+func TestRedactOtherGraphs(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`[ingress-owner] queue "q" is already the ingress of node "api" of graph acme/secret-proj, declared on another replica: use another queue`,
+			`[ingress-owner] queue "q" is already the ingress of a node of another graph, declared on another replica: use another queue`},
+		{`[gate-queue] node "a"'s egress is "gate.acme.pay.api.in", the Gate-owned ingress queue of node "api" of graph acme/pay: declare`,
+			`[gate-queue] node "a"'s egress is "gate.acme.pay.api.in", the Gate-owned ingress queue of a node of another graph: declare`},
+		{`[shared-conflict-graph] … in node "x" (budget "b") of graph shop/other: make them agree; [graph-exists] a graph named "orders" already exists`,
+			`[shared-conflict-graph] … in node "x" (budget "b") of another graph: make them agree; [graph-exists] a graph named "orders" already exists`},
+		{`node "n" of graph shop/orders is this draft`, `node "n" of graph shop/orders is this draft`},
+	}
+	for _, c := range cases {
+		if got := redactOtherGraphs(c.in, "shop", "orders"); got != c.want {
+			t.Errorf("redactOtherGraphs(%q)\n = %q\nwant %q", c.in, got, c.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/queen-mq/gate/libs/declare"
@@ -245,6 +246,40 @@ func validateDraft(config, app string, watchAvailable bool, env Env) (json.RawMe
 		warnings = []string{}
 	}
 	return out, warnings, ""
+}
+
+// otherGraph matches a rule's mention of a graph ("graph app/name"), with
+// the node of it the rule names when it does ("node \"n\" of graph …").
+var otherGraph = regexp.MustCompile(`(node "[^"]*" of )?graph ([a-z0-9][a-z0-9-]{0,62})/([a-z0-9][a-z0-9-]{0,62})`)
+
+// redactOtherGraphs rewrites Gate's rejection for the provider: a rule that
+// names another graph (the ingress-owner, gate-queue, queue-cross-graph
+// and shared-conflict rules name its application, its name and its node)
+// says "another graph" instead, so the repair turn sends the provider no
+// name of a graph the operator did not write into this conversation —
+// another application's least of all. The draft's own graph (app/graph)
+// keeps its name.
+func redactOtherGraphs(problems, app, graph string) string {
+	return otherGraph.ReplaceAllStringFunc(problems, func(m string) string {
+		sub := otherGraph.FindStringSubmatch(m)
+		if sub[2] == app && sub[3] == graph {
+			return m
+		}
+		if sub[1] != "" {
+			return "a node of another graph"
+		}
+		return "another graph"
+	})
+}
+
+// draftGraph is the graph a drafted configuration names ("" when it does
+// not parse).
+func draftGraph(config string) string {
+	var id struct {
+		Graph string `json:"graph"`
+	}
+	_ = json.Unmarshal([]byte(config), &id)
+	return id.Graph
 }
 
 // repairTurn reports Gate's rejection to the model for the one repair.

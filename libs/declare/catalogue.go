@@ -83,6 +83,7 @@ const (
 	RuleCountersWindow     = "counters-window"
 	RuleWorkerTotal        = "worker-total"
 	RuleVersionBump        = "version-bump"
+	RuleVersionOrder       = "version-order"
 
 	RuleWindowSubSecond     = "window-sub-second"
 	RuleSubwindowRounding   = "subwindow-rounding"
@@ -145,6 +146,7 @@ var Catalogue = []Rule{
 	{RuleWatchHistory, finding.Error, GroupWatch, 422, true, "Watch records to PostgreSQL history, so the server must have PG_HOST set"},
 	{RuleWorkerTotal, finding.Error, GroupPlan, 422, false, "a compiled graph runs at most 4096 workers"},
 	{RuleVersionBump, finding.Error, GroupVersion, 409, true, "a change that re-founds a counter or strands a queue needs a higher version"},
+	{RuleVersionOrder, finding.Error, GroupVersion, 409, true, "a declaration never replaces a higher stored version: an older document arriving late is refused"},
 	{RuleWindowSubSecond, finding.Warning, GroupWarnings, 0, false, "a window that is not whole seconds per sub-window is enforced tighter than declared"},
 	{RuleSubwindowRounding, finding.Warning, GroupWarnings, 0, false, "sub-windows that do not divide count lose more than 2% of it"},
 	{RuleWindowBoundary, finding.Warning, GroupWarnings, 0, false, "a long defaulted sub-window lets a sliding observer see twice count_sub"},

@@ -94,9 +94,9 @@ func TestUncheckedRules(t *testing.T) {
 		in   Input
 		want []string
 	}{
-		{"offline, Gate-owned ingress", Input{Body: body(t, base())}, []string{RuleIngressOwner, RuleVersionBump, RuleEgressOwner, RuleQueueCrossGraph}},
-		{"offline, application queue and a shared key", Input{Body: body(t, named)}, []string{RuleIngressOwner, RuleVersionBump, RuleIngressQueue, RuleIngressRetention, RuleSinglePartition, RuleEgressOwner, RuleQueueCrossGraph, RuleSharedConflictGraph}},
-		{"facts but no stored graphs", Input{Body: body(t, named), Facts: facts{}}, []string{RuleIngressOwner, RuleVersionBump, RuleEgressOwner, RuleQueueCrossGraph, RuleSharedConflictGraph}},
+		{"offline, Gate-owned ingress", Input{Body: body(t, base())}, []string{RuleIngressOwner, RuleVersionBump, RuleVersionOrder, RuleEgressOwner, RuleQueueCrossGraph}},
+		{"offline, application queue and a shared key", Input{Body: body(t, named)}, []string{RuleIngressOwner, RuleVersionBump, RuleVersionOrder, RuleIngressQueue, RuleIngressRetention, RuleSinglePartition, RuleEgressOwner, RuleQueueCrossGraph, RuleSharedConflictGraph}},
+		{"facts but no stored graphs", Input{Body: body(t, named), Facts: facts{}}, []string{RuleIngressOwner, RuleVersionBump, RuleVersionOrder, RuleEgressOwner, RuleQueueCrossGraph, RuleSharedConflictGraph}},
 		{"everything known", Input{Body: body(t, named), Facts: facts{}, Stored: []Stored{}}, nil},
 	}
 	for _, tc := range cases {

@@ -82,12 +82,21 @@ func (c *checker) conflicts() {
 	d := c.doc
 	if c.in.Stored == nil {
 		c.unchecked(RuleVersionBump)
+		c.unchecked(RuleVersionOrder)
 		c.unchecked(RuleIngressOwner)
 		return
 	}
 	if c.self != nil {
 		old := c.self.doc
-		if reasons := NeedsVersionBump(old, d); len(reasons) > 0 && d.Version <= old.Version {
+		if d.Version < old.Version {
+			// An older declaration that arrives late (a retry, a slow
+			// client, a PUT racing a newer one) must not replace what was
+			// acknowledged after it. A document identical to the stored
+			// one carries its version, so it is never below it.
+			c.res.Conflict = true
+			c.add(RuleVersionOrder, "/version", fmt.Sprintf("version %d is below the stored version %d: a declaration never replaces a newer one, so nothing was changed; read the graph to see what version %d holds, then declare version %d or higher", d.Version, old.Version, old.Version, old.Version),
+				map[string]float64{"version": float64(d.Version), "storedVersion": float64(old.Version)})
+		} else if reasons := NeedsVersionBump(old, d); len(reasons) > 0 && d.Version <= old.Version {
 			c.res.Conflict = true
 			c.add(RuleVersionBump, "/version", fmt.Sprintf("version %d does not raise the running version %d, but the change %s: bump version above %d; to move the work without loss, drain the old path or node first (stop its producers and wait until its queues are empty), then declare the new version", d.Version, old.Version, strings.Join(reasons, "; "), old.Version),
 				map[string]float64{"version": float64(d.Version), "runningVersion": float64(old.Version), "reasons": float64(len(reasons))})

@@ -392,6 +392,10 @@ func baseRuleCases() []ruleCase {
 			in: withStored(self(nil))},
 		{name: "hot change at a lower version", rule: RuleVersionBump, doc: with(func(d m) { budgetOf(d, "in", 0)["count"] = 50; d["version"] = 0 }),
 			in: withStored(self(nil))},
+		{name: "hot change at a lower version is older", rule: RuleVersionOrder, fire: true, doc: with(func(d m) { budgetOf(d, "in", 0)["count"] = 50; d["version"] = 0 }),
+			in: withStored(self(nil)), at: "/version", nums: map[string]float64{"version": 0, "storedVersion": 1}, msg: []string{"version 0 is below the stored version 1", "declare version 1 or higher"}},
+		{name: "the stored document itself", rule: RuleVersionOrder, doc: base, in: withStored(self(nil))},
+		{name: "a newer version", rule: RuleVersionOrder, doc: with(func(d m) { d["version"] = 2 }), in: withStored(self(nil))},
 
 		// warnings
 		{name: "500 ms window", rule: RuleWindowSubSecond, fire: true, doc: with(func(d m) { budgetOf(d, "in", 0)["count"] = 10; budgetOf(d, "in", 0)["timeMs"] = 500 }),

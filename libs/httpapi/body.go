@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/queen-mq/gate/libs/wire"
@@ -115,7 +116,7 @@ func DecodeStrict(b []byte, dst any, what string) *Refusal {
 	if !json.Valid(b) {
 		return Refuse(http.StatusBadRequest, wire.CodeInvalidJSON, "the body is not valid JSON (%s): send one JSON value", syntaxProblem(b))
 	}
-	if bad := strictScan(b, jsonFields(dst), what); bad != nil {
+	if bad := strictScan(b, shapeOf(reflect.TypeOf(dst)), what); bad != nil {
 		return bad
 	}
 	// strictScan refused unknown fields exactly, and json.Valid trailing

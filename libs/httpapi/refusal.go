@@ -26,6 +26,9 @@ type Refusal struct {
 	// arguments): the Router answers it as the broker's 504, whichever
 	// deadline (the client's per-call one or the request's) fired first.
 	brokerTimedOut bool
+	// notBroker is set on a refusal about another system (the PostgreSQL
+	// history): the broker deadline never relabels it as the broker's.
+	notBroker bool
 }
 
 // Refuse builds a refusal of status with code (one of wire.Codes); format
@@ -119,6 +122,16 @@ func (e *Refusal) Broker(url string, timeoutMs int64) *Refusal {
 // Second is the recorded second (Unix ms) a simulation could not replay.
 func (e *Refusal) Second(ms int64) *Refusal { e.body.Second = &ms; return e }
 
+// StoredVersion is the version the graph's stored document still has,
+// and the relay replicas running it (after a refused or failed declare).
+func (e *Refusal) StoredVersion(v int64, running []string) *Refusal {
+	e.body.StoredVersion, e.body.RunningReplicas = &v, running
+	if running == nil {
+		e.body.RunningReplicas = []string{}
+	}
+	return e
+}
+
 // InflightBytes is the bytes of pushes already buffered.
 func (e *Refusal) InflightBytes(n int64) *Refusal { e.body.InflightBytes = &n; return e }
 
@@ -128,6 +141,11 @@ func (e *Refusal) Unhealthy(queen wire.QueenState) *Refusal {
 	e.body.Status, e.body.Queen = "unhealthy", &queen
 	return e
 }
+
+// NotBroker marks a refusal about another system than the broker (the
+// PostgreSQL history): a request whose broker deadline passed meanwhile is
+// still answered with it, never as the broker's 504.
+func (e *Refusal) NotBroker() *Refusal { e.notBroker = true; return e }
 
 // RetryAfter sets the Retry-After header (whole seconds).
 func (e *Refusal) RetryAfter(seconds int64) *Refusal {

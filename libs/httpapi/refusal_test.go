@@ -25,7 +25,7 @@ func TestRefusalSettersFillTheirWireFields(t *testing.T) {
 		Field("f").Rule("r").Rules([]string{"r"}, []wire.Problem{{Rule: "r", Message: "m", At: "/x"}}).
 		Applications([]string{"a", "b"}).Paths([]string{"p"}).Nodes([]string{"n"}).Node("n").Budget("b").Queue("q").
 		Limit(1).MaxAttempts(3).RetryAfterSeconds(2).Room(3).Bytes(300).Broker("http://127.0.0.1:6632", 10000).
-		Second(1764590400000).InflightBytes(1 << 20).Unhealthy(wire.QueenState{URL: "u"}).RetryAfter(7)
+		Second(1764590400000).InflightBytes(1<<20).Unhealthy(wire.QueenState{URL: "u"}).StoredVersion(4, []string{"relay-1"}).RetryAfter(7)
 	w := httptest.NewRecorder()
 	WriteRefusal(w, e)
 	if w.Code != http.StatusConflict || w.Header().Get("Content-Type") != "application/json" || w.Header().Get("Retry-After") != "7" {
@@ -39,7 +39,7 @@ func TestRefusalSettersFillTheirWireFields(t *testing.T) {
 		"error": `graph "g" is declared by 2 applications`, "code": "ambiguous-graph", "field": "f", "rule": "r",
 		"node": "n", "budget": "b", "queue": "q", "limit": 1.0, "maxAttempts": 3.0, "retryAfterSeconds": 2.0,
 		"room": 3.0, "bytes": 300.0, "broker": "http://127.0.0.1:6632", "timeoutMs": 10000.0, "second": 1764590400000.0,
-		"inflightBytes": float64(1 << 20), "status": "unhealthy",
+		"inflightBytes": float64(1 << 20), "status": "unhealthy", "storedVersion": 4.0,
 	}
 	for k, v := range want {
 		if body[k] != v {
@@ -83,5 +83,40 @@ func TestWriteJSONOfAnUnencodableValueIsARefusal(t *testing.T) {
 	var body wire.Error
 	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != http.StatusInternalServerError || body.Code != wire.CodeInternalError || body.Error == "" {
 		t.Fatalf("%d %s (%v)", w.Code, w.Body, err)
+	}
+}
+
+// DecodeStrict knows the fields of nested objects and of array elements,
+// and names a refused one by its path, array indexes included; a raw
+// payload's fields are anyone's.
+func TestDecodeStrictChecksNestedFields(t *testing.T) {
+	type item struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	type body struct {
+		Items   []item          `json:"items"`
+		Inner   *item           `json:"inner"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	cases := []struct {
+		in, code, field string
+	}{
+		{`{"items":[{"role":"a","content":"b"}],"inner":{"role":"x"},"payload":{"anything":{"goes":1}}}`, "", ""},
+		{`{"items":[{"role":"a"},{"role":"b","extra":1}]}`, "unknown-field", "items[1].extra"},
+		{`{"items":[{"Role":"a"}]}`, "unknown-field", "items[0].Role"},
+		{`{"inner":{"role":"a","nope":true}}`, "unknown-field", "inner.nope"},
+		{`{"items":[{"role":"a","role":"b"}]}`, "duplicate-field", "items[0].role"},
+		{`{"Items":[]}`, "unknown-field", "Items"},
+	}
+	for _, c := range cases {
+		var b body
+		bad := DecodeStrict([]byte(c.in), &b, "the body")
+		switch {
+		case c.code == "" && bad != nil:
+			t.Errorf("%s: refused: %v", c.in, bad)
+		case c.code != "" && (bad == nil || string(bad.Code()) != c.code || bad.Body().Field != c.field):
+			t.Errorf("%s: %v, want %s naming %s", c.in, bad, c.code, c.field)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -69,12 +68,18 @@ type Route struct {
 	// Limit is the most body bytes the route reads (0: none).
 	Limit int64
 	Flat  bool
+	// Read marks a route that changes nothing although its method is not
+	// GET (a POST whose body is the question, as a simulation's candidate
+	// document): a plane behind sign-in lets viewers call it (IsRead).
+	Read bool
 }
 
 // RouteInfo is one registered route as Routes lists it.
 type RouteInfo struct {
 	Method string
 	Path   string
+	// Read is Route.Read: a non-GET route that changes nothing.
+	Read bool
 }
 
 // Router is the router every Gate server uses: routes are tried in the
@@ -86,19 +91,34 @@ type Router struct {
 	// with an exact path, for the clean mode's redirects.
 	prefixes map[string]bool
 	exact    map[string]bool
+	// reads are the routes registered with Route.Read.
+	reads map[*mux.Route]bool
 }
 
 // NewRouter returns an empty router for cfg.
 func NewRouter(cfg Config) *Router {
 	cfg = cfg.WithDefaults()
 	m := mux.NewRouter().UseEncodedPath().SkipClean(true)
-	return &Router{cfg: cfg, mux: m, prefixes: map[string]bool{}, exact: map[string]bool{}}
+	return &Router{cfg: cfg, mux: m, prefixes: map[string]bool{}, exact: map[string]bool{}, reads: map[*mux.Route]bool{}}
 }
 
 // Handle registers h for rt.
 func (r *Router) Handle(rt Route, h Handler) {
 	r.exact[rt.Path] = true
-	r.mux.Handle(rt.Path, r.wrap(rt, h)).Methods(rt.Method)
+	route := r.mux.Handle(rt.Path, r.wrap(rt, h)).Methods(rt.Method)
+	if rt.Read {
+		r.reads[route] = true
+	}
+}
+
+// IsRead reports whether req is a read: a GET or HEAD, or a request to a
+// route registered with Route.Read. A request no route takes is not one.
+func (r *Router) IsRead(req *http.Request) bool {
+	if req.Method == http.MethodGet || req.Method == http.MethodHead {
+		return true
+	}
+	var m mux.RouteMatch
+	return r.mux.Match(req, &m) && m.MatchErr == nil && r.reads[m.Route]
 }
 
 // HandleHTTP registers a plain handler for path and methods (none: every
@@ -142,7 +162,7 @@ func (r *Router) Routes() []RouteInfo {
 			return nil
 		}
 		for _, m := range methods {
-			out = append(out, RouteInfo{Method: m, Path: path})
+			out = append(out, RouteInfo{Method: m, Path: path, Read: r.reads[rt]})
 		}
 		return nil
 	})
@@ -199,11 +219,17 @@ func cleanPath(p string) string {
 // wrap turns h into an http.Handler for rt: it decodes the route
 // variables, gives the broker work its deadline, recovers a panic as a
 // 500, writes the refusal h returns (a 5xx from a broker that outlived its
-// deadline as the broker's 504), counts the answer and logs server errors.
+// deadline as the broker's 504) after draining what the handler left of
+// the body (DrainBody), counts the answer and logs server errors.
 func (r *Router) wrap(rt Route, h Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		outer := req.Context()
+		var body *trackedBody
+		if req.Body != nil && req.Body != http.NoBody {
+			body = &trackedBody{ReadCloser: req.Body}
+			req.Body = body
+		}
 		if d := r.cfg.BrokerTimeout; d > 0 {
 			// The broker work of one request shares one deadline, so a
 			// hung broker is answered within it however many calls the
@@ -212,8 +238,8 @@ func (r *Router) wrap(rt Route, h Handler) http.Handler {
 			ctx, cancel := context.WithCancelCause(outer)
 			timer := r.cfg.Clock.AfterFunc(d, func() { cancel(errBrokerDeadline) })
 			defer func() { timer.Stop(); cancel(nil) }()
-			if req.Body != nil && req.Body != http.NoBody {
-				req.Body = &restartOnEOF{ReadCloser: req.Body, restart: func() { timer.Reset(d) }}
+			if body != nil {
+				body.restart = func() { timer.Reset(d) }
 			}
 			req = req.WithContext(ctx)
 		}
@@ -232,10 +258,12 @@ func (r *Router) wrap(rt Route, h Handler) http.Handler {
 		if e == nil {
 			e = h(q)
 		}
-		if e != nil && e.status >= 500 && (context.Cause(req.Context()) == errBrokerDeadline || e.brokerTimedOut) && outer.Err() == nil {
+		if e != nil && e.status >= 500 && !e.notBroker && (context.Cause(req.Context()) == errBrokerDeadline || e.brokerTimedOut) && outer.Err() == nil {
 			e = r.brokerTimeout(e)
 		}
 		if e != nil {
+			// The refusal must reach a client still writing its body.
+			drainRefused(sw, req, body)
 			WriteRefusal(sw, e)
 		}
 		r.count(rt.Name, req.Method, sw.status)
@@ -258,22 +286,6 @@ func (r *Router) count(route, method string, status int) {
 // errBrokerDeadline is the cause of a request context ended by the broker
 // deadline.
 var errBrokerDeadline = errors.New("GATE_BROKER_TIMEOUT_MS passed")
-
-// restartOnEOF runs restart once, when the body has been read to its end.
-type restartOnEOF struct {
-	io.ReadCloser
-	restart func()
-	done    bool
-}
-
-func (b *restartOnEOF) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && !b.done {
-		b.done = true
-		b.restart()
-	}
-	return n, err
-}
 
 // brokerTimeout is the answer to a request whose broker work outlived the
 // deadline: 504 naming the broker, the deadline and what the handler knew

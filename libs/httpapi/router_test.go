@@ -96,7 +96,7 @@ func TestRouterRoutesCountsAndFallsBack(t *testing.T) {
 		}
 	}
 	got := r.Routes()
-	want := []RouteInfo{{"GET", "/metrics"}, {"GET", "/v1/graphs/{name}"}, {"PUT", "/v1/graphs/{name}"}}
+	want := []RouteInfo{{"GET", "/metrics", false}, {"GET", "/v1/graphs/{name}", false}, {"PUT", "/v1/graphs/{name}", false}}
 	if len(got) != len(want) {
 		t.Fatalf("Routes = %v, want %v", got, want)
 	}
@@ -216,6 +216,38 @@ func TestCleanModeRedirectsAsServeMux(t *testing.T) {
 		r.ServeHTTP(got, httptest.NewRequest(c.method, c.target, nil))
 		if got.Code != want.Code || got.Header().Get("Location") != want.Header().Get("Location") || got.Body.String() != want.Body.String() {
 			t.Errorf("%s %s: %d %q %q, ServeMux %d %q %q", c.method, c.target, got.Code, got.Header().Get("Location"), got.Body, want.Code, want.Header().Get("Location"), want.Body)
+		}
+	}
+}
+
+// A route registered as a read is one for IsRead whatever its method (and
+// Routes says so); the same path with another method, or no route at all,
+// is not; GET and HEAD always are.
+func TestIsReadFollowsTheRoute(t *testing.T) {
+	r := NewRouter(Config{})
+	ok := func(q *Request) *Refusal { q.W.WriteHeader(http.StatusNoContent); return nil }
+	r.Handle(Route{Name: "sim", Method: http.MethodPost, Path: "/v1/graphs/{g}/simulate", Read: true}, ok)
+	r.Handle(Route{Name: "put", Method: http.MethodPut, Path: "/v1/graphs/{g}/simulate"}, ok)
+	r.Handle(Route{Name: "push", Method: http.MethodPost, Path: "/v1/graphs/{g}/push"}, ok)
+	for _, c := range []struct {
+		method, path string
+		read         bool
+	}{
+		{http.MethodPost, "/v1/graphs/a/simulate", true},
+		{http.MethodPut, "/v1/graphs/a/simulate", false},
+		{http.MethodPost, "/v1/graphs/a/push", false},
+		{http.MethodPost, "/v1/graphs/a%2Fb/simulate", true},
+		{http.MethodPost, "/nowhere", false},
+		{http.MethodGet, "/nowhere", true},
+		{http.MethodHead, "/v1/graphs/a/push", true},
+	} {
+		if got := r.IsRead(httptest.NewRequest(c.method, c.path, nil)); got != c.read {
+			t.Errorf("IsRead(%s %s) = %v, want %v", c.method, c.path, got, c.read)
+		}
+	}
+	for _, info := range r.Routes() {
+		if info.Read != (info.Method == http.MethodPost && strings.HasSuffix(info.Path, "/simulate")) {
+			t.Errorf("Routes lists %+v", info)
 		}
 	}
 }

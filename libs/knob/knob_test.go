@@ -1,7 +1,10 @@
 package knob
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -168,5 +171,31 @@ func TestParseLogLevel(t *testing.T) {
 				t.Fatalf("error %v must name GATE_LOG_LEVEL", err)
 			}
 		})
+	}
+}
+
+// A session secret made the documented ways (openssl rand -hex 16 at the
+// shortest, -base64 48 as the README says) always estimates above the
+// bar; blanks, one character and short patterns repeated never do.
+func TestSecretBitsSeparatesRandomSecretsFromPlaceholders(t *testing.T) {
+	t.Parallel()
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		b := make([]byte, 48)
+		for i := range b {
+			b[i] = byte(rnd.UintN(256))
+		}
+		if hx := hex.EncodeToString(b[:16]); SecretBits(hx) < MinSessionSecretBits {
+			t.Fatalf("the random hex secret %s estimates %.1f bits, under %d", hx, SecretBits(hx), MinSessionSecretBits)
+		}
+		if b64 := base64.StdEncoding.EncodeToString(b); SecretBits(b64) < MinSessionSecretBits {
+			t.Fatalf("the random base64 secret %s estimates %.1f bits, under %d", b64, SecretBits(b64), MinSessionSecretBits)
+		}
+	}
+	for _, weak := range []string{strings.Repeat(" ", 32), strings.Repeat("k", 64), strings.Repeat("ab", 40),
+		"0123456789abcdef0123456789abcdef", strings.Repeat("changeme-", 8), strings.Repeat("\t ", 20)} {
+		if bits := SecretBits(weak); bits >= MinSessionSecretBits {
+			t.Errorf("the placeholder %q estimates %.1f bits, at or over %d", weak, bits, MinSessionSecretBits)
+		}
 	}
 }

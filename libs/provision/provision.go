@@ -66,12 +66,16 @@ func OwnedQueueOptions(o Options) queen.QueueOptions {
 //     one keeps exactly its owner's options; a failure to read or create it
 //     is only logged (the relay's first push creates it anyway);
 //   - an application-owned ingress queue is never touched.
+//
+// A failure is an *Error naming the queue and listing the Gate-owned queues
+// this call had configured before it.
 func Queues(ctx context.Context, client *queen.Client, p *plan.Plan, o Options) error {
 	log := o.Logger
 	if log == nil {
 		log = slog.Default()
 	}
 	owned := OwnedQueueOptions(o)
+	var configured []string
 	for _, q := range p.Queues {
 		switch {
 		case q.OwnedByGate:
@@ -79,14 +83,35 @@ func Queues(ctx context.Context, client *queen.Client, p *plan.Plan, o Options) 
 			_, err := client.Configure(cctx, queen.ConfigureRequest{Queue: q.Name, Namespace: p.Namespace, Options: owned})
 			cancel()
 			if err != nil {
-				return fmt.Errorf("configuring %s queue %s: %w", q.Kind, q.Name, err)
+				return &Error{Kind: string(q.Kind), Queue: q.Name, Configured: configured, Err: err}
 			}
+			configured = append(configured, q.Name)
 		case q.Kind == plan.KindEgress:
 			egress(ctx, client, q.Name, log)
 		}
 	}
 	return nil
 }
+
+// Error is a failed provisioning: the queue whose configure failed, and
+// the Gate-owned queues the same call had configured before it (they stay
+// configured; a queue holds nothing until a stored version names it).
+type Error struct {
+	// Kind is the failed queue's kind (ingress, interior).
+	Kind string
+	// Queue is the queue whose configure failed.
+	Queue string
+	// Configured are the queues configured before the failure, in order.
+	Configured []string
+	// Err is the broker's answer.
+	Err error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("configuring %s queue %s: %v", e.Kind, e.Queue, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
 
 // egress creates the egress queue when the broker does not know it.
 func egress(ctx context.Context, client *queen.Client, name string, log *slog.Logger) {

@@ -3,8 +3,13 @@ package provision
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/queen-mq/gate/libs/declare"
@@ -200,5 +205,46 @@ func TestOwnedQueueOptions(t *testing.T) {
 		if !o.DeadLetterQueue.Set || !o.RetryDelay.Set {
 			t.Fatalf("the complete option set must be sent (a configure replaces every option): %+v", o)
 		}
+	}
+}
+
+// A configure the broker refuses stops provisioning with an *Error naming
+// that queue and the Gate-owned queues configured before it.
+func TestAFailedConfigureNamesItsQueueAndWhatWasConfigured(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	target, err := url.Parse(f.broker.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var configures atomic.Int64
+	rp := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/configure") && configures.Add(1) == 2 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"error":"configure refused"}`))
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	c, err := queen.New(front.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var owned []string
+	for _, q := range f.plan.Queues {
+		if q.OwnedByGate {
+			owned = append(owned, q.Name)
+		}
+	}
+	if len(owned) < 2 {
+		t.Fatalf("the fixture has %d Gate-owned queues, want 2 or more", len(owned))
+	}
+	err = Queues(context.Background(), c, f.plan, Options{LeaseSeconds: 10})
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Queue != owned[1] || len(pe.Configured) != 1 || pe.Configured[0] != owned[0] || !strings.Contains(err.Error(), owned[1]) {
+		t.Fatalf("provisioning with the second configure refused: %#v (%v); want an *Error naming %s after %s", pe, err, owned[1], owned[0])
 	}
 }

@@ -24,10 +24,15 @@ type Allowance struct {
 	CostPerItem int64
 }
 
-// PreviewResult is the replay of one node's traffic.
+// PreviewResult is the replay of one node's traffic. DrainSeconds is how
+// long the backlog left at the end (Remaining) takes to clear: 0 when none
+// is left, however many items were delayed on the way. LongestWaitSeconds
+// is the longest any item waited between the second it arrived and the
+// second it was admitted (an item still waiting at the end counts the wait
+// it had reached by then).
 type PreviewResult struct {
-	Items, Delayed, Peak, Remaining, DrainSeconds int64
-	Series                                        []wire.BacklogPoint
+	Items, Delayed, Peak, Remaining, DrainSeconds, LongestWaitSeconds int64
+	Series                                                            []wire.BacklogPoint
 }
 
 // Preview replays samples (any order; seconds outside [start, end) are
@@ -50,6 +55,9 @@ func Preview(samples []Second, start, end int64, a Allowance) PreviewResult {
 	}
 	var used, backlog, minutePeak int64
 	expires := start
+	// waiting is the backlog by arrival second, oldest first (FIFO).
+	type arrival struct{ t, n int64 }
+	var waiting []arrival
 	out.Series = make([]wire.BacklogPoint, 0, (end-start)/60000+2)
 	for t := start; t < end; t += 1000 {
 		if t >= expires {
@@ -66,7 +74,20 @@ func Preview(samples []Second, start, end int64, a Allowance) PreviewResult {
 		available := (a.Count - used) / a.CostPerItem
 		out.Delayed += max(0, arrived-max(0, available-backlog))
 		backlog += arrived
+		if arrived > 0 {
+			waiting = append(waiting, arrival{t, arrived})
+		}
 		admitted := min(backlog, available)
+		for left := admitted; left > 0 && len(waiting) > 0; {
+			head := &waiting[0]
+			out.LongestWaitSeconds = max(out.LongestWaitSeconds, (t-head.t)/1000)
+			take := min(left, head.n)
+			head.n -= take
+			left -= take
+			if head.n == 0 {
+				waiting = waiting[1:]
+			}
+		}
 		if admitted > 0 && used == 0 {
 			expires = t + a.Seconds*1000
 		}
@@ -80,6 +101,9 @@ func Preview(samples []Second, start, end int64, a Allowance) PreviewResult {
 		}
 	}
 	out.Remaining = backlog
+	if len(waiting) > 0 {
+		out.LongestWaitSeconds = max(out.LongestWaitSeconds, (end-waiting[0].t)/1000)
+	}
 	if backlog > 0 {
 		perWindow := a.Count / a.CostPerItem
 		out.DrainSeconds = ceilDiv(max(0, expires-end), 1000) + (backlog-1)/perWindow*a.Seconds

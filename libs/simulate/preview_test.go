@@ -70,3 +70,25 @@ func TestCoverageGapsAndLostItems(t *testing.T) {
 		}
 	}
 }
+
+// Items delayed with nothing left at the end drain in 0 s, which says
+// nothing of how long they waited: the longest wait does (25 items at t=0,
+// 10 per second: the last ten wait 2 s), and an item still waiting at the
+// end counts the wait it had reached.
+func TestPreviewLongestWait(t *testing.T) {
+	t.Parallel()
+	got := Preview([]Second{{T: 0, Items: 25, Cost: 25}}, 0, 3000, Allowance{Count: 10, Seconds: 1, CostPerItem: 1})
+	if got.Delayed != 15 || got.Remaining != 0 || got.DrainSeconds != 0 || got.LongestWaitSeconds != 2 {
+		t.Fatalf("25 at t=0, 10 per 1 s: %+v; want 15 delayed, none left, drain 0, the longest wait 2 s", got)
+	}
+	got = Preview([]Second{{T: 0, Items: 3}, {T: 5000, Items: 1}}, 0, 10000, Allowance{Count: 10, Seconds: 1, CostPerItem: 1})
+	if got.Delayed != 0 || got.LongestWaitSeconds != 0 {
+		t.Fatalf("nothing over the allowance: %+v; want no wait", got)
+	}
+	// 1 per 10 s: items at 0, 1, 2 s are admitted at 0, 10 and 20 s; over
+	// 0–15 s the third is still waiting at 15 s, 13 s after it came.
+	got = Preview([]Second{{T: 0, Items: 1}, {T: 1000, Items: 1}, {T: 2000, Items: 1}}, 0, 15000, Allowance{Count: 1, Seconds: 10, CostPerItem: 1})
+	if got.Remaining != 1 || got.LongestWaitSeconds != 13 {
+		t.Fatalf("1 per 10 s: %+v; want 1 left at the end and the longest wait 13 s (the one still waiting)", got)
+	}
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -51,6 +52,9 @@ type Document struct {
 	Legacy bool `json:"legacy,omitempty"`
 	// Body is the document exactly as stored.
 	Body json.RawMessage `json:"body"`
+	// Row is the kv row's version token (opaque: compare with == only), the
+	// precondition PutIf writes over it with.
+	Row int64 `json:"row,omitempty"`
 }
 
 // Listing is every stored document. Complete is false when a page was
@@ -99,6 +103,43 @@ func (s *Store) Put(ctx context.Context, app, graph string, body json.RawMessage
 	return nil
 }
 
+// ErrChanged is PutIf's answer when the row is no longer the one the
+// caller read: another writer (another gate-api process) stored or deleted
+// the document meanwhile.
+var ErrChanged = errors.New("the stored document changed since it was read")
+
+// PutIf stores body as the document of app/graph only if its row is still
+// the one the caller read: row is that row's version token (Document.Row),
+// or 0 for "no document was stored" (a legacy v1 row does not count: its
+// key is another). The change signal is bumped in the same call, and both
+// or neither apply. A lost precondition is ErrChanged, wrapped.
+func (s *Store) PutIf(ctx context.Context, app, graph string, body json.RawMessage, row int64) error {
+	key := plan.DocumentKey(app, graph)
+	res, err := s.c.KV(ctx,
+		queen.KVPut(s.ns, key, body, queen.PutOpts{Forever: true, Expect: queen.Int(row), Required: true}),
+		queen.KVIncr(s.ns, revisionKey, 1, queen.IncrOpts{Forever: true}),
+	)
+	if err != nil {
+		return fmt.Errorf("storing %s: %w", key, err)
+	}
+	if r := res.Refusal; r != nil {
+		if r.KVPrecondition() {
+			return fmt.Errorf("storing %s: %w (%s)", key, ErrChanged, r.KVReason)
+		}
+		return fmt.Errorf("storing %s: %w", key, r)
+	}
+	if err := res.Err(); err != nil {
+		return fmt.Errorf("storing %s: %w", key, err)
+	}
+	if len(res.Results) < 1 || !res.Results[0].Applied {
+		if len(res.Results) >= 1 && res.Results[0].Reason != "" {
+			return fmt.Errorf("storing %s: %w (%s)", key, ErrChanged, res.Results[0].Reason)
+		}
+		return fmt.Errorf("storing %s: the broker did not apply the put", key)
+	}
+	return nil
+}
+
 // Get reads the stored document of app/graph: the v2 row, else a legacy v1
 // target row. found is false when neither exists.
 func (s *Store) Get(ctx context.Context, app, graph string) (doc Document, found bool, err error) {
@@ -113,7 +154,7 @@ func (s *Store) Get(ctx context.Context, app, graph string) (doc Document, found
 	}
 	for i, r := range res.Results {
 		if r.Found {
-			return Document{App: app, Graph: graph, Key: r.Key, Legacy: i == 1, Body: r.Value}, true, nil
+			return Document{App: app, Graph: graph, Key: r.Key, Legacy: i == 1, Body: r.Value, Row: r.Version}, true, nil
 		}
 	}
 	return Document{}, false, nil
@@ -181,7 +222,7 @@ func (s *Store) List(ctx context.Context) (Listing, error) {
 				out.Complete = false
 				continue
 			}
-			out.Documents = append(out.Documents, Document{App: app, Graph: graph, Key: row.Key, Legacy: prefix == "spec:", Body: row.Value})
+			out.Documents = append(out.Documents, Document{App: app, Graph: graph, Key: row.Key, Legacy: prefix == "spec:", Body: row.Value, Row: row.Version})
 		}
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -145,5 +146,48 @@ func TestCountersAddSumsEveryField(t *testing.T) {
 	}
 	if (store.Counters{}).ItemsPerCommit() != nil {
 		t.Fatal("items per commit before any commit must be null")
+	}
+}
+
+// PutIf writes only over the row it was given: 0 creates, the row read
+// replaces it, and a row another writer replaced or deleted meanwhile is
+// ErrChanged with nothing written and no change signal.
+func TestPutIfWritesOnlyOverTheRowItRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	if err := s.PutIf(ctx, "shop", "orders", json.RawMessage(`{"version":1}`), 0); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if err := s.PutIf(ctx, "shop", "orders", json.RawMessage(`{"version":9}`), 0); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("create over an existing document: %v, want ErrChanged", err)
+	}
+	d, found, err := s.Get(ctx, "shop", "orders")
+	if err != nil || !found || d.Row == 0 {
+		t.Fatalf("get: %+v %v %v", d, found, err)
+	}
+	l, err := s.List(ctx)
+	if doc, ok := l.Find("shop", "orders"); err != nil || !ok || doc.Row != d.Row {
+		t.Fatalf("the listing's row %+v %v, want %d", doc, err, d.Row)
+	}
+	if err := s.PutIf(ctx, "shop", "orders", json.RawMessage(`{"version":2}`), d.Row); err != nil {
+		t.Fatalf("replace at the row read: %v", err)
+	}
+	rev, _ := s.Revision(ctx)
+	if err := s.PutIf(ctx, "shop", "orders", json.RawMessage(`{"version":3}`), d.Row); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("replace at a stale row: %v, want ErrChanged", err)
+	}
+	if after, _ := s.Revision(ctx); after != rev {
+		t.Errorf("a lost PutIf bumped the change signal (%d → %d)", rev, after)
+	}
+	if got, _, _ := s.Get(ctx, "shop", "orders"); string(got.Body) != `{"version":2}` {
+		t.Errorf("stored %s after the stale write, want version 2", got.Body)
+	}
+	cur, _, _ := s.Get(ctx, "shop", "orders")
+	if _, err := s.Delete(ctx, "shop", "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutIf(ctx, "shop", "orders", json.RawMessage(`{"version":4}`), cur.Row); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("replace a deleted document: %v, want ErrChanged", err)
 	}
 }

@@ -178,9 +178,14 @@ type Version struct {
 
 // ProductMetrics is GET /v1/apps/{app}/metrics.
 type ProductMetrics struct {
-	Application string          `json:"application"`
-	At          int64           `json:"at"`
-	Targets     []MetricsTarget `json:"targets"`
+	Application string `json:"application"`
+	At          int64  `json:"at"`
+	// AdmittedPerSecReason is why the targets' admitted_per_sec is null
+	// (no history, or the history database — named, with its knob — did
+	// not answer); null when the rates are known or no graph of the
+	// application records roll-ups.
+	AdmittedPerSecReason *string         `json:"admitted_per_sec_reason"`
+	Targets              []MetricsTarget `json:"targets"`
 }
 
 // MetricsTarget is one node of ProductMetrics.

@@ -156,9 +156,14 @@ const (
 	CodeGone Code = "gone"
 
 	// CodeDeclareRefused means the document was refused by a declare rule
-	// (rule, rules, problems; 409 for version-bump and ingress-owner), or
-	// could not be read as a document at all (rule document).
+	// (rule, rules, problems; 409 for version-bump, version-order and
+	// ingress-owner), or could not be read as a document at all (rule
+	// document).
 	CodeDeclareRefused Code = "declare-refused"
+	// CodeDeclareContended means the graph's stored document kept changing
+	// (declares through other gate-api processes) while this declare was
+	// checked and stored: nothing was stored; retry.
+	CodeDeclareContended Code = "declare-contended"
 	// CodeProvisioningFailed means provisioning the graph's queues failed:
 	// nothing was stored, and the sentence says what still serves.
 	CodeProvisioningFailed Code = "provisioning-failed"
@@ -169,8 +174,13 @@ const (
 	// CodeNoHistory means the route needs the PostgreSQL history and this
 	// server has none (PG_HOST is not set).
 	CodeNoHistory Code = "no-history"
-	// CodeHistoryFailed means reading the PostgreSQL history failed.
+	// CodeHistoryFailed means reading the PostgreSQL history failed
+	// (the sentence names the database and its knob, PG_HOST or PG_URL).
 	CodeHistoryFailed Code = "history-failed"
+	// CodeHistoryTimeout means the PostgreSQL history did not answer a
+	// read in time (the sentence names the database and its knob, PG_HOST
+	// or PG_URL; the broker is not involved; Retry-After: 1).
+	CodeHistoryTimeout Code = "history-timeout"
 	// CodeNotWatching means the graph is not in Watch, so there is no
 	// recording to read or replay.
 	CodeNotWatching Code = "not-watching"
@@ -241,7 +251,9 @@ const (
 	// CodeSignInState means the sign-in callback's state is missing, not
 	// valid, expired or was started in another browser: sign in again.
 	CodeSignInState Code = "sign-in-state"
-	// CodeSignInRefused means the sign-in provider refused the sign-in.
+	// CodeSignInRefused means the sign-in provider refused the sign-in, or
+	// refused its code as invalid_grant (already used, expired): sign in
+	// again.
 	CodeSignInRefused Code = "sign-in-refused"
 	// CodeSignInProviderFailed means the sign-in provider did not answer
 	// its discovery document or refused the code exchange.
@@ -255,6 +267,10 @@ const (
 	// CodeLiveUnavailable means the console cannot open another live
 	// stream (too many are open, or it is shutting down; Retry-After: 5).
 	CodeLiveUnavailable Code = "live-unavailable"
+	// CodeLiveTooMany means this account already holds the most live
+	// streams one identity may open on a console (close a tab;
+	// Retry-After: 5).
+	CodeLiveTooMany Code = "live-too-many"
 	// CodeFileNotFound means the console's web app has no such file (app
 	// pages are served to HTML navigations only).
 	CodeFileNotFound Code = "file-not-found"
@@ -321,10 +337,12 @@ var Codes = []CodeStatuses{
 	{CodeETAUnavailable, []int{503}},
 	{CodeGone, []int{410}},
 	{CodeDeclareRefused, []int{409, 422}},
+	{CodeDeclareContended, []int{409}},
 	{CodeProvisioningFailed, []int{502}},
 	{CodeStoreFailed, []int{502}},
 	{CodeNoHistory, []int{503}},
 	{CodeHistoryFailed, []int{502}},
+	{CodeHistoryTimeout, []int{504}},
 	{CodeNotWatching, []int{409}},
 	{CodeWatchNotStarted, []int{409}},
 	{CodePreviewUnsupported, []int{422}},
@@ -352,6 +370,7 @@ var Codes = []CodeStatuses{
 	{CodeSignInToken, []int{401}},
 	{CodeAccountNotAllowed, []int{403}},
 	{CodeLiveUnavailable, []int{503}},
+	{CodeLiveTooMany, []int{429}},
 	{CodeFileNotFound, []int{404}},
 	{CodeWebAppMissing, []int{503}},
 }

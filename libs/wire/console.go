@@ -49,6 +49,14 @@ type Error struct {
 	// Status and Queen describe an unhealthy plane (GET /health, 503).
 	Status string      `json:"status,omitempty"`
 	Queen  *QueenState `json:"queen,omitempty"`
+	// StoredVersion is the version of the graph's document stored after a
+	// refused or failed declaration (version-order, provisioning-failed,
+	// store-failed): what the graph still is. Absent when nothing is
+	// stored or the store could not be read.
+	StoredVersion *int64 `json:"storedVersion,omitempty"`
+	// RunningReplicas are the gate-relay replicas that report running the
+	// stored version (same refusals); absent when none does.
+	RunningReplicas []string `json:"runningReplicas,omitempty"`
 }
 
 // Me is GET /api/me: who the request is and what it may do.

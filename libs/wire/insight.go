@@ -124,13 +124,18 @@ type Simulation struct {
 	DelayedPercent   *float64 `json:"delayedPercent"`
 	PeakBacklog      int64    `json:"peakBacklog"`
 	RemainingBacklog int64    `json:"remainingBacklog"`
-	// DrainSeconds is how long the remaining backlog takes to clear if
-	// nothing more arrives.
-	DrainSeconds int64          `json:"drainSeconds"`
-	Series       []BacklogPoint `json:"series"`
-	Coverage     Coverage       `json:"coverage"`
-	Effective    Effective      `json:"effective"`
-	HasKnownGaps bool           `json:"hasKnownGaps"`
+	// DrainSeconds is how long the backlog left at the end of the range
+	// (RemainingBacklog) takes to clear if nothing more arrives: 0 when
+	// none is left, however many items were delayed on the way.
+	DrainSeconds int64 `json:"drainSeconds"`
+	// LongestWaitSeconds is the longest any item waited for the allowance
+	// (from the second it arrived to the second it was admitted; an item
+	// still waiting at the end counts the wait it had reached).
+	LongestWaitSeconds int64          `json:"longestWaitSeconds"`
+	Series             []BacklogPoint `json:"series"`
+	Coverage           Coverage       `json:"coverage"`
+	Effective          Effective      `json:"effective"`
+	HasKnownGaps       bool           `json:"hasKnownGaps"`
 }
 
 // BacklogPoint is the backlog at the last second of a minute and the

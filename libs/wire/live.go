@@ -8,7 +8,9 @@ package wire
 // again whenever NATS goes away or comes back.
 type LiveStatus struct {
 	// Mode is "stream" (counters and denials arrive as events) or "poll"
-	// (NATS is not configured or not reachable: poll the graph view).
+	// (NATS is not configured or not reachable, or the stream's graphs went
+	// quiet — no relay published their counters within QuietMs: poll the
+	// graph view).
 	Mode string `json:"mode"`
 	// NATS is whether the console holds a NATS connection right now.
 	NATS bool `json:"nats"`
@@ -20,6 +22,13 @@ type LiveStatus struct {
 	HeartbeatMs int64 `json:"heartbeat_ms"`
 	// PollMs is how often to poll the graph view in "poll" mode.
 	PollMs int64 `json:"poll_ms"`
+	// QuietMs is how long a graph may go without a counters event before
+	// the stream calls it quiet (three relay status periods).
+	QuietMs int64 `json:"quiet_ms"`
+	// Quiet are the stream's graphs no relay published counters for within
+	// QuietMs ("*" for a stream of every graph that heard none): their
+	// last numbers are stale, so the mode is "poll".
+	Quiet []string `json:"quiet"`
 }
 
 // LiveCounters is the "counters" event: one graph's stage counters summed

@@ -26,6 +26,7 @@ const aiBodyMarker = "UPSTREAM-BODY-MARKER"
 type fakeOpenAI struct {
 	mu      sync.Mutex
 	calls   int
+	bodies  []string
 	replies []string
 	status  int
 	srv     *httptest.Server
@@ -34,10 +35,11 @@ type fakeOpenAI struct {
 func newFakeOpenAI(t *testing.T, status int, replies ...string) *fakeOpenAI {
 	f := &fakeOpenAI{replies: replies, status: status}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
 		n := f.calls
 		f.calls++
+		f.bodies = append(f.bodies, string(body))
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		if f.status != 0 {
@@ -54,6 +56,13 @@ func newFakeOpenAI(t *testing.T, status int, replies ...string) *fakeOpenAI {
 	}))
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// sent is the body of every call the provider received, in order.
+func (f *fakeOpenAI) sent() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.bodies...)
 }
 
 func (f *fakeOpenAI) count() int {
@@ -204,3 +213,69 @@ func noAISecrets(t *testing.T, what, s string) {
 }
 
 func ptrTo(s string) *string { return &s }
+
+// The chat body is strict at every depth: a message with a field the
+// route does not know, or a mis-cased one, is refused like an unknown
+// field of the body itself, naming the message, before any provider call.
+func TestAIChatRefusesUnknownFieldsInsideMessages(t *testing.T) {
+	t.Parallel()
+	f := newFakeOpenAI(t, 0, aiReply("ok", nil))
+	h, _ := newAIHarness(t, f.srv.URL+"/v1")
+	cases := []struct {
+		name  string
+		msgs  []any
+		field string
+		words string
+	}{
+		{"an extra field", []any{map[string]any{"role": "user", "content": "hi", "name": "system-override"}}, "messages[0].name", "unknown field"},
+		{"a mis-cased field", []any{map[string]any{"role": "user", "Content": "hi"}}, "messages[0].Content", `did you mean "content"`},
+		{"an extra field in a later message", []any{map[string]any{"role": "user", "content": "a"}, map[string]any{"role": "assistant", "content": "b"}, map[string]any{"role": "user", "content": "c", "tool_calls": []any{}}}, "messages[2].tool_calls", "unknown field"},
+	}
+	for _, c := range cases {
+		a := h.Expect(h.Do(http.MethodPost, "/api/ai/chat", map[string]any{"application": h.App, "messages": c.msgs}), 422)
+		if a.Str("code") != "unknown-field" || a.Str("field") != c.field || !strings.Contains(h.ErrorBody(a), c.words) {
+			t.Errorf("%s: %s; want 422 unknown-field naming %s", c.name, a.Raw, c.field)
+		}
+	}
+	if f.count() != 0 {
+		t.Errorf("%d refused chats reached the provider", f.count())
+	}
+	h.Expect(h.Do(http.MethodPost, "/api/ai/chat", chatBody(h.App, "hi")), 200)
+}
+
+// The repair turn tells the model why Gate refused its draft without
+// naming another application's graph: a draft that reads a queue another
+// application's graph already reads is refused by ingress-owner, whose
+// sentence names that graph and its node; the provider's second call says
+// "another graph" instead. The operator's own 502 may name it (the
+// operator can read every graph).
+func TestAIRepairTurnSendsNoOtherApplicationsGraphName(t *testing.T) {
+	t.Parallel()
+	f := newFakeOpenAI(t, 0)
+	h, _ := newAIHarness(t, f.srv.URL+"/v1")
+	other := h.App + "x"
+	secret := h.Target("secretproj", 10)
+	secret["nodes"].(map[string]any)["limit"].(map[string]any)["ingress"] = map[string]any{"queue": "shared-orders.in"}
+	h.Expect(h.Do(http.MethodPut, "/v1/apps/"+other+"/graphs/secretproj", secret), 200)
+	draft := strings.Replace(aiDraft(h.App, "orders"), `"ingress":true`, `"ingress":{"queue":"shared-orders.in"}`, 1)
+	f.replies = []string{aiReply("Here is a draft.", &draft)}
+
+	a := h.Expect(h.Do(http.MethodPost, "/api/ai/chat", chatBody(h.App, "Limit the orders to 100 per second.")), 502)
+	if msg := h.ErrorBody(a); !strings.Contains(msg, "[ingress-owner]") {
+		t.Fatalf("the draft was not refused by ingress-owner: %s", a.Raw)
+	}
+	sent := f.sent()
+	if len(sent) != 2 {
+		t.Fatalf("%d provider calls, want 2 (one repair)", len(sent))
+	}
+	if !strings.Contains(sent[1], "ingress-owner") || !strings.Contains(sent[1], "another graph") {
+		t.Errorf("the repair turn does not say why: %.2000s", sent[1])
+	}
+	for _, name := range []string{"secretproj", other + "/"} {
+		for i, b := range sent {
+			if strings.Contains(b, name) {
+				t.Errorf("provider call %d carries %q, another application's graph: %.2000s", i+1, name, b)
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"net/http"
@@ -117,31 +118,52 @@ func (d *Declarer) declare(ctx context.Context, app, name string, body []byte, t
 // no other declare; then, under the lock, it re-reads the store and
 // provisions and stores only when nothing changed since (else it checks
 // again; after maxCheckRounds changed reads it checks under the lock).
+// The store write is conditional on the document's kv row as the checks
+// read it, so a declare through another gate-api process that stored
+// meanwhile is noticed too: the checks run again against what it stored
+// (an older version is then refused by version-order), at most
+// maxStoreRounds times.
 func (d *Declarer) declareOne(ctx context.Context, app, name string, body []byte, target bool) (*plan.Response, string, *httpapi.Refusal) {
-	for range maxCheckRounds {
+	for round := range maxCheckRounds + maxStoreRounds {
+		locked := round >= maxCheckRounds
+		if locked {
+			d.mu.Lock()
+		}
 		c, outcome, bad := d.check(ctx, app, name, body, target)
+		if bad == nil && c.lerr != nil {
+			outcome, bad = outcomeStoring, httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "the stored documents could not be read (%v), so this declaration cannot be checked against the stored version: nothing was provisioned or stored; %s; retry the PUT", c.lerr, d.servingNote(app, name, nil, c.lerr))
+		}
 		if bad != nil {
+			if locked {
+				d.mu.Unlock()
+			}
 			return nil, outcome, bad
 		}
-		d.mu.Lock()
-		if d.listingPrint(ctx) == c.print {
-			defer d.mu.Unlock()
-			return d.commit(ctx, app, name, c)
+		if !locked {
+			d.mu.Lock()
+			if d.listingPrint(ctx) != c.print {
+				d.mu.Unlock()
+				continue
+			}
 		}
+		resp, outcome, bad, lost := d.commit(ctx, app, name, c)
 		d.mu.Unlock()
+		if !lost {
+			return resp, outcome, bad
+		}
+		d.p.Log.Info("declare: the stored document changed while this declare was checked (another gate-api process); checking again", "app", app, "graph", name)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	c, outcome, bad := d.check(ctx, app, name, body, target)
-	if bad != nil {
-		return nil, outcome, bad
-	}
-	return d.commit(ctx, app, name, c)
+	return nil, outcomeConflict, httpapi.Refuse(http.StatusConflict, wire.CodeDeclareContended, "the stored document of '%s/%s' changed %d times while this declaration was checked (declares through other gate-api processes): nothing was stored; retry the PUT, or route the declarations of one graph to one gate-api", app, name, maxStoreRounds)
 }
 
 // maxCheckRounds is how many times a declare checks outside the lock
 // before it checks under it (the store changed under it every time).
 const maxCheckRounds = 3
+
+// maxStoreRounds is how many conditional store writes a declare tries
+// before it answers declare-contended: each lost one means another
+// process stored this graph meanwhile.
+const maxStoreRounds = 16
 
 // checked is a compiled, accepted declaration and the store it was
 // checked against.
@@ -154,6 +176,9 @@ type checked struct {
 	// prev is what the store held under this name when the checks read
 	// it, for the configuration annotation.
 	prev previous
+	// row is the kv row of the graph's document as the checks read it
+	// (store.Document.Row; 0: none), the store write's precondition.
+	row int64
 }
 
 // listingPrint identifies the stored documents as they are now: a hash of
@@ -188,6 +213,7 @@ func (d *Declarer) check(ctx context.Context, app, name string, body []byte, tar
 	var old *plane.Entry
 	var print uint64
 	var prev previous
+	var row int64
 	listing, lerr := d.p.Store.List(ctx)
 	if lerr != nil {
 		d.p.Log.Warn("declare: the store could not be read; cross-graph checks skipped", "app", app, "graph", name, "error", lerr)
@@ -199,6 +225,11 @@ func (d *Declarer) check(ctx context.Context, app, name string, body []byte, tar
 			old = plane.CompileStored(app, name, doc.Body, doc.Legacy, d.p.Cfg.PlanOptions())
 			prev.existed, prev.body = true, doc.Body
 			prev.watch = old.Doc != nil && old.Doc.Watching()
+			if !doc.Legacy {
+				// A legacy v1 row lives under another key: the graph's
+				// own row is absent then.
+				row = doc.Row
+			}
 		}
 	}
 	res, err := libdeclare.Compile(libdeclare.Input{
@@ -212,15 +243,20 @@ func (d *Declarer) check(ctx context.Context, app, name string, body []byte, tar
 		outcome := outcomeInvalid
 		if err == nil && res.Status() == http.StatusConflict {
 			outcome = outcomeConflict
+			// A conflict with the stored copy (version-order,
+			// version-bump) says what is stored and running.
+			bad = d.withStored(bad, app, name, old)
 		}
 		return nil, outcome, bad
 	}
-	return &checked{res: res, old: old, lerr: lerr, print: print, prev: prev}, outcomeOK, nil
+	return &checked{res: res, old: old, lerr: lerr, print: print, prev: prev, row: row}, outcomeOK, nil
 }
 
 // commit provisions and stores a checked declaration; the caller holds
-// the declare lock.
-func (d *Declarer) commit(ctx context.Context, app, name string, c *checked) (*plan.Response, string, *httpapi.Refusal) {
+// the declare lock. lost is true when the store write lost its
+// precondition (another process stored or deleted the document since the
+// checks read it): nothing was stored and the caller checks again.
+func (d *Declarer) commit(ctx context.Context, app, name string, c *checked) (resp *plan.Response, outcome string, bad *httpapi.Refusal, lost bool) {
 	res, old, lerr := c.res, c.old, c.lerr
 	doc := res.Doc
 	if doc.Watch != nil {
@@ -232,35 +268,90 @@ func (d *Declarer) commit(ctx context.Context, app, name string, c *checked) (*p
 		}
 		doc.Watch.StartedAt = &at
 	}
-	serving := servingNote(app, name, old, lerr)
+	serving := d.servingNote(app, name, old, lerr)
 	if err := d.provision(ctx, res.Plan); err != nil {
-		return nil, outcomeProvisioning, httpapi.Refuse(http.StatusBadGateway, wire.CodeProvisioningFailed, "provisioning failed: %v; %s", err, serving)
+		what := fmt.Sprintf("provisioning failed: %v", err)
+		var pe *provision.Error
+		if errors.As(err, &pe) {
+			what = fmt.Sprintf("provisioning failed at the %s queue %s (%v)", pe.Kind, pe.Queue, pe.Err)
+			if len(pe.Configured) > 0 {
+				what += fmt.Sprintf("; this attempt had configured %s before it (they stay configured and hold nothing until a stored version names them)", strings.Join(pe.Configured, ", "))
+			}
+		}
+		return nil, outcomeProvisioning, d.withStored(httpapi.Refuse(http.StatusBadGateway, wire.CodeProvisioningFailed, "version %d was not stored: %s; %s; retry the PUT once the broker accepts the configure", doc.Version, what, serving).Queue(queueOf(pe)), app, name, old), false
 	}
 	stamped, err := doc.MarshalJSON()
 	if err != nil {
-		return nil, outcomeStoring, httpapi.Refuse(http.StatusInternalServerError, wire.CodeInternalError, "encoding the document for the store failed: %v", err)
+		return nil, outcomeStoring, httpapi.Refuse(http.StatusInternalServerError, wire.CodeInternalError, "encoding the document for the store failed: %v", err), false
 	}
-	if err := d.p.Store.Put(ctx, app, name, stamped); err != nil {
-		return nil, outcomeStoring, httpapi.Refuse(http.StatusBadGateway, wire.CodeStoreFailed, "storing the document in kv failed: %v; the queues are provisioned but %s; retry the PUT", err, serving)
+	if err := d.p.Store.PutIf(ctx, app, name, stamped, c.row); err != nil {
+		if errors.Is(err, store.ErrChanged) {
+			return nil, "", nil, true
+		}
+		return nil, outcomeStoring, d.withStored(httpapi.Refuse(http.StatusBadGateway, wire.CodeStoreFailed, "version %d was not stored: storing the document in kv failed (%v); its queues are provisioned, and %s; retry the PUT", doc.Version, err, serving), app, name, old), false
 	}
 	d.p.Cat.Put(&plane.Entry{App: app, Graph: name, Body: stamped, Doc: doc, Plan: res.Plan})
 	d.annotate(ctx, app, name, c.prev, stamped, doc)
 	d.p.Log.Info("declared", "app", app, "graph", name, "version", doc.Version, "v1", res.V1, "warnings", len(res.Findings.Warnings()))
-	return res.Response(), outcomeOK, nil
+	return res.Response(), outcomeOK, nil, false
 }
 
-// servingNote says what still serves '%s/%s' after this declare failed to
-// store: the previous version when the store listing showed one, nothing
-// when it showed none, and — when the listing itself failed (readErr) —
-// that the previous version, if any, may still serve.
-func servingNote(app, name string, old *plane.Entry, readErr error) string {
+// servingNote says what '%s/%s' still is after a declare that stored
+// nothing: the stored version (when the listing showed one) and which
+// relay replicas report running it — or that none does, or that the
+// listing itself failed (readErr), so whether a previous version is stored
+// is unknown.
+func (d *Declarer) servingNote(app, name string, old *plane.Entry, readErr error) string {
 	switch {
 	case old != nil && old.Doc != nil:
-		return fmt.Sprintf("still serving version %d (the stored document is unchanged)", old.Doc.Version)
+		v := int64(old.Doc.Version)
+		running := d.runningVersion(app, name, v)
+		runs := "no gate-relay replica reports running it, so nothing moves until one does"
+		if len(running) > 0 {
+			runs = "gate-relay " + plural(len(running), "replica ", "replicas ") + strings.Join(running, ", ") + plural(len(running), " runs it", " run it")
+		}
+		return fmt.Sprintf("the stored document is unchanged at version %d, and %s", v, runs)
 	case readErr != nil:
 		return fmt.Sprintf("the stored documents could not be read before this declare (%v), so whether a previous version of '%s/%s' is stored is unknown: if one is, it is unchanged and may still serve", readErr, app, name)
 	}
-	return fmt.Sprintf("nothing was stored, so no relay serves '%s/%s' until a declare succeeds", app, name)
+	return fmt.Sprintf("nothing is stored under '%s/%s', so no relay serves it until a declare succeeds", app, name)
+}
+
+// runningVersion lists the relay replicas that report running version of
+// app/name (the catalogue's cached status).
+func (d *Declarer) runningVersion(app, name string, version int64) []string {
+	var out []string
+	for _, r := range d.p.Cat.Statuses() {
+		if g, ok := r.Graph(app, name); ok && g.Running && g.Version == version {
+			out = append(out, r.Replica)
+		}
+	}
+	return out
+}
+
+// withStored adds to a failed declare's refusal the version still stored
+// and the replicas running it.
+func (d *Declarer) withStored(e *httpapi.Refusal, app, name string, old *plane.Entry) *httpapi.Refusal {
+	if old == nil || old.Doc == nil {
+		return e
+	}
+	v := int64(old.Doc.Version)
+	return e.StoredVersion(v, d.runningVersion(app, name, v))
+}
+
+// queueOf is the queue a provisioning error names ("" when none).
+func queueOf(e *provision.Error) string {
+	if e == nil {
+		return ""
+	}
+	return e.Queue
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // provision makes the broker ready for p before its document is stored:

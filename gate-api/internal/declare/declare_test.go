@@ -183,7 +183,7 @@ func TestDeclareBrokerFailures(t *testing.T) {
 
 	mini.SetError("configure", http.StatusInternalServerError)
 	r := h.Expect(h.Do(http.MethodPut, url, h.Target("t", 10)), http.StatusBadGateway)
-	if msg := h.ErrorBody(r); !strings.Contains(msg, "provisioning failed") || !strings.Contains(msg, "nothing was stored") {
+	if msg := h.ErrorBody(r); !strings.Contains(msg, "provisioning failed") || !strings.Contains(msg, "nothing is stored under") {
 		t.Fatalf("message: %s", msg)
 	}
 	if h.Stored(h.App, "t") {
@@ -194,15 +194,18 @@ func TestDeclareBrokerFailures(t *testing.T) {
 
 	mini.SetError("configure", http.StatusInternalServerError)
 	r = h.Expect(h.Do(http.MethodPut, url, h.Target("t", 20)), http.StatusBadGateway)
-	if msg := h.ErrorBody(r); !strings.Contains(msg, "still serving version 1") {
+	if msg := h.ErrorBody(r); !strings.Contains(msg, "unchanged at version 1") {
 		t.Fatalf("message: %s", msg)
 	}
 	mini.ClearError("configure")
 
+	// With kv failing the stored version cannot be read, so nothing is
+	// provisioned or stored (a declaration is never stored unchecked
+	// against the stored version: version-order).
 	mini.SetError("kv", http.StatusInternalServerError)
 	r = h.Expect(h.Do(http.MethodPut, url, h.Target("t", 30)), http.StatusBadGateway)
-	if msg := h.ErrorBody(r); !strings.Contains(msg, "storing the document") {
-		t.Fatalf("message: %s", msg)
+	if msg := h.ErrorBody(r); !strings.Contains(msg, "could not be read") || !strings.Contains(msg, "nothing was provisioned or stored") || r.Str("code") != "broker-failed" {
+		t.Fatalf("message: %s", r.Raw)
 	}
 	h.Expect(h.Do(http.MethodDelete, url, nil), http.StatusBadGateway)
 	mini.ClearError("kv")

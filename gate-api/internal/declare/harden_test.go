@@ -120,3 +120,43 @@ func TestHostileDocumentDoesNotHoldUpASmallPUT(t *testing.T) {
 		t.Fatalf("the refused document was stored")
 	}
 }
+
+// A refused configure says exactly what failed and what is stored and
+// running: the version that was not stored, the queue whose configure the
+// broker refused, the version the store still holds and the relay
+// replicas running it (in the sentence and as storedVersion and
+// runningReplicas) — and, with no relay running it, that nothing moves.
+func TestFailedProvisioningSaysWhatIsStoredAndRunning(t *testing.T) {
+	t.Parallel()
+	h := apitest.New(t)
+	mini := h.Broker.RequireMini(t, "failing the configure route")
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("t"), h.Target("t", 10)), http.StatusOK)
+	doc := h.Target("t", 20)
+	doc["version"] = 2
+	mini.SetError(miniqueen.RouteConfigure, http.StatusInternalServerError)
+	t.Cleanup(func() { mini.ClearError(miniqueen.RouteConfigure) })
+
+	r := h.Expect(h.Do(http.MethodPut, h.GraphURL("t"), doc), http.StatusBadGateway)
+	msg := h.ErrorBody(r)
+	ingress := h.Ingress("t", "limit")
+	for _, want := range []string{"version 2 was not stored", "provisioning failed at the ingress queue " + ingress, "unchanged at version 1", "no gate-relay replica reports running it"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the 502 does not say %q: %s", want, msg)
+		}
+	}
+	if r.Str("queue") != ingress || r.Num("storedVersion") != 1 || r.Body["runningReplicas"] != nil {
+		t.Errorf("the 502 names queue %q, storedVersion %v, runningReplicas %v; want %s, 1, none", r.Str("queue"), r.Body["storedVersion"], r.Body["runningReplicas"], ingress)
+	}
+
+	h.Run("relay-1", "t", 1)
+	r = h.Expect(h.Do(http.MethodPut, h.GraphURL("t"), doc), http.StatusBadGateway)
+	if msg := h.ErrorBody(r); !strings.Contains(msg, "unchanged at version 1, and gate-relay replica relay-1 runs it") {
+		t.Errorf("with relay-1 running version 1, the 502 says: %s", msg)
+	}
+	if rr, _ := r.Body["runningReplicas"].([]any); len(rr) != 1 || rr[0] != "relay-1" {
+		t.Errorf("runningReplicas %v, want [relay-1]", r.Body["runningReplicas"])
+	}
+	if got := h.Expect(h.Do(http.MethodGet, h.GraphURL("t"), nil), http.StatusOK); got.Num("version") != 1 {
+		t.Fatalf("stored version %v after the failed declare, want 1", got.Num("version"))
+	}
+}

@@ -32,10 +32,13 @@ const (
 // POST simulate, which writes nothing), open to viewers.
 func (in *Insight) insightRoutes(r *httpapi.Router) {
 	small := in.p.Cfg.BodyBytes
+	// Every insight route is a read: the candidate simulation is a POST
+	// whose body is the question, and stores nothing.
 	add := func(name, method, suffix string, h httpapi.Handler) {
-		r.Handle(httpapi.Route{Name: name, Method: method, Path: "/api/apps/{app}/graphs/{graph}" + suffix, Limit: small}, h)
-		r.Handle(httpapi.Route{Name: "flat-" + name, Method: method, Path: "/api/graphs/{graph}" + suffix, Limit: small, Flat: true}, h)
-		plane.Both(r, name, method, "/graphs/{graph}"+suffix, small, h)
+		r.Handle(httpapi.Route{Name: name, Method: method, Path: "/api/apps/{app}/graphs/{graph}" + suffix, Limit: small, Read: true}, h)
+		r.Handle(httpapi.Route{Name: "flat-" + name, Method: method, Path: "/api/graphs/{graph}" + suffix, Limit: small, Flat: true, Read: true}, h)
+		r.Handle(httpapi.Route{Name: name, Method: method, Path: "/v1/apps/{app}/graphs/{graph}" + suffix, Limit: small, Read: true}, h)
+		r.Handle(httpapi.Route{Name: "flat-" + name, Method: method, Path: "/v1/graphs/{graph}" + suffix, Limit: small, Flat: true, Read: true}, h)
 	}
 	add("diagnostics", http.MethodGet, "/diagnostics", in.diagnostics)
 	add("timeline", http.MethodGet, "/timeline", in.timeline)
@@ -289,14 +292,17 @@ func (in *Insight) nodeStates(ctx context.Context, e *plane.Entry, now time.Time
 		problems = append(problems, "the backoff records ("+err.Error()+")")
 	}
 	for _, st := range p.Stages {
-		n, ok := in.p.Pending(ctx, st.Source, st.Group)
-		if !ok {
+		if _, ok := in.p.Pending(ctx, st.Source, st.Group); !ok {
 			problems = append(problems, fmt.Sprintf("the backlog of %s for %s", st.Source, st.Group))
-			continue
 		}
-		ns := out[st.Node]
-		ns.waitingBudget += n
-		out[st.Node] = ns
+	}
+	for i := range p.Nodes {
+		// A queue several paths read at the node counts once.
+		if w, ok := in.p.NodeWaiting(ctx, p, p.Nodes[i].Name); ok {
+			ns := out[p.Nodes[i].Name]
+			ns.waitingBudget = w
+			out[p.Nodes[i].Name] = ns
+		}
 	}
 	for i := range p.Nodes {
 		n := &p.Nodes[i]

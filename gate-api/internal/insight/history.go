@@ -1,12 +1,10 @@
 package insight
 
 import (
-	"context"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/queen-mq/gate/gate-api/internal/plane"
 	"github.com/queen-mq/gate/libs/history"
@@ -17,14 +15,13 @@ import (
 // History read limits.
 const (
 	// defaultFlowMinutes and maxFlowMinutes bound /api/flow and
-	// /api/rollups (gate-runtime §4.3: 1..1440, default 120).
+	// /api/rollups (gate-runtime §4.3: 1..1440, default 120); minutes
+	// outside them is clamped, as on every route that takes it.
 	defaultFlowMinutes = 120
 	maxFlowMinutes     = 1440
 	// defaultTraces and maxTraces bound /api/traces.
 	defaultTraces = 100
 	maxTraces     = 1000
-	// historyReadTimeout bounds one history read.
-	historyReadTimeout = 8 * time.Second
 )
 
 // historyRoutes registers the history reads: the Watch summary (app and
@@ -58,11 +55,11 @@ func (in *Insight) watchSummary(q *httpapi.Request) *httpapi.Refusal {
 	if w.StartedAt == nil {
 		return httpapi.Refuse(http.StatusConflict, wire.CodeWatchNotStarted, "graph '%s/%s' is in Watch but has no watch.startedAt: declare it again through gate-api, which stamps the start", e.App, e.Graph).Field("graph")
 	}
-	ctx, cancel := context.WithTimeout(q.Context(), historyReadTimeout)
+	ctx, cancel := in.p.HistoryContext(q)
 	defer cancel()
 	sum, err := db.WatchSummary(ctx, e.App, e.Graph, e.Doc.NodeNames(), *w.StartedAt, w.DurationSeconds, in.p.Clock.Now().UnixMilli())
 	if err != nil {
-		return httpapi.Refuse(http.StatusBadGateway, wire.CodeHistoryFailed, "could not read history: %v", err)
+		return in.p.HistoryRefusal(ctx, err)
 	}
 	httpapi.WriteJSON(q.W, http.StatusOK, sum)
 	return nil
@@ -72,7 +69,7 @@ func (in *Insight) watchSummary(q *httpapi.Request) *httpapi.Refusal {
 // the minute roll-ups of one target, per minute with a total and a row
 // per lane (path); [] without history.
 func (in *Insight) rollups(q *httpapi.Request) *httpapi.Refusal {
-	minutes, bad := httpapi.QueryRange(q.Query(), "minutes", defaultFlowMinutes, 1, maxFlowMinutes)
+	minutes, bad := httpapi.QueryClamped(q.Query(), "minutes", defaultFlowMinutes, 1, maxFlowMinutes)
 	if bad != nil {
 		return bad
 	}
@@ -105,11 +102,11 @@ func (in *Insight) rollups(q *httpapi.Request) *httpapi.Refusal {
 	}
 	now := in.p.Clock.Now().UnixMilli()
 	until := now - now%60000 + 60000
-	ctx, cancel := context.WithTimeout(q.Context(), historyReadTimeout)
+	ctx, cancel := in.p.HistoryContext(q)
 	defer cancel()
 	rows, err := db.Rollups(ctx, app, target, until-int64(minutes)*60000, until)
 	if err != nil {
-		return httpapi.Refuse(http.StatusBadGateway, wire.CodeHistoryFailed, "could not read history: %v", err)
+		return in.p.HistoryRefusal(ctx, err)
 	}
 	httpapi.WriteJSON(q.W, http.StatusOK, rollupMinutes(rows))
 	return nil
@@ -145,7 +142,7 @@ func rollupMinutes(rows []history.RollupRow) []wire.RollupMinute {
 // flow is GET /api/flow?minutes=: per application and minute, each
 // target's admitted items against its per-minute ceiling.
 func (in *Insight) flow(q *httpapi.Request) *httpapi.Refusal {
-	minutes, bad := httpapi.QueryRange(q.Query(), "minutes", defaultFlowMinutes, 1, maxFlowMinutes)
+	minutes, bad := httpapi.QueryClamped(q.Query(), "minutes", defaultFlowMinutes, 1, maxFlowMinutes)
 	if bad != nil {
 		return bad
 	}
@@ -162,11 +159,11 @@ func (in *Insight) flow(q *httpapi.Request) *httpapi.Refusal {
 	for t := since; t < until; t += 60000 {
 		out.Minutes = append(out.Minutes, t)
 	}
-	ctx, cancel := context.WithTimeout(q.Context(), historyReadTimeout)
+	ctx, cancel := in.p.HistoryContext(q)
 	defer cancel()
 	rows, err := db.Rollups(ctx, "", "", since, until)
 	if err != nil {
-		return httpapi.Refuse(http.StatusBadGateway, wire.CodeHistoryFailed, "could not read history: %v", err)
+		return in.p.HistoryRefusal(ctx, err)
 	}
 	type key struct {
 		app, target string
@@ -279,11 +276,11 @@ func (in *Insight) traces(q *httpapi.Request) *httpapi.Refusal {
 		out = out[:limit]
 	}
 	if db := in.p.History(); len(out) < limit && db != nil {
-		ctx, cancel := context.WithTimeout(q.Context(), historyReadTimeout)
+		ctx, cancel := in.p.HistoryContext(q)
 		defer cancel()
 		rows, err := db.Traces(ctx, outcome, limit)
 		if err != nil {
-			in.p.Log.Warn("traces: history unavailable; answering the rings only", "error", err)
+			in.p.Log.Warn("traces: "+in.p.HistoryName()+" could not be read; answering the relays' rings only", "error", err)
 		}
 		for _, r := range rows {
 			if len(out) >= limit {

@@ -30,11 +30,6 @@ func noHistory(what string) *httpapi.Refusal {
 	return httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeNoHistory, "%s needs the PostgreSQL history, and this gate-api has none: set PG_HOST (or PG_URL) to the database gate-recorder writes and restart", what)
 }
 
-// historyFailed is the refusal of a history read that failed.
-func historyFailed(err error) *httpapi.Refusal {
-	return httpapi.Refuse(http.StatusBadGateway, wire.CodeHistoryFailed, "Could not read history: %v", err)
-}
-
 // watchSession checks that the graph is in Watch with a start, and returns
 // the session (startedAt) and its end (ms).
 func watchSession(e *plane.Entry) (session, endsAt int64, bad *httpapi.Refusal) {
@@ -117,17 +112,18 @@ func (in *Insight) simulate(q *httpapi.Request) *httpapi.Refusal {
 	if db == nil {
 		return noHistory("Try a limit")
 	}
-	ctx := q.Context()
+	ctx, cancel := in.p.HistoryContext(q)
+	defer cancel()
 	until := min(in.p.Clock.Now().UnixMilli(), endsAt) / 1000 * 1000
 	since := max(until-minutes*60000, session)
 	recs, err := db.Recorders(ctx, e.App, e.Graph, n.Name, session)
 	if err != nil {
-		return historyFailed(err)
+		return in.p.HistoryRefusal(ctx, err)
 	}
 	cov := simulate.Coverage(toSpans(recs), since, until)
 	samples, err := db.SecondsAtCost(ctx, e.App, e.Graph, n.Name, session, cov.Start, cov.End, costPerItem)
 	if err != nil {
-		return historyFailed(err)
+		return in.p.HistoryRefusal(ctx, err)
 	}
 	secs := make([]simulate.Second, 0, len(samples))
 	for _, smp := range samples {
@@ -140,7 +136,7 @@ func (in *Insight) simulate(q *httpapi.Request) *httpapi.Refusal {
 	r := simulate.Preview(secs, cov.Start, cov.End, simulate.Allowance{Count: w.CountSub, Seconds: w.TTLSeconds, CostPerItem: costPerItem})
 	out := wire.Simulation{
 		Node: n.Name, Items: r.Items, DelayedItems: r.Delayed, PeakBacklog: r.Peak, RemainingBacklog: r.Remaining,
-		DrainSeconds: r.DrainSeconds, Series: r.Series,
+		DrainSeconds: r.DrainSeconds, LongestWaitSeconds: r.LongestWaitSeconds, Series: r.Series,
 		Coverage:     wire.Coverage{Since: cov.Start, Until: cov.End, GapSeconds: cov.GapSeconds, LostItems: cov.LostItems, ResolutionSeconds: 1},
 		Effective:    wire.Effective{Count: w.CountSub, Seconds: w.TTLSeconds, SubWindows: w.N, CostPerItem: costPerItem},
 		HasKnownGaps: cov.GapSeconds != 0 || cov.LostItems != 0,
@@ -202,9 +198,11 @@ func (in *Insight) simulateCandidate(q *httpapi.Request) *httpapi.Refusal {
 	}
 	until := min(in.p.Clock.Now().UnixMilli(), endsAt) / 1000 * 1000
 	since := max(until-minutes*60000, session)
-	arrivals, cov, perPath, assumes, err := recordedArrivals(ctx, db, e, res.Plan, session, since, until)
+	hctx, cancel := in.p.HistoryContext(q)
+	defer cancel()
+	arrivals, cov, perPath, assumes, err := recordedArrivals(hctx, db, e, res.Plan, session, since, until)
 	if err != nil {
-		return historyFailed(err)
+		return in.p.HistoryRefusal(hctx, err)
 	}
 	out := simulate.Graph(arrivals).GraphSimulation
 	out.Session = session

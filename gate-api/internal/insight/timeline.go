@@ -38,16 +38,17 @@ func (in *Insight) timeline(q *httpapi.Request) *httpapi.Refusal {
 	if db == nil {
 		return noHistory("Traffic over time")
 	}
-	ctx := q.Context()
+	ctx, cancel := in.p.HistoryContext(q)
+	defer cancel()
 	until := in.p.Clock.Now().UnixMilli()/minuteMs*minuteMs + minuteMs
 	since := until - minutes*minuteMs
 	snaps, err := db.Snapshots(ctx, e.App, e.Graph, since)
 	if err != nil {
-		return historyFailed(err)
+		return in.p.HistoryRefusal(ctx, err)
 	}
 	events, err := db.ConfigEvents(ctx, e.App, e.Graph, since, timelineMaxEvents)
 	if err != nil {
-		return historyFailed(err)
+		return in.p.HistoryRefusal(ctx, err)
 	}
 	out := wire.Timeline{Since: since, Until: until, Minutes: int(minutes), Samples: []wire.TimelineSample{}, Events: []wire.TimelineEvent{},
 		Relayed: map[string][]wire.RollupMinute{}, Incoming: map[string]wire.IncomingSeries{},
@@ -71,7 +72,7 @@ func (in *Insight) timeline(q *httpapi.Request) *httpapi.Refusal {
 		n := &e.Plan.Nodes[i]
 		rows, err := db.Rollups(ctx, e.App, e.Graph+"."+n.Name, since, until)
 		if err != nil {
-			return historyFailed(err)
+			return in.p.HistoryRefusal(ctx, err)
 		}
 		out.Relayed[n.Name] = rollupMinutes(rows)
 		out.Incoming[n.Name] = incoming(e.Plan, n, byNode[n.Name])

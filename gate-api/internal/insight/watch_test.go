@@ -112,9 +112,9 @@ func TestHistoryRoutesRefuseBadInput(t *testing.T) {
 	for path, field := range map[string]string{
 		"/api/rollups":                            "target",
 		"/api/rollups?target=nodot":               "target",
-		"/api/rollups?target=g.n&minutes=0":       "minutes",
 		"/api/rollups?target=g.n&minutes=abc":     "minutes",
-		"/api/flow?minutes=1441":                  "minutes",
+		"/api/flow?minutes=1.5":                   "minutes",
+		"/api/flow?minutes=1&minutes=2":           "minutes",
 		"/api/traces?limit=0":                     "limit",
 		"/api/traces?outcome=admitted":            "outcome",
 		"/api/rollups?target=a/g.n&application=b": "application",

@@ -2,6 +2,7 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -311,7 +312,11 @@ func (l *Live) admittedRates(ctx context.Context, app string, stages []rollupSta
 	defer cancel()
 	rows, err := db.Rollups(rctx, app, "", filling-60000, filling+60000)
 	if err != nil {
-		return nil, new(fmt.Sprintf("the history could not be read, so the admitted rate is unknown: %v; check that PostgreSQL answers", err))
+		what := "could not be read"
+		if errors.Is(err, context.DeadlineExceeded) || rctx.Err() != nil {
+			what = fmt.Sprintf("did not answer within %d ms", rateReadTimeout.Milliseconds())
+		}
+		return nil, new(fmt.Sprintf("%s %s, so the admitted rate is unknown (%v): the broker is not involved; check that the database answers", l.p.HistoryName(), what, err))
 	}
 	type minutes struct {
 		last, fill       int64
@@ -535,10 +540,16 @@ func (l *Live) targetsList(q *httpapi.Request) *httpapi.Refusal {
 				}
 			}
 		}
+		// The first hops' source queues, each once: a queue several paths
+		// read counts its largest group backlog (plane.NodeWaiting's rule).
+		first := map[string]int64{}
 		for _, r := range reads {
 			if r.row == i && r.ok {
-				row.Backlog += r.pending
+				first[r.queue] = max(first[r.queue], r.pending)
 			}
+		}
+		for _, n := range first {
+			row.Backlog += n
 		}
 		out.Items = append(out.Items, row)
 	}
@@ -689,12 +700,20 @@ func (l *Live) graphsList(q *httpapi.Request) *httpapi.Refusal {
 			Application: e.App, Name: e.Graph, Version: e.Plan.Version, Running: running,
 			Nodes: []wire.GraphRowNode{}, Edges: edges(e.Plan), Paths: viewPaths(e), Forwarded: fwd,
 		}
-		waiting := map[string]int64{}
+		// A node's waiting_for_budget counts each source queue once, at its
+		// largest group backlog (plane.NodeWaiting's rule): several paths'
+		// groups on one queue each hold every path's items.
+		perQueue := map[[2]string]int64{}
 		for _, st := range e.Plan.Stages {
 			if reads[r].ok {
-				waiting[st.Node] += reads[r].pending
+				k := [2]string{st.Node, st.Source}
+				perQueue[k] = max(perQueue[k], reads[r].pending)
 			}
 			r++
+		}
+		waiting := map[string]int64{}
+		for k, n := range perQueue {
+			waiting[k[0]] += n
 		}
 		for _, n := range e.Plan.Nodes {
 			gn := wire.GraphRowNode{

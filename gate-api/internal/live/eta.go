@@ -171,6 +171,9 @@ func (l *Live) estimate(ctx context.Context, e *plane.Entry, n *plan.Node, st *p
 			break
 		}
 	}
+	if others := plane.SharedSource(e.Plan, st); len(others) > 0 {
+		assumes = append(assumes, fmt.Sprintf("paths %s read the same queue at this node: waitingForBudget is every path's items behind this path's cursor, an upper bound for this path's own", strings.Join(others, ", ")))
+	}
 	if n.EgressQueue != "" && n.EgressGroup == "" {
 		assumes = append(assumes, "waitingForWorkers is queue-level (the worst cursor) because the egress declares no group")
 	}

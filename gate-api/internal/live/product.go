@@ -39,7 +39,12 @@ func (l *Live) productMetrics(q *httpapi.Request) *httpapi.Refusal {
 			stages = append(stages, rollupStage{app, e.Graph + "." + st.Node, st.Path})
 		}
 	}
-	rates, _ := l.admittedRates(ctx, app, stages, l.p.Clock.Now())
+	rates, reason := l.admittedRates(ctx, app, stages, l.p.Clock.Now())
+	if len(stages) == 0 {
+		// No graph of the application records roll-ups: each target's
+		// null rate is its own (no counters), not the history's.
+		reason = nil
+	}
 	targets := []wire.MetricsTarget{}
 	for _, e := range graphs {
 		if e.Plan == nil {
@@ -50,7 +55,7 @@ func (l *Live) productMetrics(q *httpapi.Request) *httpapi.Refusal {
 		breakers := l.p.Breakers(ctx, e.Plan)
 		measured := rates != nil && e.Plan.CountersWindowSeconds > 0
 		for _, n := range e.Plan.Nodes {
-			var waitingBudget int64
+			waitingBudget := waitingAt(ctx, l.p, e.Plan, n.Name)
 			var nodeRate *float64
 			if measured {
 				nodeRate = new(0.0)
@@ -60,8 +65,9 @@ func (l *Live) productMetrics(q *httpapi.Request) *httpapi.Refusal {
 				if st.Node != n.Name {
 					continue
 				}
+				// A path's figure is its group's backlog, which on a queue
+				// other paths share holds their items too (README).
 				w, _ := l.p.Pending(ctx, st.Source, st.Group)
-				waitingBudget += w
 				var pathRate *float64
 				if measured {
 					pathRate = new(rates[rollupStage{app, e.Graph + "." + n.Name, st.Path}])
@@ -111,7 +117,7 @@ func (l *Live) productMetrics(q *httpapi.Request) *httpapi.Refusal {
 			})
 		}
 	}
-	httpapi.WriteJSON(q.W, http.StatusOK, wire.ProductMetrics{Application: app, At: l.p.Clock.Now().UnixMilli(), Targets: targets})
+	httpapi.WriteJSON(q.W, http.StatusOK, wire.ProductMetrics{Application: app, At: l.p.Clock.Now().UnixMilli(), AdmittedPerSecReason: reason, Targets: targets})
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,7 +179,6 @@ func TestProductMetricsAdmittedRate(t *testing.T) {
 		for _, c := range []struct{ graph, node string }{{"airbnb", "ip"}, {"airbnb", "prices"}, {"airbnb", "photos"}, {"solo", "limit"}} {
 			tg := metricsTarget(t, m, c.graph+"."+c.node)
 			var total float64
-			var waiting int64
 			for _, p := range tg.Paths {
 				want := specRate(rows, h.App, tg.Name, p.Name, clk.Now())
 				if p.WaitingForBudget != backlog[c.node] {
@@ -189,10 +189,13 @@ func TestProductMetricsAdmittedRate(t *testing.T) {
 						why, tg.Name, p.Name, show(p.AdmittedPerSec), show(p.DrainETASeconds), want, show(specETA(p.WaitingForBudget, &want)))
 				}
 				total += want
-				waiting += p.WaitingForBudget
 			}
+			// The node's backlog counts its one source queue once, however
+			// many paths' groups read it (ip: prices and photos both see
+			// the 7 items in ip's interior queue; 7 wait, not 14).
+			waiting := backlog[c.node]
 			if tg.WaitingForBudget != waiting || !sameFloat(tg.AdmittedPerSec, &total) || !sameInt(tg.DrainETASeconds, specETA(waiting, &total)) {
-				t.Fatalf("%s: %s waits %d at %s/s, drain_eta_seconds %s; want %d at %v/s (Σ over its paths), %s",
+				t.Fatalf("%s: %s waits %d at %s/s, drain_eta_seconds %s; want %d (its queue once) at %v/s (Σ over its paths), %s",
 					why, tg.Name, tg.WaitingForBudget, show(tg.AdmittedPerSec), show(tg.DrainETASeconds), waiting, total, show(specETA(waiting, &total)))
 			}
 		}
@@ -204,12 +207,13 @@ func TestProductMetricsAdmittedRate(t *testing.T) {
 	}
 
 	// The figures the oracle must give, stated once by hand so a wrong
-	// oracle cannot pass: ip 2/s + 1.5/s = 3.5/s draining 14 in 4 s.
+	// oracle cannot pass: ip 2/s + 1.5/s = 3.5/s draining the 7 items of
+	// its one queue (both paths' groups see them) in 2 s.
 	ip := metricsTarget(t, productMetrics(h), "airbnb.ip")
-	if !sameFloat(ip.AdmittedPerSec, new(3.5)) || !sameInt(ip.DrainETASeconds, new(int64(4))) ||
+	if !sameFloat(ip.AdmittedPerSec, new(3.5)) || ip.WaitingForBudget != 7 || !sameInt(ip.DrainETASeconds, new(int64(2))) ||
 		!sameInt(metricsPath(t, ip, "photos").DrainETASeconds, new(int64(5))) {
-		t.Fatalf("ip at %s/s, drain %s s, path photos %s s; want 3.5/s, 4 s to drain 14, path photos 5 s to drain 7 at 1.5/s",
-			show(ip.AdmittedPerSec), show(ip.DrainETASeconds), show(metricsPath(t, ip, "photos").DrainETASeconds))
+		t.Fatalf("ip waits %d at %s/s, drain %s s, path photos %s s; want 7 at 3.5/s, 2 s to drain them, path photos 5 s to drain 7 at 1.5/s",
+			ip.WaitingForBudget, show(ip.AdmittedPerSec), show(ip.DrainETASeconds), show(metricsPath(t, ip, "photos").DrainETASeconds))
 	}
 	if ph := metricsTarget(t, productMetrics(h), "airbnb.photos"); !sameFloat(ph.AdmittedPerSec, new(0.0)) || ph.DrainETASeconds != nil {
 		t.Fatalf("photos at %s/s, drain %s s; want rate 0 (no row in the minutes read) and an unknown drain ETA", show(ph.AdmittedPerSec), show(ph.DrainETASeconds))
@@ -268,5 +272,46 @@ func TestProductMetricsWithoutHistory(t *testing.T) {
 	}
 	if p := metricsTarget(t, m, "airbnb.photos"); p.WaitingForBudget != 0 || !sameInt(p.DrainETASeconds, new(int64(0))) {
 		t.Fatalf("no history: photos waits %d, drain %s s; want nothing waiting and a drain ETA of 0", p.WaitingForBudget, show(p.DrainETASeconds))
+	}
+}
+
+// A queue two paths read at one node is counted once in the node's
+// waiting_for_budget — in the graph view, the product metrics and the
+// console's graph list — though each path's group sees all its items; the
+// ETA of one path says its number holds the other path's items too.
+func TestASharedQueueIsCountedOnceAtItsNode(t *testing.T) {
+	t.Parallel()
+	h := apitest.New(t)
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("airbnb"), h.Airbnb(1)), http.StatusOK)
+	h.Run("relay-1", "airbnb", 1)
+	pushBacklog(h, plan.InteriorQueue(h.App, "airbnb", "ip"), 7)
+
+	view := apitest.DecodeAs[wire.GraphView](t, h.Expect(h.Do(http.MethodGet, h.GraphURL("airbnb"), nil), http.StatusOK))
+	n, _ := view.Node("ip")
+	if n.WaitingForBudget != 7 {
+		t.Errorf("graph view: ip waits %d, want the 7 items of its queue (both paths' groups see them)", n.WaitingForBudget)
+	}
+	for _, st := range view.Stages {
+		if st.Node == "ip" && (st.Lag == nil || *st.Lag != 7) {
+			t.Errorf("graph view: stage %s at ip lags %v, want 7 (its group's backlog)", st.Path, apitest.Deref(st.Lag))
+		}
+	}
+	if ip := metricsTarget(t, productMetrics(h), "airbnb.ip"); ip.WaitingForBudget != 7 || ip.State != "pacing" {
+		t.Errorf("product metrics: ip waits %d (%s), want 7", ip.WaitingForBudget, ip.State)
+	}
+	page := apitest.DecodeAs[wire.GraphPage](t, h.Expect(h.Do(http.MethodGet, "/api/graphs", nil), http.StatusOK))
+	if len(page.Items) == 0 {
+		t.Fatal("/api/graphs listed no graph")
+	}
+	for _, r := range page.Items {
+		for _, gn := range r.Nodes {
+			if r.Name == "airbnb" && gn.Name == "ip" && gn.WaitingForBudget != 7 {
+				t.Errorf("/api/graphs: ip waits %d, want 7", gn.WaitingForBudget)
+			}
+		}
+	}
+	eta := h.Expect(h.Do(http.MethodGet, h.GraphURL("airbnb")+"/nodes/ip/eta?path=photos", nil), http.StatusOK)
+	if eta.Num("waitingForBudget") != 7 || !strings.Contains(eta.Str("assumes"), "paths prices read the same queue at this node") {
+		t.Errorf("ETA of photos at ip: %s; want 7 waiting and an assumption naming prices", eta.Raw)
 	}
 }

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -64,14 +65,12 @@ func (l *Live) graphView(q *httpapi.Request, e *plane.Entry) wire.GraphView {
 	liveOK := err == nil
 	rawRows := l.p.Breakers(ctx, p)
 
-	waiting := map[string]int64{}
 	stages := make([]wire.ViewStage, 0, len(p.Stages))
 	for _, st := range p.Stages {
 		k := stageKey{st.Path, st.Node, st.Hop}
 		var stageLag *int64
 		if n, ok := l.p.Pending(ctx, st.Source, st.Group); ok {
 			stageLag = &n
-			waiting[st.Node] += n
 		}
 		dests := make([]string, 0, len(st.Destinations))
 		for _, d := range st.Destinations {
@@ -126,7 +125,7 @@ func (l *Live) graphView(q *httpapi.Request, e *plane.Entry) wire.GraphView {
 			Node: n.Name, IngressQueue: plane.Optional(n.IngressQueue), IngressOwnedByGate: n.IngressOwnedByGate,
 			HTTPPush: n.HTTPPush, EgressQueue: plane.Optional(n.EgressQueue), EgressGroup: plane.Optional(n.EgressGroup),
 			Paths: plane.NonNil(paths), Shares: n.Shares, Budgets: budgets, Breaker: breaker,
-			WaitingForBudget: waiting[n.Name], WaitingForWorkers: workers,
+			WaitingForBudget: waitingAt(ctx, l.p, p, n.Name), WaitingForWorkers: workers,
 		})
 	}
 	var countersWindow *uint32
@@ -159,4 +158,11 @@ func sharedKey(b plan.Budget) *string {
 		return nil
 	}
 	return &b.SharedKey
+}
+
+// waitingAt is a node's waiting_for_budget: plane.NodeWaiting, 0 when no
+// backlog could be read.
+func waitingAt(ctx context.Context, p *plane.Plane, pl *plan.Plan, node string) int64 {
+	n, _ := p.NodeWaiting(ctx, pl, node)
+	return n
 }

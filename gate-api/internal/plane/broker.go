@@ -117,6 +117,52 @@ func (p *Plane) readDepth(ctx context.Context, queue, group string) (int64, bool
 	return n, true
 }
 
+// NodeWaiting is what waits for budget at a node: the backlog of its
+// stages' groups on their source queues, each source queue counted once.
+// Several paths crossing one node on one queue (an interior queue every
+// path pushes into, an ingress shared by paths) each have a group there,
+// and each group's backlog holds every path's items behind its cursor:
+// summing the groups would count the same items once per path, so a
+// queue's figure is its largest group backlog (the items not yet passed by
+// the furthest-behind path). ok is false when no backlog could be read.
+func (p *Plane) NodeWaiting(ctx context.Context, pl *plan.Plan, node string) (int64, bool) {
+	perQueue := map[string]int64{}
+	var order []string
+	any := false
+	for _, st := range pl.Stages {
+		if st.Node != node {
+			continue
+		}
+		n, ok := p.Pending(ctx, st.Source, st.Group)
+		if !ok {
+			continue
+		}
+		any = true
+		cur, seen := perQueue[st.Source]
+		if !seen {
+			order = append(order, st.Source)
+		}
+		perQueue[st.Source] = max(cur, n)
+	}
+	var total int64
+	for _, q := range order {
+		total += perQueue[q]
+	}
+	return total, any
+}
+
+// SharedSource lists the other paths whose stage at st's node reads st's
+// source queue too (their items are in st's group backlog).
+func SharedSource(pl *plan.Plan, st *plan.Stage) []string {
+	var out []string
+	for _, o := range pl.Stages {
+		if o.Node == st.Node && o.Source == st.Source && o.Path != st.Path {
+			out = append(out, o.Path)
+		}
+	}
+	return out
+}
+
 // Breakers is the live breaker records of pl's nodes, by BreakerKey; a
 // failed read shows none (the view and the metrics answer without them).
 func (p *Plane) Breakers(ctx context.Context, pl *plan.Plan) map[string]store.Breaker {

@@ -2,9 +2,13 @@ package plane
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -16,6 +20,7 @@ import (
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // Plane is the state gate-api's route families share. Build it with New;
@@ -93,6 +98,43 @@ func (p *Plane) UseHistory(db *history.DB) { p.hist.Store(db) }
 
 // History is the history database, nil without PG_HOST.
 func (p *Plane) History() *history.DB { return p.hist.Load() }
+
+// HistoryReadTimeout bounds one history read of a request. It runs on the
+// request's own context, never under the broker deadline: a PostgreSQL
+// that does not answer is not the broker.
+const HistoryReadTimeout = 8 * time.Second
+
+// HistoryContext is the context of a request's history reads: the
+// request's context without the broker deadline (q.Outer), bounded by
+// HistoryReadTimeout.
+func (p *Plane) HistoryContext(q *httpapi.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(q.Outer, HistoryReadTimeout)
+}
+
+// HistoryName names the history database for a message: PostgreSQL and
+// the knobs that point at it (without the password).
+func (p *Plane) HistoryName() string {
+	if h := p.Cfg.History; h.Enabled() {
+		return "PostgreSQL (the history database, " + h.Describe() + ")"
+	}
+	return "PostgreSQL (the history database, PG_HOST or PG_URL)"
+}
+
+// HistoryRefusal is the answer to a failed history read made under ctx
+// (HistoryContext): 504 history-timeout naming PostgreSQL and its knob
+// when it did not answer in time, else 502 history-failed naming it.
+// Either way the broker deadline does not relabel it as the broker's.
+func (p *Plane) HistoryRefusal(ctx context.Context, err error) *httpapi.Refusal {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		knobName := "PG_HOST or PG_URL"
+		if h := p.Cfg.History; h.Enabled() {
+			knobName = h.Knob()
+		}
+		return httpapi.Refuse(http.StatusGatewayTimeout, wire.CodeHistoryTimeout, "%s did not answer within %d ms: the broker is not involved; check that the database answers (%s), then retry", p.HistoryName(), HistoryReadTimeout.Milliseconds(), knobName).
+			RetryAfter(1).NotBroker()
+	}
+	return httpapi.Refuse(http.StatusBadGateway, wire.CodeHistoryFailed, "reading %s failed: %v", p.HistoryName(), err).NotBroker()
+}
 
 // HasHistory is the declare rule watch-history's fact.
 func (p *Plane) HasHistory() *bool {

@@ -230,6 +230,13 @@ export interface Version {
 export interface ProductMetrics {
   application: string;
   at: number;
+  /**
+   * AdmittedPerSecReason is why the targets' admitted_per_sec is null
+   * (no history, or the history database — named, with its knob — did
+   * not answer); null when the rates are known or no graph of the
+   * application records roll-ups.
+   */
+  admitted_per_sec_reason: string | null;
   targets: MetricsTarget[];
 }
 
@@ -328,11 +335,13 @@ export interface MetricsPath {
  * - `no-unscoped-budget`: a backoff names a node with only scoped budgets, which has no window to spend.
  * - `eta-unavailable`: the backlog or the counters an ETA needs could not be read from the broker.
  * - `gone`: the route was removed (the pop and the leases): the sentence says what replaces it (queue when there is one).
- * - `declare-refused`: the document was refused by a declare rule (rule, rules, problems; 409 for version-bump and ingress-owner), or could not be read as a document at all (rule document).
+ * - `declare-refused`: the document was refused by a declare rule (rule, rules, problems; 409 for version-bump, version-order and ingress-owner), or could not be read as a document at all (rule document).
+ * - `declare-contended`: the graph's stored document kept changing (declares through other gate-api processes) while this declare was checked and stored: nothing was stored; retry.
  * - `provisioning-failed`: provisioning the graph's queues failed: nothing was stored, and the sentence says what still serves.
  * - `store-failed`: writing or deleting the stored document in kv failed: the sentence says what still serves or was stopped.
  * - `no-history`: the route needs the PostgreSQL history and this server has none (PG_HOST is not set).
- * - `history-failed`: reading the PostgreSQL history failed.
+ * - `history-failed`: reading the PostgreSQL history failed (the sentence names the database and its knob, PG_HOST or PG_URL).
+ * - `history-timeout`: the PostgreSQL history did not answer a read in time (the sentence names the database and its knob, PG_HOST or PG_URL; the broker is not involved; Retry-After: 1).
  * - `not-watching`: the graph is not in Watch, so there is no recording to read or replay.
  * - `watch-not-started`: the graph is in Watch but has no watch.startedAt: declare it again through gate-api.
  * - `preview-unsupported`: the node's shape is outside what the one-node limit preview replays (a payload cost, several paths): use POST …/simulate with a candidate document.
@@ -355,11 +364,12 @@ export interface MetricsPath {
  * - `read-only`: the signed-in account is not in GATE_ADMIN_EMAILS, so it may only read.
  * - `cross-site`: a write came from another origin (http.CrossOriginProtection).
  * - `sign-in-state`: the sign-in callback's state is missing, not valid, expired or was started in another browser: sign in again.
- * - `sign-in-refused`: the sign-in provider refused the sign-in.
+ * - `sign-in-refused`: the sign-in provider refused the sign-in, or refused its code as invalid_grant (already used, expired): sign in again.
  * - `sign-in-provider-failed`: the sign-in provider did not answer its discovery document or refused the code exchange.
  * - `sign-in-token`: the provider's id token is absent, does not verify, or lacks the claims a session needs.
  * - `account-not-allowed`: the account's e-mail is not verified or not in GOOGLE_ALLOWED_DOMAINS.
  * - `live-unavailable`: the console cannot open another live stream (too many are open, or it is shutting down; Retry-After: 5).
+ * - `live-too-many`: this account already holds the most live streams one identity may open on a console (close a tab; Retry-After: 5).
  * - `file-not-found`: the console's web app has no such file (app pages are served to HTML navigations only).
  * - `webapp-missing`: the console binary was built without its web app.
  */
@@ -409,10 +419,12 @@ export type Code =
   | "eta-unavailable"
   | "gone"
   | "declare-refused"
+  | "declare-contended"
   | "provisioning-failed"
   | "store-failed"
   | "no-history"
   | "history-failed"
+  | "history-timeout"
   | "not-watching"
   | "watch-not-started"
   | "preview-unsupported"
@@ -440,6 +452,7 @@ export type Code =
   | "sign-in-token"
   | "account-not-allowed"
   | "live-unavailable"
+  | "live-too-many"
   | "file-not-found"
   | "webapp-missing";
 
@@ -517,6 +530,18 @@ export interface Error {
   /** Status and Queen describe an unhealthy plane (GET /health, 503). */
   status?: string;
   queen?: QueenState | null;
+  /**
+   * StoredVersion is the version of the graph's document stored after a
+   * refused or failed declaration (version-order, provisioning-failed,
+   * store-failed): what the graph still is. Absent when nothing is
+   * stored or the store could not be read.
+   */
+  storedVersion?: number | null;
+  /**
+   * RunningReplicas are the gate-relay replicas that report running the
+   * stored version (same refusals); absent when none does.
+   */
+  runningReplicas?: string[];
 }
 
 /** Me is GET /api/me: who the request is and what it may do. */
@@ -884,10 +909,17 @@ export interface Simulation {
   peakBacklog: number;
   remainingBacklog: number;
   /**
-   * DrainSeconds is how long the remaining backlog takes to clear if
-   * nothing more arrives.
+   * DrainSeconds is how long the backlog left at the end of the range
+   * (RemainingBacklog) takes to clear if nothing more arrives: 0 when
+   * none is left, however many items were delayed on the way.
    */
   drainSeconds: number;
+  /**
+   * LongestWaitSeconds is the longest any item waited for the allowance
+   * (from the second it arrived to the second it was admitted; an item
+   * still waiting at the end counts the wait it had reached).
+   */
+  longestWaitSeconds: number;
   series: BacklogPoint[];
   coverage: Coverage;
   effective: Effective;
@@ -1071,7 +1103,9 @@ export interface SimUnsupported {
 export interface LiveStatus {
   /**
    * Mode is "stream" (counters and denials arrive as events) or "poll"
-   * (NATS is not configured or not reachable: poll the graph view).
+   * (NATS is not configured or not reachable, or the stream's graphs went
+   * quiet — no relay published their counters within QuietMs: poll the
+   * graph view).
    */
   mode: string;
   /** NATS is whether the console holds a NATS connection right now. */
@@ -1084,6 +1118,17 @@ export interface LiveStatus {
   heartbeat_ms: number;
   /** PollMs is how often to poll the graph view in "poll" mode. */
   poll_ms: number;
+  /**
+   * QuietMs is how long a graph may go without a counters event before
+   * the stream calls it quiet (three relay status periods).
+   */
+  quiet_ms: number;
+  /**
+   * Quiet are the stream's graphs no relay published counters for within
+   * QuietMs ("*" for a stream of every graph that heard none): their
+   * last numbers are stale, so the mode is "poll".
+   */
+  quiet: string[];
 }
 
 /**

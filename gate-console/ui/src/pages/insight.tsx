@@ -120,6 +120,7 @@ function TryLimit({ app, graph, spec, version }: { app: string; graph: string; s
 }
 
 function GraphSimResult({ r, source }: { r: GraphSimulation; source: "draft" | "saved" }) {
+  const left = r.nodes.reduce((sum, n) => sum + n.finalBacklog, 0);
   return (
     <div style={{ marginTop: 12 }} data-testid="sim-all-result" data-source={source}>
       <p data-testid="sim-all-source"><strong>{source === "draft" ? `Simulated your unsaved draft (version ${r.version})` : `Simulated the saved document (version ${r.version})`}</strong>
@@ -128,12 +129,13 @@ function GraphSimResult({ r, source }: { r: GraphSimulation; source: "draft" | "
         <Stat label="items replayed" value={fmt(r.items)} hint={`version ${r.version}`} testid="sim-all-items" />
         <Stat label="delivered" value={fmt(r.delivered)} hint="fan-out copies count each" testid="sim-all-delivered" />
         <Stat label="delayed" value={fmt(r.delayedItems)} testid="sim-all-delayed" />
-        <Stat label="drain time" value={r.drainSeconds === null ? `over ${duration(r.drainLimitSeconds)}` : duration(r.drainSeconds)} testid="sim-all-drain" />
+        <Stat label="left at the end" value={left === 0 ? "none" : fmt(left)}
+          hint={r.drainSeconds === null ? `clears in over ${duration(r.drainLimitSeconds)}` : r.drainSeconds === 0 ? (r.delayedItems ? "every delayed item got through within the range" : "nothing waited") : `clears ${duration(r.drainSeconds)} after the range`} testid="sim-all-drain" />
       </div>
       <div className="tablewrap" style={{ marginTop: 12 }}><table data-testid="sim-all-table">
-        <thead><tr><th>node</th><th className="num">arrived</th><th className="num">admitted</th><th className="num">delayed</th><th className="num">peak backlog</th><th className="num">drain</th><th>bound by</th></tr></thead>
+        <thead><tr><th>node</th><th className="num">arrived</th><th className="num">admitted</th><th className="num">delayed</th><th className="num">peak backlog</th><th className="num">left at the end</th><th>bound by</th></tr></thead>
         <tbody>{r.nodes.map((n) => <tr key={n.node} data-node={n.node}><td>{n.node}</td><td className="num" data-testid="arrived">{fmt(n.arrived)}</td><td className="num" data-testid="admitted">{fmt(n.admitted)}</td><td className="num" data-testid="delayed">{fmt(n.delayedItems)}</td>
-          <td className="num">{fmt(n.peakBacklog)}</td><td className="num">{n.drainSeconds === null ? "—" : duration(n.drainSeconds)}</td><td>{n.boundBy ?? "—"}</td></tr>)}</tbody>
+          <td className="num">{fmt(n.peakBacklog)}</td><td className="num">{n.finalBacklog === 0 ? "none" : `${fmt(n.finalBacklog)}${n.drainSeconds === null ? "" : `, clears in ${duration(n.drainSeconds)}`}`}</td><td>{n.boundBy ?? "—"}</td></tr>)}</tbody>
       </table></div>
       {r.unsupported.length ? <ul className="small">{r.unsupported.map((u, i) => <li key={i}>{u.node} · {u.budget}: {u.reason}</li>)}</ul> : null}
       {r.warnings.length ? <ul className="small">{r.warnings.map((w, i) => <li key={i}>{w}</li>)}</ul> : null}
@@ -149,8 +151,10 @@ function SimResult({ r }: { r: Simulation }) {
       <div className="grid">
         <Stat label="items replayed" value={fmt(r.items)} testid="sim-items" />
         <Stat label="delayed" value={fmt(r.delayedItems)} testid="sim-delayed" hint={r.delayedPercent === null ? "no items" : `${fmt(r.delayedPercent, 1)}%`} />
-        <Stat label="peak backlog" value={fmt(r.peakBacklog)} testid="sim-peak" hint={`${fmt(r.remainingBacklog)} left at the end`} />
-        <Stat label="drain time" value={duration(r.drainSeconds)} hint="if nothing more arrived" />
+        <Stat label="longest wait" value={duration(r.longestWaitSeconds)} testid="sim-longest-wait" hint="from an item's arrival to its admission" />
+        <Stat label="peak backlog" value={fmt(r.peakBacklog)} testid="sim-peak" />
+        <Stat label="left at the end" value={r.remainingBacklog === 0 ? "none" : fmt(r.remainingBacklog)} testid="sim-left"
+          hint={r.remainingBacklog === 0 ? (r.delayedItems ? "every delayed item got through within the range" : "nothing waited") : `clears ${duration(r.drainSeconds)} after the range if nothing more arrives`} />
       </div>
       <p className="small muted">Effective: {fmt(r.effective.count)} per {fmt(r.effective.seconds, 3)} s ({r.effective.subWindows} sub-windows), cost {r.effective.costPerItem} per item.
         {r.hasKnownGaps ? ` Known gaps: ${fmt(r.coverage.gapSeconds)} s uncovered, ${fmt(r.coverage.lostItems)} items dropped by the recorder.` : ""}</p>

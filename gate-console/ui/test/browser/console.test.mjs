@@ -322,6 +322,15 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.equal(num(await pg.getByTestId("sim-items").locator(".value").innerText()), sim.json.items);
     assert.equal(num(await pg.getByTestId("sim-delayed").locator(".value").innerText()), sim.json.delayedItems);
     assert.equal(num(await pg.getByTestId("sim-peak").locator(".value").innerText()), sim.json.peakBacklog);
+    // Delayed items with nothing left at the end: the page says how long the
+    // longest waited and that none is left, never "drain time 0 s".
+    assert.ok(sim.json.longestWaitSeconds > 0, `40 items at 5/s: the longest wait is over 0 s: ${sim.text}`);
+    assert.ok(sim.json.longestWaitSeconds < 120, sim.text);
+    assert.equal(await pg.getByTestId("sim-longest-wait").locator(".value").innerText(), `${sim.json.longestWaitSeconds} s`);
+    if (sim.json.remainingBacklog === 0) {
+      assert.equal(await pg.getByTestId("sim-left").locator(".value").innerText(), "none");
+    }
+    assert.ok(!/drain time/i.test(await pg.getByTestId("sim-result").innerText()), "the result still shows a drain time");
 
     // The whole graph, with no draft: the page says it replays the saved
     // document, and shows what the server computes for that document.
