@@ -88,6 +88,10 @@ type Config struct {
 	BackoffSeconds int
 	// Seed seeds chaos timing (GATE_E2E_SEED; 0 = time-based).
 	Seed int64
+	// Dump, when set, is a file the run's raw observation and params are
+	// written to as JSON before judging (GATE_E2E_DUMP), so a failed
+	// judgement can be replayed in a unit test.
+	Dump string
 	// Out receives the report (default os.Stdout); Log receives progress
 	// lines and the launcher's log (default os.Stderr).
 	Out, Log io.Writer
@@ -112,7 +116,8 @@ env: GATE_URL (http://127.0.0.1:8788), QUEEN_URL (http://127.0.0.1:6632),
      GATE_APP (default), GATE_KV_NAMESPACE (gate), GATE_E2E_RELAY_CMD,
      GATE_E2E_RELAYS (ops URLs of relays gate-e2e did not start, comma-separated),
      GATE_E2E_KILLS (2), GATE_E2E_BACKOFF_SECONDS (4), GATE_E2E_SEED,
-     GATE_E2E_PRODUCERS (8), GATE_E2E_CONSUMERS (12), GATE_E2E_PARTITIONS (40)
+     GATE_E2E_PRODUCERS (8), GATE_E2E_CONSUMERS (12), GATE_E2E_PARTITIONS (40),
+     GATE_E2E_DUMP (a file the raw observation is written to, for replaying a judgement)
 exit: 0 every gate passed, 1 a gate failed, 2 usage or setup error
 `
 
@@ -181,6 +186,7 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 	cfg.QueenURL = getenv("QUEEN_URL")
 	cfg.KVNamespace = getenv("GATE_KV_NAMESPACE")
 	cfg.RelayCmd = getenv("GATE_E2E_RELAY_CMD")
+	cfg.Dump = getenv("GATE_E2E_DUMP")
 	for _, u := range strings.Split(getenv("GATE_E2E_RELAYS"), ",") {
 		u = strings.TrimSpace(u)
 		if u == "" {
