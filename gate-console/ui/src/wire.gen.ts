@@ -580,6 +580,12 @@ export interface Counters {
    * cut or timed out): their charge was kept, never refunded.
    */
   ambiguous?: number;
+  /**
+   * Held is the claims whose window did not open within a second, kept
+   * leased by the stage while its workers went on popping other
+   * partitions (each retried when its window opened).
+   */
+  held?: number;
 }
 
 /** Refusal is the last budget that refused a stage's whole window. */
