@@ -510,8 +510,12 @@ func (h *handler) wait(ch *budget.Charge) (retry, held bool) {
 		return false, false
 	}
 	if h.park.Total+wait <= ParkRecheck {
+		// One park sleep is at most ParkRecheck: a claim refused just after
+		// a window opened (its wait close to the sub-window) wakes at its
+		// end, the jitter cut off, instead of up to 200 ms into the next
+		// one with nothing admitted meanwhile.
 		sleep := max(budget.ParkSleep(wait, h.rnd), budget.MinParkSleep)
-		sleep = min(sleep, s.cfg.MaxPark-waited)
+		sleep = min(sleep, ParkRecheck, s.cfg.MaxPark-waited)
 		s.c.parked.Add(1)
 		if clock.Sleep(h.ctx, s.cfg.Clock, sleep) != nil {
 			s.c.released.Add(1)

@@ -123,9 +123,10 @@ func (hd *hold) run(ctx context.Context) {
 }
 
 // next is how long until the next recheck: ParkRecheck after the last one,
-// sooner when a held claim's window is known to open sooner (jittered as a
-// park is, so stages refused by one window do not all retry at its edge)
-// or its park budget ends sooner; never less than budget.MinParkSleep.
+// sooner when a held claim's window is known to open sooner (a few
+// milliseconds after its end, jittered so the holds of several replicas do
+// not all read at the same instant) or its park budget ends sooner; never
+// less than budget.MinParkSleep.
 func (hd *hold) next(now time.Time) time.Duration {
 	due := hd.last.Add(ParkRecheck)
 	if hd.last.IsZero() || due.Before(now) {
@@ -133,7 +134,7 @@ func (hd *hold) next(now time.Time) time.Duration {
 	}
 	for _, h := range hd.snapshot() {
 		if !h.opens.IsZero() {
-			if at := now.Add(budget.ParkSleep(h.opens.Sub(now), hd.rnd)); at.Before(due) {
+			if at := h.opens.Add(holdJitter(hd.rnd)); at.Before(due) {
 				due = at
 			}
 		}
@@ -231,4 +232,13 @@ func (hd *hold) close() {
 		h.lease.stop()
 		hd.s.c.released.Add(1)
 	}
+}
+
+// holdJitter is how long after a held claim's window end the hold reads:
+// uniform in [5 ms, 25 ms). A hold is one reader per stage, so the spread
+// a parked handler needs (up to 200 ms, budget.ParkSleep) would only delay
+// the window: every millisecond after its end is one the counter stands
+// idle.
+func holdJitter(rnd *rand.Rand) time.Duration {
+	return 5*time.Millisecond + time.Duration(rnd.Int64N(20))*time.Millisecond
 }
