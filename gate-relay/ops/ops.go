@@ -29,6 +29,13 @@ type BrokerSource interface {
 	BrokerHealth(ctx context.Context) error
 }
 
+// NeedsSource is a Source that probes what Gate needs of its broker
+// (libs/capability): /health lists it and answers 503 naming what is
+// missing and the fix.
+type NeedsSource interface {
+	BrokerNeeds() (needs []wire.BrokerNeed, problem string)
+}
+
 // AdmissionSource is a Source that reports its admission path.
 type AdmissionSource interface {
 	Admission() (mode, why string)
@@ -149,6 +156,18 @@ func Handler(src Source) http.Handler {
 			if err != nil {
 				out.Status = "unavailable"
 				out.Broker.Error = "the broker (QUEEN_URL) is unreachable or unhealthy: " + err.Error()
+				code = http.StatusServiceUnavailable
+			}
+		}
+		if n, ok := src.(NeedsSource); ok {
+			needs, problem := n.BrokerNeeds()
+			if out.Broker == nil {
+				out.Broker = &wire.RelayBroker{Reachable: true}
+			}
+			out.Broker.Needs = needs
+			if problem != "" && code == http.StatusOK {
+				out.Status = "unavailable"
+				out.Broker.Error = problem
 				code = http.StatusServiceUnavailable
 			}
 		}

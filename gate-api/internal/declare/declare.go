@@ -233,6 +233,10 @@ func (d *Declarer) commit(ctx context.Context, app, name string, c *checked) (*p
 		doc.Watch.StartedAt = &at
 	}
 	serving := servingNote(app, name, old, lerr)
+	if rep, known := d.p.Capabilities(ctx); known && rep.Problem() != "" {
+		return nil, outcomeProvisioning, httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeBrokerLacks, "%s; nothing was provisioned or stored, and %s", rep.Problem(), serving).
+			RetryAfter(10)
+	}
 	if err := d.provision(ctx, res.Plan); err != nil {
 		return nil, outcomeProvisioning, httpapi.Refuse(http.StatusBadGateway, wire.CodeProvisioningFailed, "provisioning failed: %v; %s", err, serving)
 	}
