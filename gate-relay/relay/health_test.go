@@ -29,7 +29,8 @@ func TestHealthNamesAnUnreachableBrokerAndADeadNATSDoesNotFailShutdown(t *testin
 	cfg.PollTimeout, cfg.Lease, cfg.StatusPeriod, cfg.SignalPoll = time.Second, 2*time.Second, time.Second, 100*time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- relay.Run(ctx, cfg, relay.WithLogger(testLogger(t))) }()
+	log := testLogger(t)
+	go func() { done <- relay.Run(ctx, cfg, relay.WithLogger(log)) }()
 	defer func() {
 		cancel()
 		<-done

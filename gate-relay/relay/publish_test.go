@@ -30,7 +30,8 @@ func TestStatusIsPublishedWhenWhatRunsChanges(t *testing.T) {
 	cfg.PollTimeout, cfg.Lease, cfg.StatusPeriod, cfg.SignalPoll = 2*time.Second, 2*time.Second, 5*time.Minute, 100*time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- relay.Run(ctx, cfg, relay.WithLogger(testLogger(t))) }()
+	log := testLogger(t)
+	go func() { done <- relay.Run(ctx, cfg, relay.WithLogger(log)) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done
@@ -89,7 +90,8 @@ func TestARelayStartedWhileNATSIsDownPublishesOnceItReturns(t *testing.T) {
 		"paths":[{"name":"main","nodes":["n"]}]}`, e.egressQueue()))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- relay.Run(ctx, cfg, relay.WithLogger(testLogger(t))) }()
+	log := testLogger(t)
+	go func() { done <- relay.Run(ctx, cfg, relay.WithLogger(log)) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
