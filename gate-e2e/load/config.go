@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -47,7 +48,7 @@ type Config struct {
 	// Total is how many items are pushed (default 3000).
 	Total int
 	// Seconds is how long to sample after the pushes finished (default 20;
-	// chaos: until every item is delivered, at most Total/Rate + 40 s).
+	// chaos: until every item is delivered, at most chaosSeconds).
 	Seconds int
 	// WindowS is the declared window in seconds, subdivided into one-second
 	// sub-windows (default 10).
@@ -243,7 +244,7 @@ func (c Config) withDefaults() Config {
 	if c.Seconds == 0 {
 		c.Seconds = 20
 		if c.Scenario == ScenarioChaos {
-			c.Seconds = c.Total/c.Rate + 40
+			c.Seconds = chaosSeconds(c.Total, c.Rate)
 		}
 	}
 	if c.Batch == 0 {
@@ -286,4 +287,17 @@ func (c Config) withDefaults() Config {
 		c.Log = os.Stderr
 	}
 	return c
+}
+
+// chaosSeconds is chaos's horizon: every item must arrive before it, and
+// the slowest path to drain is bulk — four items in five, admitted at its
+// share (ShareBulk) of the ceiling once fast has drained — so the horizon
+// is the time bulk needs at its ceiling, plus 40 s for the kills and the
+// leases they leave. (It was total/rate + 40: 100 s for the default 3000
+// at 50/s, against the 96 s bulk needs alone, so a run with two kills
+// missed the last few windows' items on an ordinary machine.) A run stops
+// as soon as everything arrived.
+func chaosSeconds(total, rate int) int {
+	bulk := float64(total - total/5)
+	return int(math.Ceil(bulk/(float64(rate)*ShareBulk))) + 40
 }
