@@ -30,7 +30,9 @@ miniqueen:
 
 ## run: a local stack (miniqueen unless QUEEN_URL answers, NATS, gate-api, gate-relay) with a demo graph; Ctrl-C stops it
 # Built, then exec'd (not `go run`, which exits 1 when its child is
-# interrupted): a clean Ctrl-C leaves make with status 0.
+# interrupted). gate-run takes the terminal's foreground process group
+# (stack.Foreground), so a Ctrl-C reaches it and not make (which would die
+# of the SIGINT, status 130): a clean Ctrl-C leaves make with status 0.
 run:
 	@mkdir -p .gate-run/bin && $(GO) build -o .gate-run/bin/gate-run ./libs/stack/cmd/gate-run
 	exec .gate-run/bin/gate-run

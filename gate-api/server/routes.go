@@ -56,6 +56,13 @@ func (s *Server) healthz(q *httpapi.Request) *httpapi.Refusal {
 		return httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeBrokerUnhealthy, "the broker at %s is not usable: %s; gate-api cannot declare or push until it is", s.p.Cfg.QueenURL, problem).
 			Unhealthy(queenState)
 	}
+	if rep, known := s.p.Capabilities(q.Context()); known {
+		queenState.Needs = rep.Wire()
+		if lacks := rep.Problem(); lacks != "" {
+			return httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeBrokerLacks, "%s; gate-api refuses declarations until it has it", lacks).
+				Unhealthy(queenState)
+		}
+	}
 	httpapi.WriteJSON(q.W, http.StatusOK, wire.Health{Status: "healthy", Queen: queenState})
 	return nil
 }

@@ -129,6 +129,9 @@ func (s *Server) Start(ctx context.Context) error {
 		s.p.Log.Warn("the declared graphs could not be read at start; retrying every refresh interval", "error", err)
 	}
 	_ = s.p.Cat.SyncStatus(ctx)
+	// What Gate needs of the broker, probed now so a broker that lacks it
+	// is said at start (once, at ERROR), not at the first declaration.
+	s.Go(func() { s.p.Capabilities(ctx) })
 	s.Go(func() { s.p.Cat.Run(ctx) })
 	s.Ready()
 	return nil

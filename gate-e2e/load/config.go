@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -47,7 +48,7 @@ type Config struct {
 	// Total is how many items are pushed (default 3000).
 	Total int
 	// Seconds is how long to sample after the pushes finished (default 20;
-	// chaos: until every item is delivered, at most Total/Rate + 40 s).
+	// chaos: until every item is delivered, at most chaosSeconds).
 	Seconds int
 	// WindowS is the declared window in seconds, subdivided into one-second
 	// sub-windows (default 10).
@@ -88,6 +89,10 @@ type Config struct {
 	BackoffSeconds int
 	// Seed seeds chaos timing (GATE_E2E_SEED; 0 = time-based).
 	Seed int64
+	// Dump, when set, is a file the run's raw observation and params are
+	// written to as JSON before judging (GATE_E2E_DUMP), so a failed
+	// judgement can be replayed in a unit test.
+	Dump string
 	// Out receives the report (default os.Stdout); Log receives progress
 	// lines and the launcher's log (default os.Stderr).
 	Out, Log io.Writer
@@ -112,7 +117,8 @@ env: GATE_URL (http://127.0.0.1:8788), QUEEN_URL (http://127.0.0.1:6632),
      GATE_APP (default), GATE_KV_NAMESPACE (gate), GATE_E2E_RELAY_CMD,
      GATE_E2E_RELAYS (ops URLs of relays gate-e2e did not start, comma-separated),
      GATE_E2E_KILLS (2), GATE_E2E_BACKOFF_SECONDS (4), GATE_E2E_SEED,
-     GATE_E2E_PRODUCERS (8), GATE_E2E_CONSUMERS (12), GATE_E2E_PARTITIONS (40)
+     GATE_E2E_PRODUCERS (8), GATE_E2E_CONSUMERS (12), GATE_E2E_PARTITIONS (40),
+     GATE_E2E_DUMP (a file the raw observation is written to, for replaying a judgement)
 exit: 0 every gate passed, 1 a gate failed, 2 usage or setup error
 `
 
@@ -181,6 +187,7 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 	cfg.QueenURL = getenv("QUEEN_URL")
 	cfg.KVNamespace = getenv("GATE_KV_NAMESPACE")
 	cfg.RelayCmd = getenv("GATE_E2E_RELAY_CMD")
+	cfg.Dump = getenv("GATE_E2E_DUMP")
 	for _, u := range strings.Split(getenv("GATE_E2E_RELAYS"), ",") {
 		u = strings.TrimSpace(u)
 		if u == "" {
@@ -237,7 +244,7 @@ func (c Config) withDefaults() Config {
 	if c.Seconds == 0 {
 		c.Seconds = 20
 		if c.Scenario == ScenarioChaos {
-			c.Seconds = c.Total/c.Rate + 40
+			c.Seconds = chaosSeconds(c.Total, c.Rate)
 		}
 	}
 	if c.Batch == 0 {
@@ -280,4 +287,17 @@ func (c Config) withDefaults() Config {
 		c.Log = os.Stderr
 	}
 	return c
+}
+
+// chaosSeconds is chaos's horizon: every item must arrive before it, and
+// the slowest path to drain is bulk — four items in five, admitted at its
+// share (ShareBulk) of the ceiling once fast has drained — so the horizon
+// is the time bulk needs at its ceiling, plus 40 s for the kills and the
+// leases they leave. (It was total/rate + 40: 100 s for the default 3000
+// at 50/s, against the 96 s bulk needs alone, so a run with two kills
+// missed the last few windows' items on an ordinary machine.) A run stops
+// as soon as everything arrived.
+func chaosSeconds(total, rate int) int {
+	bulk := float64(total - total/5)
+	return int(math.Ceil(bulk/(float64(rate)*ShareBulk))) + 40
 }

@@ -22,7 +22,7 @@ func TestParseReadsThePositionalsLikeTheReference(t *testing.T) {
 		{"a scenario then numbers", []string{"backoff", "100", "2000"}, nil,
 			Config{Scenario: ScenarioBackoff, Graph: "backoff", Rate: 100, Total: 2000, Seconds: 20, WindowS: 10, Batch: 200}},
 		{"chaos samples until drained", []string{"chaos", "100", "1000"}, nil,
-			Config{Scenario: ScenarioChaos, Graph: "chaos", Rate: 100, Total: 1000, Seconds: 50, WindowS: 10, Batch: 200}},
+			Config{Scenario: ScenarioChaos, Graph: "chaos", Rate: 100, Total: 1000, Seconds: 56, WindowS: 10, Batch: 200}},
 		{"flags anywhere", []string{"--embedded", "replicas", "--json"}, map[string]string{"GATE_URL": "http://x:1"},
 			Config{Scenario: ScenarioReplicas, Graph: "replicas", Rate: 50, Total: 3000, Seconds: 20, WindowS: 10, Batch: 200, Embedded: true, JSON: true, GateURL: "http://x:1"}},
 	} {

@@ -156,6 +156,9 @@ type AccountingSummary struct {
 	MaxForwarded int64 `json:"maxForwarded"`
 	Shifted      int64 `json:"shifted"`
 	Skipped      int   `json:"skipped"`
+	// Unseen is the windows no counter read saw (a window a backoff's put
+	// replaced between two reads): judged against the ceiling only.
+	Unseen int `json:"unseen"`
 }
 
 // Judge turns an observation into rows and verdicts.
@@ -269,16 +272,16 @@ func Judge(o Observation, p Params) Report {
 	r.Accounting = AccountingSummary{
 		Windows: len(acc.Windows), Judged: acc.Judged, Exact: acc.Exact, Uncharged: acc.Uncharged,
 		Lost: acc.Lost, OverCeiling: acc.OverCeiling, MaxFinal: acc.MaxFinal, MaxForwarded: acc.MaxForwarded,
-		Shifted: acc.Shifted, Skipped: acc.Skipped,
+		Shifted: acc.Shifted, Skipped: acc.Skipped, Unseen: acc.Unseen,
 	}
 	lostOK := acc.Lost == 0 || len(o.Events) > 0 && o.ExpectAll && !r.ChargeInCommit
 	ceilingPass := int64(r.WorstWindow) <= r.SlidingBound && acc.OverCeiling == 0 && acc.Judged > 0 && acc.Uncharged == 0 && lostOK
 	pct := 100 * float64(r.WorstWindow) / float64(p.Count)
 	boundPct := 100 * float64(r.SlidingBound) / float64(p.Count)
 	detail := fmt.Sprintf("worst sliding %ds window %d of %d declared (%.1f%%), bound %d (%.0f%% — %d sub-windows of %d can overlap one sliding window, the most fixed sub-windows can allow); "+
-		"sub-windows: %d judged, %d exact (forwarded = final counter), uncharged %d, lost %d, over ceiling %d (max final %d, max forwarded %d, ceiling %d), %d moved across a boundary, %d not judged",
+		"sub-windows: %d judged, %d exact (forwarded = final counter), uncharged %d, lost %d, over ceiling %d (max final %d, max forwarded %d, ceiling %d), %d moved across a boundary, %d not judged (%d no read saw)",
 		p.WindowS, r.WorstWindow, p.Count, pct, r.SlidingBound, boundPct, p.WindowS+1, p.CountSub,
-		acc.Judged, acc.Exact, acc.Uncharged, acc.Lost, acc.OverCeiling, acc.MaxFinal, acc.MaxForwarded, p.CountSub, acc.Shifted, acc.Skipped)
+		acc.Judged, acc.Exact, acc.Uncharged, acc.Lost, acc.OverCeiling, acc.MaxFinal, acc.MaxForwarded, p.CountSub, acc.Shifted, acc.Skipped, acc.Unseen)
 	if acc.Lost > 0 && lostOK {
 		detail += " (lost charges excused: a relay was killed and not every relay reported the riders path, so a charge can precede a commit that never happened: over-counting, never over-admitting)"
 	}

@@ -225,6 +225,11 @@ func (r *runner) run(ctx context.Context) (Report, error) {
 	r.readAdmission(ctx, "end", r.relayRefs()...)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.cfg.Dump != "" {
+		if err := WriteDump(r.cfg.Dump, Dump{Params: r.params, Observation: r.obs}); err != nil {
+			fmt.Fprintf(r.cfg.Log, "gate-e2e: GATE_E2E_DUMP: %v\n", err)
+		}
+	}
 	rep := Judge(r.obs, r.params)
 	rep.Graph = r.graph
 	return rep, nil

@@ -29,6 +29,13 @@ type BrokerSource interface {
 	BrokerHealth(ctx context.Context) error
 }
 
+// NeedsSource is a Source that probes what Gate needs of its broker
+// (libs/capability): /health lists it and answers 503 naming what is
+// missing and the fix.
+type NeedsSource interface {
+	BrokerNeeds() (needs []wire.BrokerNeed, problem string)
+}
+
 // AdmissionSource is a Source that reports its admission path.
 type AdmissionSource interface {
 	Admission() (mode, why string)
@@ -46,11 +53,11 @@ const BrokerCheckTimeout = 2 * time.Second
 // counterDescs lists every stage counter exported, as
 // gate_relay_stage_<name>_total.
 var counterNames = []string{"popped", "admitted", "deferred", "parked", "released", "forwarded", "commits",
-	"duplicates", "foreign", "deadlettered", "leaked", "wedged", "cost_admitted", "ambiguous"}
+	"duplicates", "foreign", "deadlettered", "leaked", "wedged", "cost_admitted", "ambiguous", "held"}
 
 func counterValues(c store.Counters) []int64 {
 	return []int64{c.Popped, c.Admitted, c.Deferred, c.Parked, c.Released, c.Forwarded, c.Commits,
-		c.Duplicates, c.Foreign, c.Deadlettered, c.Leaked, c.Wedged, c.CostAdmitted, c.Ambiguous}
+		c.Duplicates, c.Foreign, c.Deadlettered, c.Leaked, c.Wedged, c.CostAdmitted, c.Ambiguous, c.Held}
 }
 
 // collector exports the relay's counters at scrape time.
@@ -60,6 +67,8 @@ type collector struct {
 	running *prometheus.Desc
 	calls   *prometheus.Desc
 	up      *prometheus.Desc
+	holding *prometheus.Desc
+	denials *prometheus.Desc
 }
 
 func newCollector(src Source) *collector {
@@ -70,7 +79,9 @@ func newCollector(src Source) *collector {
 	}
 	c.running = prometheus.NewDesc("gate_relay_graph_running", "1 when the graph's stages run on this replica.", []string{"app", "graph", "version"}, nil)
 	c.up = prometheus.NewDesc("gate_relay_broker_up", "1 when the broker answered this scrape's health check (bounded by 2 s), 0 when it did not.", nil, nil)
-	c.calls = prometheus.NewDesc("gate_relay_broker_calls_total", "Broker calls this replica's client sent, by route (kv_incr: the kv calls that carried an incr).", []string{"route"}, nil)
+	c.calls = prometheus.NewDesc("gate_relay_broker_calls_total", "Broker calls this replica's client sent, by route (kv_incr: the kv calls that carried an incr; lease: lease renewals).", []string{"route"}, nil)
+	c.holding = prometheus.NewDesc("gate_relay_stage_holding", "Claims the stage holds now: leased and renewed while their window does not open, their partition waiting while the stage's workers pop others.", labels, nil)
+	c.denials = prometheus.NewDesc("gate_relay_denials_total", "Windows a budget refused at the stage, by budget and reason: ceiling (the sub-window is full), share (the path's share of it is spent), backoff (a backoff spent the counter until its Retry-After).", append(labels, "budget", "reason"), nil)
 	return c
 }
 
@@ -81,6 +92,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.running
 	ch <- c.calls
 	ch <- c.up
+	ch <- c.holding
+	ch <- c.denials
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -98,7 +111,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for _, r := range []struct {
 			route string
 			v     int64
-		}{{"pop", n.Pop}, {"push", n.Push}, {"transaction", n.Txn}, {"kv", n.KV}, {"kv_incr", n.KVIncr}, {"other", n.Other}} {
+		}{{"pop", n.Pop}, {"push", n.Push}, {"transaction", n.Txn}, {"kv", n.KV}, {"kv_incr", n.KVIncr}, {"lease", n.Lease}, {"other", n.Other}} {
 			ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(r.v), r.route)
 		}
 	}
@@ -112,6 +125,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for _, s := range g.Stages {
 			for i, val := range counterValues(s.Counters) {
 				ch <- prometheus.MustNewConstMetric(c.descs[i], prometheus.CounterValue, float64(val), g.App, g.Graph, s.Path, s.Node)
+			}
+			ch <- prometheus.MustNewConstMetric(c.holding, prometheus.GaugeValue, float64(s.Holding), g.App, g.Graph, s.Path, s.Node)
+			for _, d := range s.Denials {
+				ch <- prometheus.MustNewConstMetric(c.denials, prometheus.CounterValue, float64(d.Count), g.App, g.Graph, s.Path, s.Node, d.Budget, d.Reason)
 			}
 		}
 	}
@@ -139,6 +156,18 @@ func Handler(src Source) http.Handler {
 			if err != nil {
 				out.Status = "unavailable"
 				out.Broker.Error = "the broker (QUEEN_URL) is unreachable or unhealthy: " + err.Error()
+				code = http.StatusServiceUnavailable
+			}
+		}
+		if n, ok := src.(NeedsSource); ok {
+			needs, problem := n.BrokerNeeds()
+			if out.Broker == nil {
+				out.Broker = &wire.RelayBroker{Reachable: true}
+			}
+			out.Broker.Needs = needs
+			if problem != "" && code == http.StatusOK {
+				out.Status = "unavailable"
+				out.Broker.Error = problem
 				code = http.StatusServiceUnavailable
 			}
 		}

@@ -93,19 +93,43 @@ func (e *env) declare(graph, doc string) {
 
 func (e *env) egressQueue() string { return e.b.Queue("out") }
 
-// quietLogger drops INFO chatter; warnings go to the test log on failure.
+// testLogger logs to t under -v (INFO and up) and drops the chatter
+// otherwise.
 func testLogger(t *testing.T) *slog.Logger {
 	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		w := &tWriter{t: t}
+		t.Cleanup(w.close)
+		return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-type tWriter struct{ t *testing.T }
+// tWriter writes log lines to t's log while t runs. A line written once t
+// and its cleanups are over — a piece still stopping against a slower
+// broker — goes to stderr instead: t.Log then would panic the whole test
+// binary ("Log in goroutine after Test… has completed").
+type tWriter struct {
+	t    interface{ Log(args ...any) }
+	mu   sync.Mutex
+	done bool
+}
 
-func (w tWriter) Write(p []byte) (int, error) {
+func (w *tWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return os.Stderr.Write(p)
+	}
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// close ends the writer's use of t (a cleanup registered before the
+// pieces that log, so it runs after they stopped).
+func (w *tWriter) close() {
+	w.mu.Lock()
+	w.done = true
+	w.mu.Unlock()
 }
 
 // knobs are the short test settings.
@@ -352,4 +376,37 @@ func worstSpan(ts []time.Time, d time.Duration) int {
 		best = max(best, i-j+1)
 	}
 	return best
+}
+
+// A relay that logs after its test ended (still stopping against a slower
+// broker) must not log through the ended test, which panics the test
+// binary once no parent test runs: the test's log writer hands late lines
+// to stderr.
+func TestALogLineAfterTheTestEndedDoesNotReachTheTest(t *testing.T) {
+	t.Parallel()
+	ended := &endedT{}
+	w := &tWriter{t: ended}
+	_, _ = w.Write([]byte("while the test runs\n"))
+	w.close() // the test's cleanup
+	ended.over = true
+	if _, err := w.Write([]byte("a line after the test ended\n")); err != nil {
+		t.Fatal(err)
+	}
+	if ended.lines != 1 {
+		t.Fatalf("the test got %d lines, want only the one written while it ran", ended.lines)
+	}
+}
+
+// endedT is a test's log that panics, as testing does for a top-level test,
+// when written after the test is over.
+type endedT struct {
+	over  bool
+	lines int
+}
+
+func (e *endedT) Log(args ...any) {
+	if e.over {
+		panic("Log in goroutine after the test has completed")
+	}
+	e.lines++
 }

@@ -9,17 +9,20 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/queen-mq/gate/gate-relay/denial"
 	"github.com/queen-mq/gate/gate-relay/stage"
 	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/capability"
 	"github.com/queen-mq/gate/libs/clock"
 	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/service"
 	"github.com/queen-mq/gate/libs/store"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // Config is what a Relay runs with. WithDefaults fills what is left zero.
@@ -94,9 +97,14 @@ type Relay struct {
 	denials *denial.Ring
 	log     *slog.Logger
 	admit   *stage.Admission
-	// brokerDown is set while the last store read failed, so the next
-	// good read re-probes the riders (the broker may have changed).
+	// brokerDown is set while the broker did not answer (a store read or
+	// a change-signal read failed without an answer), so the next good
+	// read re-probes it (the broker may have changed).
 	brokerDown bool
+	// caps is the last capability probe that finished (nil before one
+	// did); problem is the last problem logged, so it is logged once.
+	caps    atomic.Pointer[capability.Report]
+	problem string
 
 	mu       sync.Mutex
 	graphs   map[string]*runtime
@@ -189,7 +197,10 @@ func (r *Relay) loop(ctx context.Context) {
 			r.reconcile(ctx)
 		case <-signal.C():
 			now, err := r.revision(ctx)
-			if err == nil && now != rev {
+			if unanswered(err) {
+				r.brokerDown = true
+			}
+			if err == nil && (now != rev || r.brokerDown) {
 				rev = now
 				r.reconcile(ctx)
 			}
@@ -204,11 +215,65 @@ func (r *Relay) probe(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	err := r.admit.Probe(cctx, r.limiter, r.client, plan.RiderProbeKey(r.cfg.Replica))
-	if err != nil && !errors.Is(err, budget.ErrRidersIgnored) && ctx.Err() == nil {
+	if err != nil && !errors.Is(err, budget.ErrRidersIgnored) && ctx.Err() == nil && unanswered(err) {
 		// The broker did not answer (rather than answer without riders):
 		// probe again after the next good store read.
 		r.brokerDown = true
 	}
+	r.probeCapabilities(ctx)
+}
+
+// probeCapabilities checks what Gate needs of the broker (libs/capability)
+// and says it once: an ERROR line naming what is missing and the fix when
+// that changes, an INFO line when nothing is missing any more. A probe the
+// broker did not answer changes nothing and is tried again after the next
+// good read.
+func (r *Relay) probeCapabilities(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	rep := capability.Probe(cctx, r.client, capability.Options{Namespace: r.store.Namespace(), Owner: r.cfg.Replica, Now: r.cfg.Clock.Now})
+	if rep.Err != nil {
+		if ctx.Err() == nil {
+			r.brokerDown = true
+		}
+		return
+	}
+	r.caps.Store(&rep)
+	problem := rep.Problem()
+	switch {
+	case problem != "" && problem != r.problem:
+		r.log.Error("the broker is not the broker Gate needs; this relay charges and forwards nothing that needs what it lacks, and /health answers 503 until it has it", "error", problem)
+	case problem == "" && r.problem != "":
+		r.log.Info("the broker now has everything Gate needs", "queen", r.client.BaseURL())
+	}
+	r.problem = problem
+}
+
+// Capabilities is the last capability probe that finished, and whether
+// one has.
+func (r *Relay) Capabilities() (capability.Report, bool) {
+	if p := r.caps.Load(); p != nil {
+		return *p, true
+	}
+	return capability.Report{}, false
+}
+
+// BrokerNeeds is what the last capability probe found, for /health, and
+// the problem it names ("" when nothing is missing or no probe finished).
+func (r *Relay) BrokerNeeds() ([]wire.BrokerNeed, string) {
+	rep, ok := r.Capabilities()
+	if !ok {
+		return nil, ""
+	}
+	return rep.Wire(), rep.Problem()
+}
+
+// unanswered reports a broker call that got no answer (a transport
+// failure, a timeout, a 5xx): the broker may be another one when it
+// answers again.
+func unanswered(err error) bool {
+	st := queen.StatusOf(err)
+	return err != nil && (st == 0 || st >= 500)
 }
 
 // BrokerCalls is what this relay's client has sent to the broker.
@@ -255,11 +320,19 @@ func (r *Relay) reconcile(ctx context.Context) {
 	listing, err := r.store.List(lctx)
 	cancel()
 	if err != nil {
-		r.brokerDown = true
+		if unanswered(err) {
+			r.brokerDown = true
+		}
+		if rep, ok := r.Capabilities(); ok && !rep.OK() {
+			// The ERROR line already says why (a broker without kv
+			// answers every store read 404): probe again, quietly.
+			r.probeCapabilities(ctx)
+			return
+		}
 		r.log.Warn("reading the store failed; keeping what runs", "error", err)
 		return
 	}
-	if r.brokerDown {
+	if rep, ok := r.Capabilities(); r.brokerDown || (ok && !rep.OK()) {
 		r.brokerDown = false
 		r.probe(ctx)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -74,16 +76,11 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 	srv := ops.NewServer(cfg.Bind, r, log)
 	var nc *nats.Conn
 	if cfg.NATSURL != "" {
-		// A dead NATS is never the relay's failure: its error stays here,
-		// out of what Run returns.
-		conn, nerr := nats.Connect(cfg.NATSURL, nats.Name("gate-relay "+cfg.Replica), nats.MaxReconnects(-1))
-		if nerr != nil {
-			log.Warn("NATS is unreachable; the relay runs without live fan-out (status still goes to kv)", "url", cfg.NATSURL, "error", nerr)
-		} else {
-			nc = conn
-			defer nc.Close()
-			log.Info("publishing counters and denials on NATS", "url", cfg.NATSURL, "subjects", status.CountersSubject+".{app}.{graph}, "+status.DenialsSubject+".{app}.{graph}")
+		nc, err = connectNATS(cfg.NATSURL, cfg.Replica, log)
+		if err != nil {
+			return err
 		}
+		defer nc.Close()
 	} else {
 		log.Info("GATE_NATS_URL is not set: no live fan-out; status is shared through kv only")
 	}
@@ -108,4 +105,37 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 	service.StopAll(parts...)
 	log.Info("gate-relay stopped", "replica", cfg.Replica)
 	return err
+}
+
+// connectNATS returns a connection to url that keeps trying: a NATS that
+// is down when the relay starts (or goes down later) is connected to as
+// soon as it answers, and the fan-out resumes by itself. A dead NATS is
+// never the relay's failure: only an unusable URL is an error. While
+// disconnected, publishes are dropped (live counters are not worth
+// replaying late); the status document in kv is unaffected.
+func connectNATS(url, replica string, log *slog.Logger) (*nats.Conn, error) {
+	subjects := status.CountersSubject + ".{app}.{graph}, " + status.DenialsSubject + ".{app}.{graph}"
+	var once sync.Once
+	connected := func() {
+		once.Do(func() { log.Info("publishing counters and denials on NATS", "url", url, "subjects", subjects) })
+	}
+	nc, err := nats.Connect(url, nats.Name("gate-relay "+replica),
+		nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second),
+		nats.ReconnectBufSize(-1),
+		nats.ConnectHandler(func(*nats.Conn) { connected() }),
+		nats.ReconnectHandler(func(*nats.Conn) {
+			log.Info("NATS is back; publishing counters and denials again", "url", url)
+		}),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			log.Warn("NATS connection lost; the relay keeps running and reconnects by itself (status still goes to kv)", "url", url, "error", err)
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("GATE_NATS_URL %q: %w", url, err)
+	}
+	if nc.IsConnected() {
+		connected()
+	} else {
+		log.Warn("NATS is unreachable; the relay runs without live fan-out until it answers (status still goes to kv)", "url", url)
+	}
+	return nc, nil
 }

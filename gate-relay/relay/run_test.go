@@ -57,7 +57,8 @@ func TestRunSharesStatusMetricsAndNATS(t *testing.T) {
 	cfg.PollTimeout, cfg.Lease, cfg.MaxPark, cfg.StatusPeriod, cfg.SignalPoll = 2*time.Second, 2*time.Second, 200*time.Millisecond, time.Second, 100*time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- relay.Run(ctx, cfg, relay.WithLogger(testLogger(t))) }()
+	log := testLogger(t)
+	go func() { done <- relay.Run(ctx, cfg, relay.WithLogger(log)) }()
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {

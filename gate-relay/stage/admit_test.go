@@ -195,9 +195,25 @@ func (r *rig) claim() bool {
 	if cl.Empty() {
 		return false
 	}
-	h := handler{s: r.s, ctx: r.t.Context(), msgs: cl.Messages}
+	h := &handler{s: r.s, ctx: r.t.Context(), msgs: cl.Messages}
 	h.run()
+	r.driveHold()
 	return true
+}
+
+// driveHold runs the stage's hold on the rig's clock, as its goroutine
+// would, until it holds nothing (every held claim settled or released).
+func (r *rig) driveHold() {
+	r.t.Helper()
+	for n := 0; r.s.hold.len() > 0; n++ {
+		if n > 10_000 {
+			r.t.Fatalf("the hold still keeps %d claims after %d rechecks", r.s.hold.len(), n)
+		}
+		if err := clock.Sleep(r.t.Context(), r.clock, r.s.hold.next(r.clock.Now())); err != nil {
+			r.t.Fatal(err)
+		}
+		r.s.hold.check(r.t.Context())
+	}
 }
 
 // noWait is the stage's pop without the long-poll.
@@ -631,4 +647,154 @@ func TestWorkersAfterThinClaimsTakeTurnsAndAFullClaimEndsEveryWait(t *testing.T)
 	}
 	v.Advance(linger)
 	<-done
+}
+
+// spendKey writes a scoped counter to its ceiling for an hour (the key's
+// one item of the hour already went).
+func (r *rig) spendKey(value string, ceiling int64) {
+	r.t.Helper()
+	if _, err := r.c.KV(r.t.Context(), queen.KVIncr(r.ns, plan.ScopedKey(r.key, value), ceiling, queen.IncrOpts{TTLSeconds: 3600})); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// runOne pops one claim and runs its handler without driving the hold.
+func (r *rig) runOne() bool {
+	r.t.Helper()
+	cl, err := r.c.Pop(r.t.Context(), r.noWait())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if cl.Empty() {
+		return false
+	}
+	h := &handler{s: r.s, ctx: r.t.Context(), msgs: cl.Messages}
+	h.run()
+	return true
+}
+
+// Claims whose head waits an hour go to the hold and free the worker at
+// once (no park); one recheck reads the head counters of every held claim
+// in a single getMany and charges nothing while none fits.
+func TestHeldClaimsFreeTheWorkerAndAreRecheckedWithOneRead(t *testing.T) {
+	t.Parallel()
+	for _, riders := range []bool{true, false} {
+		t.Run(map[bool]string{true: "riders", false: "separate"}[riders], func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, rigOpts{ceiling: 1, ttl: 3600, scopeBy: cost.Root + ".acct", riders: riders, maxPark: 30 * time.Second})
+			r.spendKey("a", 1)
+			r.spendKey("b", 1)
+			r.fill("pa", `{"i":0,"acct":"a"}`, `{"i":1,"acct":"a"}`)
+			r.fill("pb", `{"i":0,"acct":"b"}`)
+			r.fill("pc", `{"i":0,"acct":"c"}`)
+			for r.runOne() {
+			}
+			if slept := r.clock.total(); slept != 0 {
+				t.Fatalf("the handlers slept %v: a claim whose window is an hour away must not park the worker", slept)
+			}
+			if got := r.forwarded("pc"); len(got) != 1 {
+				t.Fatalf("partition pc forwarded %v, want its free item", got)
+			}
+			if n := r.s.hold.len(); n != 2 {
+				t.Fatalf("the hold keeps %d claims, want pa's and pb's", n)
+			}
+			if c := r.s.Counters(); c.Held != 2 || c.Parked != 0 || c.Released != 0 {
+				t.Fatalf("counters %+v, want two held, none parked or released", c)
+			}
+			r.kv.mu.Lock()
+			r.kv.ops = nil
+			r.kv.mu.Unlock()
+			calls := r.kv.calls.Load()
+			txns := r.c.Calls().Txn
+			r.s.hold.check(t.Context())
+			if n := r.kv.calls.Load() - calls; n != 1 {
+				t.Fatalf("one recheck made %d kv calls, want one read for both held claims", n)
+			}
+			r.kv.mu.Lock()
+			ops := r.kv.ops
+			r.kv.mu.Unlock()
+			if len(ops) != 1 || ops[0].Op != queen.OpGetMany || len(ops[0].Keys) != 2 {
+				t.Fatalf("the recheck sent %+v, want one getMany of the two held heads' keys", ops)
+			}
+			if n := r.c.Calls().Txn - txns; n != 0 {
+				t.Fatalf("the recheck sent %d transactions while no held head fits", n)
+			}
+			// A lift of key a: the next recheck retries pa's claim alone.
+			if _, err := r.c.KV(t.Context(), queen.KVDelete(r.ns, plan.ScopedKey(r.key, "a"), queen.DeleteOpts{})); err != nil {
+				t.Fatal(err)
+			}
+			r.s.hold.check(t.Context())
+			if got := r.forwarded("pa"); len(got) != 1 || got[0] != 0 {
+				t.Fatalf("after the lift pa forwarded %v, want its head (one item of key a fits the new window)", got)
+			}
+			if n := r.s.hold.len(); n != 1 {
+				t.Fatalf("the hold keeps %d claims after pa settled its prefix, want pb's", n)
+			}
+			if dl := r.mini.DeadLetters(r.src); len(dl) != 0 {
+				t.Fatalf("dead letters %+v: waiting never fails a message", dl)
+			}
+		})
+	}
+}
+
+// A stage holds at most MaxHeld claims; the next refused claim is let go
+// without an ack (its lease lapses, its cursor and retry budget untouched)
+// and the worker is not parked on it either.
+func TestAFullHoldLetsTheNextClaimGoWithoutAnAck(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{ceiling: 1, ttl: 3600, scopeBy: cost.Root + ".acct", riders: true, maxPark: 30 * time.Second})
+	for i := 0; i <= MaxHeld; i++ {
+		acct := "k" + strconv.Itoa(i)
+		r.spendKey(acct, 1)
+		r.fill("p"+strconv.Itoa(i), `{"i":0,"acct":"`+acct+`"}`)
+	}
+	for r.runOne() {
+	}
+	if n := r.s.hold.len(); n != MaxHeld {
+		t.Fatalf("the hold keeps %d claims, want MaxHeld = %d", n, MaxHeld)
+	}
+	if c := r.s.Counters(); c.Held != MaxHeld || c.Released != 1 || c.Parked != 0 {
+		t.Fatalf("counters %+v, want %d held, the one more released, nothing parked", c, MaxHeld)
+	}
+	if slept := r.clock.total(); slept != 0 {
+		t.Fatalf("the worker slept %v on a claim the hold had no room for", slept)
+	}
+	for i := 0; i <= MaxHeld; i++ {
+		p := "p" + strconv.Itoa(i)
+		if c, ok := r.mini.Cursor(r.src, r.group, p); ok && (c.Committed >= 0 || c.Retries != 0) {
+			t.Fatalf("partition %s cursor %+v: nothing may be acked or nacked while waiting", p, c)
+		}
+	}
+	if dl := r.mini.DeadLetters(r.src); len(dl) != 0 {
+		t.Fatalf("dead letters %+v", dl)
+	}
+}
+
+// deadlettered counts items, not attempts: a poison item on a queue with
+// retry limit 3 is nacked four times and dead-lettered once, and the
+// counter says one.
+func TestDeadletteredCountsItemsNotAttempts(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{ceiling: 100, ttl: 60, scopeBy: cost.Root + ".acct", riders: true})
+	if _, err := r.c.Configure(t.Context(), queen.ConfigureRequest{Queue: r.src, Options: queen.QueueOptions{RetryLimit: queen.Int(3)}}); err != nil {
+		t.Fatal(err)
+	}
+	r.fill("p", `{"i":0,"acct":"`+strings.Repeat("x", 600)+`"}`, `{"i":1,"acct":"a"}`)
+	claims := 0
+	for ; claims < 20 && len(r.mini.DeadLetters(r.src)) == 0 && r.claim(); claims++ {
+	}
+	if dl := r.mini.DeadLetters(r.src); len(dl) != 1 {
+		t.Fatalf("dead letters %d after %d claims, want the poison item", len(dl), claims)
+	}
+	if claims != 4 {
+		t.Fatalf("the poison item was dead-lettered after %d nacks, want 4 (retry limit 3)", claims)
+	}
+	if c := r.s.Counters(); c.Deadlettered != 1 {
+		t.Fatalf("deadlettered = %d after one item's 4 delivery attempts, want 1", c.Deadlettered)
+	}
+	for r.claim() {
+	}
+	if got := r.forwarded("p"); len(got) != 1 || got[0] != 1 {
+		t.Fatalf("forwarded %v, want the item behind the poison one", got)
+	}
 }

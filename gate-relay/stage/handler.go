@@ -47,6 +47,17 @@ type handler struct {
 	park   budget.Parking
 	// sc is the worker's reusable settle buffers (see buffers).
 	sc *scratch
+	// lease renews the claim's lease (nil for a handler run alone in a
+	// test).
+	lease *renewal
+	// since is when the claim was first refused: the park budget
+	// (GATE_MAX_PARK_MS) counts from it, in the handler and in the hold.
+	since time.Time
+	// held is set while the stage's hold keeps the claim; keep is set by a
+	// retry from the hold that was refused again (the hold keeps it), and
+	// opens is the head's window end as the last refusal or read saw it.
+	held, keep bool
+	opens      time.Time
 }
 
 // buffers returns the worker's settle buffers, minting them for a handler
@@ -78,17 +89,20 @@ func (h *handler) call() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(h.ctx), callTimeout)
 }
 
-func (h *handler) run() {
+// run handles the claim: it returns once the claim was settled, released
+// or passed to the stage's hold (held: the worker must not touch h again,
+// the hold owns it and its lease renewal from then on).
+func (h *handler) run() (held bool) {
 	s := h.s
 	s.c.popped.Add(int64(len(h.msgs)))
 	if len(h.msgs) == 0 {
-		return
+		return false
 	}
 	h.classify()
 	h.buildBatch()
 	if h.window[0].kind == poison {
 		h.nackHead()
-		return
+		return false
 	}
 	// Everything before the first poison item flows; the poison item is the
 	// next claim's head and is nacked alone.
@@ -104,7 +118,7 @@ func (h *handler) run() {
 		}
 	}
 	h.park = budget.Parking{MaxPark: s.cfg.MaxPark}
-	h.admit()
+	return h.admit()
 }
 
 // classify sorts each message into work, foreign or poison, in order.
@@ -178,7 +192,9 @@ items:
 					continue items
 				}
 			}
-			touched = append(touched, h.batch.Counter(key, b.Ceiling(path), b.WindowSubSeconds, b.ID))
+			k := h.batch.Counter(key, b.Ceiling(path), b.WindowSubSeconds, b.ID)
+			h.batch.Counters[k].Widest = max(h.batch.Counters[k].Widest, b.WidestCeiling())
+			touched = append(touched, k)
 		}
 		e.item = len(h.batch.Items)
 		h.batch.Add(e.cost, touched)
@@ -186,15 +202,16 @@ items:
 }
 
 // admit is the admission loop: try the window, and on a refusal cut to the
-// prefix that fits (at most PrefixAttempts times), then park or release.
-// A rider refusal applied nothing; a separate-call refusal is refunded
-// before the prefix is tried.
-func (h *handler) admit() {
+// prefix that fits (at most PrefixAttempts times), then wait (park, hold
+// or release). A rider refusal applied nothing; a separate-call refusal is
+// refunded before the prefix is tried. held reports that the claim was
+// passed to the stage's hold.
+func (h *handler) admit() (held bool) {
 	s := h.s
 	items := len(h.batch.Items)
 	if !h.batch.Charges() {
 		h.settle(items, nil)
-		return
+		return false
 	}
 	want, attempts := items, 0
 	for {
@@ -208,10 +225,10 @@ func (h *handler) admit() {
 				continue
 			}
 			h.poisonHead(err)
-			return
+			return false
 		}
 		if done {
-			return
+			return false
 		}
 		h.recordRefusal(ch)
 		n := min(budget.Prefix(&h.batch, ch), want)
@@ -225,10 +242,11 @@ func (h *handler) admit() {
 		}
 		if n == 0 && attempts == 0 && h.settleEnd(0) > 0 {
 			h.settle(0, nil)
-			return
+			return false
 		}
-		if !h.parkFor(ch) {
-			return
+		retry, held := h.wait(ch)
+		if !retry {
+			return held
 		}
 		want, attempts = items, 0
 	}
@@ -437,69 +455,108 @@ func (h *handler) refund(ch *budget.Charge, from int) {
 }
 
 // recordRefusal notes the first refused counter's budget as the stage's
-// last refusal and traces it in the denial ring.
+// last refusal, counts the denial by budget and reason (why the counter
+// refused: the ceiling, the path's share, a backoff) and traces it in the
+// denial ring.
 func (h *handler) recordRefusal(ch *budget.Charge) {
 	refused := ch.Refused()
 	if len(refused) == 0 {
 		return
 	}
 	s := h.s
-	now := s.cfg.Clock.Now().UnixMilli()
+	at := s.cfg.Clock.Now()
+	now := at.UnixMilli()
 	id := h.batch.Counters[refused[0]].BudgetID
 	s.refusal.Store(&store.Refusal{Budget: id, At: now})
+	s.denied.add(id, h.batch.Reason(ch, refused[0], at))
 	if s.cfg.Denials != nil {
 		s.cfg.Denials.Add(store.Denial{At: now, Application: s.cfg.App, Graph: s.cfg.Graph, Node: s.cfg.Stage.Node,
 			Path: s.cfg.Stage.Path, Op: "", Outcome: "denied", BudgetID: id})
 	}
 }
 
-// parkFor parks while the park budget allows, true to retry; false means
-// the claim was released (budget exhausted or the stage is stopping).
-func (h *handler) parkFor(ch *budget.Charge) bool {
+// wait decides what a refused claim does, true to retry now (gate-runtime
+// §2.7, and the stage's hold). A window that turns within ParkRecheck of
+// the handler's parking in all is waited out on the claim (the common
+// case: the sub-window is full and opens within a second). A longer wait
+// (a scoped key spent for an hour, a backoff) must not hold the stage's
+// worker: the claim goes to the stage's hold, which keeps its lease
+// renewed and retries it when its window opens, while the worker pops
+// other partitions; when the hold is full the claim is let go (its lease
+// lapses). A claim refused for the whole park budget, in the handler and
+// the hold together, is handed back with a retry ack. Zero MaxPark never
+// waits: the claim is released at once. Nothing waiting is ever nacked.
+// retry says to try the claim again now; held that it went to the hold
+// (the caller must not touch h again).
+func (h *handler) wait(ch *budget.Charge) (retry, held bool) {
 	s := h.s
-	wait := budget.Wait(ch, s.cfg.Clock.Now())
-	left := s.cfg.MaxPark - h.park.Total
-	if left <= 0 {
-		return h.release()
+	now := s.cfg.Clock.Now()
+	if h.since.IsZero() {
+		h.since = now
 	}
-	var sleep time.Duration
-	if h.park.Fits(wait) {
-		sleep = min(budget.ParkSleep(wait, h.rnd), ParkRecheck)
-		sleep = max(sleep, budget.MinParkSleep)
-	} else {
-		// A window that ends after the park budget (a backoff spent the
-		// counters): hold the claim and recheck every ParkRecheck, so a
-		// lift (the counters deleted) wakes it at once; release when the
-		// budget is spent.
-		sleep = min(ParkRecheck, left)
-	}
-	s.c.parked.Add(1)
-	if clock.Sleep(h.ctx, s.cfg.Clock, sleep) != nil {
+	if s.cfg.MaxPark <= 0 {
 		s.c.released.Add(1)
-		return false
+		return false, false
 	}
-	h.park.Spent(sleep)
-	return true
+	waited := now.Sub(h.since)
+	if waited >= s.cfg.MaxPark {
+		h.release()
+		return false, false
+	}
+	wait := budget.Wait(ch, now)
+	if h.held {
+		h.keep = true
+		h.opens = opensAt(now, wait)
+		return false, false
+	}
+	if h.park.Total+wait <= ParkRecheck {
+		// One park sleep is at most ParkRecheck: a claim refused just after
+		// a window opened (its wait close to the sub-window) wakes at its
+		// end, the jitter cut off, instead of up to 200 ms into the next
+		// one with nothing admitted meanwhile.
+		sleep := max(budget.ParkSleep(wait, h.rnd), budget.MinParkSleep)
+		sleep = min(sleep, ParkRecheck, s.cfg.MaxPark-waited)
+		s.c.parked.Add(1)
+		if clock.Sleep(h.ctx, s.cfg.Clock, sleep) != nil {
+			s.c.released.Add(1)
+			return false, false
+		}
+		h.park.Spent(sleep)
+		return true, false
+	}
+	partition := h.msgs[0].Partition
+	if s.hold.add(h, opensAt(now, wait)) {
+		return false, true
+	}
+	s.c.released.Add(1)
+	s.heldFull.Add(1)
+	if n := s.heldFull.Load(); n == 1 || n%100 == 0 {
+		s.log.Warn("the stage holds as many claims as it may; a refused claim is let go and comes back after its lease", "held", MaxHeld, "partition", partition, "letGo", n)
+	}
+	return false, false
 }
 
-// release returns without settling. A claim held for the whole park
-// budget is handed back with a retry ack of its head (it comes back at
-// once, no retry budget charged, and parks again where a lift can wake
-// it); otherwise the broker redelivers after the lease. Never a nack for
-// pacing.
-func (h *handler) release() bool {
+// opensAt is the instant a wait measured at now ends (zero when the window
+// end was unknown: a wait of 0).
+func opensAt(now time.Time, wait time.Duration) time.Time {
+	if wait <= 0 {
+		return time.Time{}
+	}
+	return now.Add(wait)
+}
+
+// release hands a claim refused for the whole park budget back with a
+// retry ack of its head: it comes back at once, no retry budget charged,
+// to whichever worker claims it next. Never a nack for pacing.
+func (h *handler) release() {
 	s := h.s
 	s.c.released.Add(1)
-	if !h.park.Exhausted() || h.park.MaxPark <= 0 {
-		return false
-	}
-	s.log.Info("held the claim for the whole park budget and the window still does not fit; handing it back", "parkedMs", h.park.Total.Milliseconds(), "partition", h.msgs[0].Partition)
+	s.log.Info("held the claim for the whole park budget and the window still does not fit; handing it back", "parkedMs", s.cfg.Clock.Since(h.since).Milliseconds(), "partition", h.msgs[0].Partition)
 	t := &queen.Transaction{}
 	t.Ack(h.msgs[0].AckItem(queen.AckRetry, ""))
 	if err := h.commit(t); err != nil {
 		s.log.Warn("handing the claim back failed; it comes back after its lease", "error", err, "partition", h.msgs[0].Partition)
 	}
-	return false
 }
 
 // settleEnd is the length of the settled prefix for admitted work items:
@@ -838,17 +895,29 @@ func (h *handler) failed(end int, err error) {
 }
 
 // nackHead fails the poison head alone, in its own transaction: after the
-// queue's retry limit the broker dead-letters it.
+// queue's retry limit the broker dead-letters it. deadlettered counts the
+// item once, when the broker says this nack moved it to the DLQ; the
+// nacks before that are its delivery attempts.
 func (h *handler) nackHead() {
 	s := h.s
 	e := &h.window[0]
 	reason := fmt.Sprintf("gate: node '%s': %v", s.cfg.Stage.Node, e.err)
 	t := &queen.Transaction{}
 	t.Ack(e.msg.AckItem(queen.AckFailed, reason))
-	if err := h.commit(t); err != nil {
+	res, err := h.transact(t)
+	if err == nil {
+		err = res.Err()
+	}
+	if err != nil {
 		s.log.Warn("nack of a poison item failed; it will be redelivered", "partition", e.msg.Partition, "transactionId", e.msg.TransactionID, "error", err)
 		return
 	}
-	s.c.deadlettered.Add(1)
+	for _, r := range res.Results {
+		if r.Type == "ack" && r.DLQ {
+			s.c.deadlettered.Add(1)
+			s.log.Warn("poison item dead-lettered after the queue's retry limit", "partition", e.msg.Partition, "transactionId", e.msg.TransactionID, "reason", reason)
+			return
+		}
+	}
 	s.log.Warn("poison item failed (dead-lettered after the queue's retry limit)", "partition", e.msg.Partition, "transactionId", e.msg.TransactionID, "reason", reason)
 }

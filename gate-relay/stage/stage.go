@@ -27,9 +27,11 @@ const (
 	RenewEvery = 3 * time.Second
 	// PrefixAttempts is the initial prefix charge plus two retries.
 	PrefixAttempts = 3
-	// ParkRecheck caps one park sleep, so a lifted backoff (its counters
-	// deleted) resumes within about a second instead of at the window end
-	// the handler first saw.
+	// ParkRecheck is how long a handler parks on its own claim in all
+	// (a window that turns within it: the common sub-window case), and how
+	// often the stage's hold rechecks the claims whose window does not, so
+	// a lifted backoff (its counters deleted) resumes within about a
+	// second instead of at the window end first seen.
 	ParkRecheck = time.Second
 	// WedgeAttempts is how many ack rejections at one head escalate.
 	WedgeAttempts = 5
@@ -132,6 +134,10 @@ type Stage struct {
 	wedgeMu sync.Mutex
 	wedge   *store.Wedge
 	pace    pace
+	hold    *hold
+	// heldFull counts claims let go because the hold was full.
+	heldFull atomic.Int64
+	denied   denials
 }
 
 // New validates cfg and returns a stage ready to Start.
@@ -141,7 +147,9 @@ func New(cfg Config) (*Stage, error) {
 	}
 	cfg = cfg.WithDefaults()
 	log := cfg.Logger.With("app", cfg.App, "graph", cfg.Graph, "path", cfg.Stage.Path, "node", cfg.Stage.Node, "queue", cfg.Stage.Source, "group", cfg.Stage.Group)
-	return &Stage{cfg: cfg, log: log}, nil
+	s := &Stage{cfg: cfg, log: log}
+	s.hold = newHold(s)
+	return s, nil
 }
 
 // Start spawns the stage's workers; they run until Stop or the end of ctx.
@@ -155,6 +163,7 @@ func (s *Stage) Start(ctx context.Context) error {
 	for i := 0; i < n; i++ {
 		s.Go(func() { s.work(ctx, i) })
 	}
+	s.Go(func() { s.hold.run(ctx) })
 	s.Ready()
 	return nil
 }
@@ -164,6 +173,7 @@ func (s *Stage) Status() store.StageStatus {
 	st := store.StageStatus{
 		Path: s.cfg.Stage.Path, Node: s.cfg.Stage.Node, Hop: s.cfg.Stage.Hop,
 		Source: s.cfg.Stage.Source, Group: s.cfg.Stage.Group, Counters: s.c.snapshot(),
+		Holding: s.hold.len(), Denials: s.denied.snapshot(),
 	}
 	if r := s.refusal.Load(); r != nil {
 		rc := *r
@@ -180,6 +190,9 @@ func (s *Stage) Status() store.StageStatus {
 
 // Counters is the stage's counters now.
 func (s *Stage) Counters() store.Counters { return s.c.snapshot() }
+
+// Holding is how many claims the stage holds now (see hold).
+func (s *Stage) Holding() int { return s.hold.len() }
 
 // popRequest is the stage's claim: wildcard, one partition, long-poll.
 func (s *Stage) popRequest() queen.PopRequest {
@@ -236,31 +249,67 @@ func (s *Stage) work(ctx context.Context, worker int) {
 }
 
 // handleClaim runs the per-claim pipeline with the lease renewed in the
-// background. A panic abandons the claim (the lease lapses), never the
-// stage.
+// background. A claim the handler passes to the stage's hold keeps its
+// renewal (the hold stops it); any other claim's renewal stops when the
+// handler returns. A panic abandons the claim (the lease lapses), never
+// the stage.
 func (s *Stage) handleClaim(ctx context.Context, claim queen.Claim, rnd *rand.Rand, sc *scratch) {
-	renewCtx, stopRenew := context.WithCancel(context.WithoutCancel(ctx))
-	var renewWG sync.WaitGroup
-	renewWG.Add(1)
-	go func() {
-		defer renewWG.Done()
-		s.renew(renewCtx, claim.LeaseID)
-	}()
+	lease := s.renewLease(ctx, claim.LeaseID)
+	held := false
 	defer func() {
-		stopRenew()
-		renewWG.Wait()
-		if r := recover(); r != nil {
+		r := recover()
+		if !held {
+			lease.stop()
+		}
+		if r != nil {
 			s.c.released.Add(1)
 			s.log.Error("handler failed; the claim is abandoned and comes back after its lease", "panic", r)
 		}
 	}()
-	h := handler{s: s, ctx: ctx, msgs: claim.Messages, rnd: rnd, sc: sc}
-	h.run()
+	h := &handler{s: s, ctx: ctx, msgs: claim.Messages, rnd: rnd, sc: sc, lease: lease}
+	held = h.run()
+}
+
+// renewal keeps one claim's lease renewed until stop.
+type renewal struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	// lost is set when the broker answered that the lease is no longer
+	// live (renewed nothing): the claim cannot be settled any more.
+	lost atomic.Bool
+}
+
+// renewLease starts renewing leaseID every RenewEvery (a third of a
+// shorter lease) on a goroutine of its own until the renewal is stopped
+// (the claim settled, released or let go) or the stage's work ends. An
+// empty lease id (an autoAck claim) renews nothing.
+func (s *Stage) renewLease(ctx context.Context, leaseID string) *renewal {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r := &renewal{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		s.renew(rctx, leaseID, r)
+	}()
+	return r
+}
+
+// gone reports whether the broker said the lease is no longer live (false
+// for a nil renewal).
+func (r *renewal) gone() bool { return r != nil && r.lost.Load() }
+
+// stop ends the renewal and waits for its goroutine; a nil renewal (a
+// handler run without one, in tests) does nothing.
+func (r *renewal) stop() {
+	if r == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
 }
 
 // renew extends the lease every RenewEvery (a third of a shorter lease)
-// until ctx ends.
-func (s *Stage) renew(ctx context.Context, leaseID string) {
+// until ctx ends or the broker says the lease is gone.
+func (s *Stage) renew(ctx context.Context, leaseID string, r *renewal) {
 	if leaseID == "" {
 		return
 	}
@@ -268,10 +317,14 @@ func (s *Stage) renew(ctx context.Context, leaseID string) {
 	every = max(every, 100*time.Millisecond)
 	for clock.Sleep(ctx, s.cfg.Clock, every) == nil {
 		cctx, cancel := context.WithTimeout(ctx, every)
-		_, err := s.cfg.Client.ExtendLease(cctx, leaseID, s.cfg.Lease)
+		ext, err := s.cfg.Client.ExtendLease(cctx, leaseID, s.cfg.Lease)
 		cancel()
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case err != nil && ctx.Err() == nil:
 			s.log.Warn("lease renewal failed", "lease", leaseID, "error", err)
+		case err == nil && !ext.Success:
+			r.lost.Store(true)
+			return
 		}
 	}
 }

@@ -35,6 +35,10 @@ type Counter struct {
 	TTLSeconds int64
 	// BudgetID is the id of the budget that first minted the key.
 	BudgetID string
+	// Widest is the highest ceiling any path may charge the counter to
+	// (the budget's count_sub for a full-share path); zero is unknown. It
+	// only tells a refusal's reason apart (Reason): Max decides.
+	Widest int64
 }
 
 // Item is one message of a window: its cost and the counters it touches

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/queen-mq/gate/libs/capability"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -123,6 +124,7 @@ func jsonEq(t *testing.T, what string, got []byte, want string) {
 func TestAppendixA_GateTrafficEndToEnd(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV, capability.Depth)
 	c, rec := recordingClient(t, e)
 	ctx := e.ctx
 	app := e.Prefix

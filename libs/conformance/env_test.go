@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/queen-mq/gate/libs/capability"
 	"github.com/queen-mq/gate/libs/gatetest"
 	"github.com/queen-mq/gate/libs/queen"
 )
@@ -22,10 +24,16 @@ type env struct {
 }
 
 // newEnv returns the broker for t (miniqueen unless GATE_TEST_QUEEN_URL is
-// set) with a client and a namespace/queue prefix of t's own.
+// set, or a broker stood in for t's test, see standIn) with a client and a
+// namespace/queue prefix of t's own.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	b := gatetest.NewBroker(t)
+	var b *gatetest.Broker
+	if url, ok := standIn(t); ok {
+		b = &gatetest.Broker{URL: url, Source: gatetest.SourceEnv, Prefix: gatetest.Prefix(t)}
+	} else {
+		b = gatetest.NewBroker(t)
+	}
 	c, err := queen.New(b.URL)
 	if err != nil {
 		t.Fatalf("queen.New(%q): %v", b.URL, err)
@@ -35,6 +43,113 @@ func newEnv(t *testing.T) *env {
 
 // real reports whether the broker is not the in-process fake.
 func (e *env) real() bool { return e.Mini == nil }
+
+// ---- what the broker has ----
+
+// probes caches one capability probe per broker URL: the suite asks each
+// broker once what it has.
+var probes sync.Map // URL → *probed
+
+type probed struct {
+	once sync.Once
+	rep  capability.Report
+}
+
+// capabilities is what e's broker has (libs/capability), probed once per
+// broker for the whole suite.
+func (e *env) capabilities(t *testing.T) capability.Report {
+	t.Helper()
+	v, _ := probes.LoadOrStore(e.URL, &probed{})
+	p := v.(*probed)
+	p.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		p.rep = capability.Probe(ctx, e.c, capability.Options{Namespace: "conformance", Owner: "conformance"})
+	})
+	return p.rep
+}
+
+// needs says what t tests beyond the wire every broker speaks, and skips t
+// with that reason when the broker lacks it: kv incr with max, transaction
+// riders, the depth route. Against the in-process miniqueen, which has
+// everything, a lack is a failure, never a skip.
+func (e *env) needs(t *testing.T, ns ...capability.Need) {
+	t.Helper()
+	rep := e.capabilities(t)
+	for _, n := range ns {
+		switch verdict, reason := judgeNeed(rep, n, !e.real()); verdict {
+		case needFail:
+			t.Fatal(reason)
+		case needSkip:
+			t.Skip(reason)
+		}
+	}
+}
+
+// has reports whether e's broker has n (for a side check that must not
+// decide a test about something else).
+func (e *env) has(t *testing.T, n capability.Need) bool {
+	t.Helper()
+	present, _ := e.capabilities(t).Has(n)
+	return present || !e.real()
+}
+
+// needVerdict is what needs does with one need.
+type needVerdict int
+
+const (
+	needRun needVerdict = iota
+	needSkip
+	needFail
+)
+
+// judgeNeed decides one need of a test against a broker's report:
+// present runs; absent skips naming the need, what the broker answered
+// and the fix, unless the broker is the in-process miniqueen (fail: it
+// must have everything); a probe that could not finish fails (the broker
+// did not answer, so the test could not have run either).
+func judgeNeed(rep capability.Report, n capability.Need, inProcess bool) (needVerdict, string) {
+	present, known := rep.Has(n)
+	switch {
+	case present:
+		return needRun, ""
+	case !known:
+		return needFail, fmt.Sprintf("the capability probe of %s could not finish (%v), so whether it has %s is unknown", rep.URL, rep.Err, n.What())
+	}
+	var c capability.Check
+	for _, ch := range rep.Checks {
+		if ch.Need == n {
+			c = ch
+		}
+	}
+	if inProcess {
+		return needFail, fmt.Sprintf("miniqueen lacks %s (%s): it must have everything Gate needs", n.What(), c.Problem)
+	}
+	version := rep.Version
+	if version == "" {
+		version = "unknown"
+	}
+	return needSkip, fmt.Sprintf("needs %s, which the broker at %s (version %s) lacks: %s; %s", n.What(), rep.URL, version, c.Problem, c.Fix)
+}
+
+// standIns maps a test name prefix to the URL of a broker that stands in
+// for the real one in the tests under it (TestTheSuiteSkipsWhatABrokerLacks
+// runs suite tests against a miniqueen switched to an older broker's
+// behaviour, as GATE_TEST_QUEEN_URL would).
+var standIns sync.Map // prefix → URL
+
+// standIn is the stand-in broker's URL for t, if one is registered.
+func standIn(t *testing.T) (string, bool) {
+	var url string
+	standIns.Range(func(k, v any) bool {
+		if strings.HasPrefix(t.Name(), k.(string)) {
+			url = v.(string)
+			return false
+		}
+		return true
+	})
+	return url, url != ""
+}
 
 // elapse lets d of broker time pass: on miniqueen it moves the injected clock
 // (instant); on a real broker wall time has to pass, so it sleeps. It waits
@@ -153,7 +268,8 @@ func (e *env) ack(t *testing.T, a queen.AckItem) queen.AckResult {
 	return r
 }
 
-// depth reads the depth route and fails t on error.
+// depth reads the depth route and fails t on error (a test of the depth
+// route itself: it needs capability.Depth).
 func (e *env) depth(t *testing.T, queue, group string) queen.Depth {
 	t.Helper()
 	d, err := e.c.Depth(e.ctx, queue, group)
@@ -161,6 +277,24 @@ func (e *env) depth(t *testing.T, queue, group string) queen.Depth {
 		t.Fatalf("depth %s group %q: %v", queue, group, err)
 	}
 	return d
+}
+
+// sideDepth reads the depth route for a side check of a test about
+// something else: false (and a log line) when the broker has no depth
+// route or the read fails, so the side check never masks the behaviour
+// under test; its caller reports a wrong figure with Errorf.
+func (e *env) sideDepth(t *testing.T, queue, group string) (queen.Depth, bool) {
+	t.Helper()
+	if !e.has(t, capability.Depth) {
+		t.Logf("side check skipped: the broker has no depth route")
+		return queen.Depth{}, false
+	}
+	d, err := e.c.Depth(e.ctx, queue, group)
+	if err != nil {
+		t.Errorf("side check: depth %s group %q: %v", queue, group, err)
+		return queen.Depth{}, false
+	}
+	return d, true
 }
 
 // partDepth returns one partition's figures from d (zero if absent).

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"github.com/queen-mq/gate/libs/capability"
 	"testing"
 	"time"
 
@@ -110,6 +111,7 @@ func TestSemantic18_DefaultSubscriptionModeIsNewUnconfirmedFor1_0(t *testing.T) 
 func TestSemantic20_DepthCountsAgainstTheNamedGroupsCursor(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.Depth)
 	q, g, h := e.Queue("in"), e.Group("g"), e.Group("h")
 	e.push(t, q, "p1", msgs(1, 3)...)
 	e.push(t, q, "p2", msgs(4, 5)...)

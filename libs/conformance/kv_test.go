@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/queen-mq/gate/libs/capability"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 func TestSemantic01_IncrOverMaxRefusesWithoutClamping(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV)
 	ttl := queen.IncrOpts{TTLSeconds: 60, Max: queen.Int(10)}
 	first := e.kv1(t, e.incr("c", 8, ttl))
 	if !first.Applied || intOf(t, first) != 8 {
@@ -38,6 +40,7 @@ func TestSemantic01_IncrOverMaxRefusesWithoutClamping(t *testing.T) {
 func TestSemantic01_IncrOnAbsentKeyOverMaxCreatesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV)
 	r := e.kv1(t, e.incr("c", 5, queen.IncrOpts{TTLSeconds: 60, Max: queen.Int(3)}))
 	if r.Applied || r.Reason != queen.KVLimit || intOf(t, r) != 0 || r.Version != 0 {
 		t.Fatalf("incr 5 max 3 on absent key: %+v, want applied:false reason:limit value:0 version:0", r)
@@ -48,6 +51,7 @@ func TestSemantic01_IncrOnAbsentKeyOverMaxCreatesNothing(t *testing.T) {
 func TestSemantic01_IncrUnderMinRefusesWithoutClamping(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV)
 	e.kv1(t, e.incr("c", 5, queen.IncrOpts{TTLSeconds: 60}))
 	r := e.kv1(t, e.incr("c", -7, queen.IncrOpts{TTLSeconds: 60, Min: queen.Int(0)}))
 	if r.Applied || r.Reason != queen.KVLimit || intOf(t, r) != 5 {
@@ -61,6 +65,7 @@ func TestSemantic01_IncrUnderMinRefusesWithoutClamping(t *testing.T) {
 func TestSemantic02_LiveCounterKeepsItsExpiry(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV)
 	e.kv1(t, e.incr("w", 1, queen.IncrOpts{TTLSeconds: 3}))
 	before := e.get(t, "w")
 	e.elapse(1100 * time.Millisecond)
@@ -77,6 +82,7 @@ func TestSemantic02_LiveCounterKeepsItsExpiry(t *testing.T) {
 func TestSemantic02_ExpiredCounterReadsZeroAndNextApplyOpensAFreshWindow(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV)
 	e.kv1(t, e.incr("w", 7, queen.IncrOpts{TTLSeconds: 1}))
 	first := e.get(t, "w")
 	e.elapse(1500 * time.Millisecond)
@@ -114,6 +120,7 @@ func TestSemantic02_ExpiredCounterReadsZeroAndNextApplyOpensAFreshWindow(t *test
 func TestSemantic03_IncrResultsCarryNoExpiryButReadsDo(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV)
 	body := fmt.Sprintf(`{"operations":[
 		{"op":"incr","ns":%q,"key":"k","delta":3,"ttlSeconds":60,"max":5},
 		{"op":"incr","ns":%q,"key":"j","delta":9,"ttlSeconds":60,"max":5},
@@ -147,6 +154,7 @@ func TestSemantic03_IncrResultsCarryNoExpiryButReadsDo(t *testing.T) {
 func TestSemantic03_GetManyBeforeAWriteInTheBatchSeesTheWrite(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV)
 	r := e.kv(t,
 		queen.KVGetMany(e.ns, "a", "b"),
 		e.incr("a", 4, queen.IncrOpts{TTLSeconds: 60}),
@@ -169,6 +177,7 @@ func TestSemantic03_GetManyBeforeAWriteInTheBatchSeesTheWrite(t *testing.T) {
 func TestSemantic04_MinGuardsTheResultAndTheCreateBranchTestsDelta(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV)
 	ttl := int64(60)
 	cases := []struct {
 		name    string
@@ -215,6 +224,7 @@ func TestSemantic04_MinGuardsTheResultAndTheCreateBranchTestsDelta(t *testing.T)
 func TestSemantic05_OpsInABatchAreIndependent(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV)
 	r := e.kv(t,
 		e.incr("a", 5, queen.IncrOpts{TTLSeconds: 60, Max: queen.Int(3)}),
 		e.incr("b", 1, queen.IncrOpts{TTLSeconds: 60}),
@@ -238,6 +248,7 @@ func TestSemantic05_OpsInABatchAreIndependent(t *testing.T) {
 func TestSemantic05_LostRequiredOpRollsBackTheWholeCall(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV)
 	winner := e.kv1(t, queen.KVPut(e.ns, "lock", json.RawMessage(`{"owner":"worker-1"}`), queen.PutOpts{TTLSeconds: 60}))
 	e.kv1(t, e.incr("n", 10, queen.IncrOpts{TTLSeconds: 60}))
 
@@ -282,6 +293,7 @@ func TestSemantic05_LostRequiredOpRollsBackTheWholeCall(t *testing.T) {
 func TestSemantic06_WritesWithoutAValidExpiryAre400(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV)
 	cases := []struct {
 		name    string
 		op      string
@@ -320,6 +332,7 @@ func TestSemantic06_WritesWithoutAValidExpiryAre400(t *testing.T) {
 func TestSemantic06_ExpiredKeysAreInvisibleToEveryReadAndPrecondition(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV)
 	old := e.kv1(t, queen.KVPut(e.ns, "p:k", json.RawMessage(`"old"`), queen.PutOpts{TTLSeconds: 1}))
 	e.kv1(t, queen.KVPut(e.ns, "p:keep", json.RawMessage(`"keep"`), queen.PutOpts{TTLSeconds: 600}))
 	e.elapse(1500 * time.Millisecond)
@@ -362,6 +375,7 @@ func TestSemantic06_ExpiredKeysAreInvisibleToEveryReadAndPrecondition(t *testing
 func TestSemantic07_OneWritePerKeyPerCall(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV)
 	_, err := e.c.KV(e.ctx,
 		e.incr("k", 1, queen.IncrOpts{TTLSeconds: 60}),
 		queen.KVPut(e.ns, "other", json.RawMessage(`1`), queen.PutOpts{TTLSeconds: 60}),
@@ -385,6 +399,7 @@ func TestSemantic07_OneWritePerKeyPerCall(t *testing.T) {
 func TestSemantic07_OpCeilingsAre256PerCallAnd64PerTransaction(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV)
 	ops := make([]queen.KVOp, 257)
 	for i := range ops {
 		ops[i] = queen.KVGet(e.ns, fmt.Sprintf("k%d", i))
@@ -426,6 +441,7 @@ func TestSemantic07_OpCeilingsAre256PerCallAnd64PerTransaction(t *testing.T) {
 func TestSemantic24_CountersAndVersionsAre64BitExactIntegers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV)
 	const big = int64(1)<<53 + 1 // not representable in float64
 	body := func(delta int64, maxV int64) string {
 		return fmt.Sprintf(`{"operations":[{"op":"incr","ns":%q,"key":"big","delta":%d,"forever":true,"max":%d},{"op":"getMany","ns":%q,"keys":["big"]}]}`, e.ns, delta, maxV, e.ns)
@@ -496,6 +512,7 @@ func contains(list []string, s string) bool {
 func TestSemantic06_ExpiredKeyIsInvisibleBeforeTheSweeperDeletesIt(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV)
 	e.get(t, "touch")
 	e.elapse(500 * time.Millisecond)
 	e.kv1(t, queen.KVPut(e.ns, "k", json.RawMessage(`1`), queen.PutOpts{TTLSeconds: 1}))

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"errors"
+	"github.com/queen-mq/gate/libs/capability"
 	"net/http"
 	"testing"
 
@@ -38,6 +39,7 @@ func riderSettle(c queen.Claim, out string, riders ...queen.KVOp) *queen.Transac
 func TestSemantic7_RequiredIncrRidersCommitWithAppliedSlotsCarryingValues(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV, capability.Riders)
 	in, out, g := e.Queue("in"), e.Queue("out"), e.Group("g")
 	e.kv1(t, e.incr("node", 3, queen.IncrOpts{TTLSeconds: 60}))
 	c := riderClaim(t, e, in, g)
@@ -84,6 +86,7 @@ func TestSemantic7_RequiredIncrRidersCommitWithAppliedSlotsCarryingValues(t *tes
 func TestSemantic7_ALostRequiredRiderRollsEverythingBackAndNamesTheCurrentCounter(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV, capability.Riders)
 	in, out, g := e.Queue("in"), e.Queue("out"), e.Group("g")
 	e.kv1(t, e.incr("b-full", 4, queen.IncrOpts{TTLSeconds: 60}))
 	c := riderClaim(t, e, in, g)
@@ -135,6 +138,7 @@ func TestSemantic7_ALostRequiredRiderRollsEverythingBackAndNamesTheCurrentCounte
 func TestSemantic7_RidersOnlyBundleAnswersTheRiderSlot(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.needs(t, capability.KV, capability.Riders)
 	tx := (&queen.Transaction{}).AddKV(e.incr("probe", 1, queen.IncrOpts{TTLSeconds: 1, Required: true}))
 	res, err := e.c.Transact(e.ctx, tx)
 	if err != nil || !res.Success || len(res.Results) != 1 {

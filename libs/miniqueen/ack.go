@@ -170,7 +170,14 @@ func (s *Server) ackGroup(items []ackItem, idx []int, res []ackResult, now time.
 		if maxDone > c.committed {
 			c.committed = maxDone
 		}
-		if c.lease != "" && c.committed >= c.batchEnd {
+		leaseDone := c.committed >= c.batchEnd
+		if s.ackCount.Load() && c.lease != "" {
+			// Queen 0.15.1: the lease ends when as many acks as the batch
+			// holds have come, whatever they moved the cursor to.
+			c.leaseAcks += int64(len(ok))
+			leaseDone = c.leaseAcks >= c.batchEnd-c.leaseFirst+1
+		}
+		if c.lease != "" && leaseDone {
 			s.releaseLease(c)
 			c.retries = 0
 			released = true

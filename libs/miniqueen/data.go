@@ -599,7 +599,7 @@ func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var kvOps []kvOpWire
-	if s.ridersOff.Load() {
+	if s.ridersOff.Load() || s.kvAbsent.Load() {
 		body.KV = nil
 	}
 	if !isNull(body.KV) {

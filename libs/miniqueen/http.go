@@ -56,9 +56,7 @@ func (s *Server) Handler() http.Handler {
 
 	h("GET /api/v1/dlq", RouteDLQ, s.handleDLQ)
 
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no_such_route", "detail": r.Method + " " + r.URL.Path + " is not a route of this broker"})
-	})
+	mux.HandleFunc("/", noSuchRoute)
 	return mux
 }
 
@@ -66,6 +64,10 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) guard(route string, fn http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.hold(route, r) {
+			return
+		}
+		if route == RouteKV && s.kvAbsent.Load() || route == RouteDepth && s.depthAbsent.Load() {
+			noSuchRoute(w, r)
 			return
 		}
 		if m := *s.faults.Load(); len(m) > 0 {

@@ -65,8 +65,9 @@ type Server struct {
 	// hung are the routes SetHang holds (hang.go).
 	hung   hangs
 	parked atomic.Int32 // long-polls currently parked (tests use it to sync)
-	// kvOff and ridersOff are the test switches of switch.go.
-	kvOff, ridersOff atomic.Bool
+	// kvOff, ridersOff, kvAbsent, depthAbsent and ackCount are the test
+	// switches of switch.go.
+	kvOff, ridersOff, kvAbsent, depthAbsent, ackCount atomic.Bool
 
 	// bound is the address the current (or last) start listens on;
 	// ending is closed when the current start's work ends, so parked

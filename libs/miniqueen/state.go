@@ -115,15 +115,18 @@ func (p *partition) msgAt(off int64) *message { return p.log.at(off) }
 func (p *partition) retained() int64 { return p.next - p.base }
 
 type cursor struct {
-	p              *partition
-	group          string
-	committed      int64
-	lease          string
-	leaseExp       time.Time
-	batchEnd       int64
-	retries        int64
-	consumed       bool
-	lastConsumedAt time.Time
+	p         *partition
+	group     string
+	committed int64
+	lease     string
+	leaseExp  time.Time
+	batchEnd  int64
+	// leaseFirst and leaseAcks are the first offset of the leased batch and
+	// the completed acks it got (SetLeaseReleasedByAckCount counts them).
+	leaseFirst, leaseAcks int64
+	retries               int64
+	consumed              bool
+	lastConsumedAt        time.Time
 }
 
 func (c *cursor) leaseLive(now time.Time) bool {
@@ -754,6 +757,7 @@ func (s *Server) claim(q *queue, req claimReq, leaseID *string, out []claimedPar
 			}
 			c.leaseExp = now.Add(lt)
 			c.batchEnd = start + take - 1
+			c.leaseFirst, c.leaseAcks = start, 0
 			s.leases[c.lease] = append(s.leases[c.lease], c)
 		}
 		out = append(out, claimedPart{p: p, msgs: msgs})

@@ -85,6 +85,26 @@ func ScopedKey(key, scopeValue string) string { return key + ":" + scopeValue }
 // and after a broker change, that the broker applies transaction riders.
 func RiderProbeKey(replica string) string { return "probe:riders:" + replica }
 
+// ProbeQueue is the scratch queue the broker capability probe pushes to,
+// claims from and acks on (libs/capability); one partition per probe run.
+// It is named apart from the gate.{app}.… queues a declaration provisions.
+const ProbeQueue = "gate-probe.broker"
+
+// ProbeGroup is the consumer group the capability probe claims with.
+const ProbeGroup = "gate-probe.broker"
+
+// ProbePartition is the partition of one probe run of owner (a relay
+// replica, a gate-api process) on ProbeQueue.
+func ProbePartition(owner string, run int64) string {
+	return "probe-" + owner + "-" + strconv.FormatInt(run, 36)
+}
+
+// ProbeKey is a scratch kv key of one probe run of owner; which tells the
+// probe's keys apart.
+func ProbeKey(owner string, run int64, which string) string {
+	return "probe:broker:" + owner + ":" + strconv.FormatInt(run, 36) + ":" + which
+}
+
 // BreakerPrefix starts every breaker record's kv key.
 const BreakerPrefix = "brk:"
 

@@ -2,6 +2,7 @@ package queen
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -192,25 +193,68 @@ func (c *Client) ExtendLease(ctx context.Context, leaseID string, d time.Duratio
 		body = intField([]byte{'{'}, "seconds", CeilSeconds(d))
 		body = append(body, '}')
 	}
-	var w struct {
-		LeaseID        string    `json:"leaseId"`
-		Success        bool      `json:"success"`
-		Renewed        int       `json:"renewed"`
-		NewExpiresAt   Timestamp `json:"newExpiresAt"`
-		ExpiresAt      Timestamp `json:"expiresAt"`
-		LeaseExpiresAt Timestamp `json:"lease_expires_at"`
-	}
-	if err := c.callJSON(ctx, http.MethodPost, path, "", body, &w); err != nil {
+	var raw json.RawMessage
+	if err := c.callJSON(ctx, http.MethodPost, path, "", body, &raw); err != nil {
 		return LeaseExtension{}, err
 	}
-	out := LeaseExtension{LeaseID: w.LeaseID, Success: w.Success, Renewed: w.Renewed}
+	out, err := decodeExtension(raw)
+	if err != nil {
+		return LeaseExtension{}, fmt.Errorf("queen: POST %s: %w", path, err)
+	}
 	if out.LeaseID == "" {
 		out.LeaseID = leaseID
 	}
-	for _, t := range []Timestamp{w.NewExpiresAt, w.ExpiresAt, w.LeaseExpiresAt} {
-		if t != "" {
-			out.ExpiresAt = t
-			break
+	return out, nil
+}
+
+// extensionWire is one lease extension as a broker answers it.
+type extensionWire struct {
+	LeaseID        string    `json:"leaseId"`
+	Success        bool      `json:"success"`
+	Renewed        *int      `json:"renewed"`
+	NewExpiresAt   Timestamp `json:"newExpiresAt"`
+	ExpiresAt      Timestamp `json:"expiresAt"`
+	LeaseExpiresAt Timestamp `json:"lease_expires_at"`
+}
+
+// decodeExtension reads a lease extend answer: the object current brokers
+// send, or the array of one element per renewed claim older ones (Queen
+// 0.15) send, which is summed: success when any claim was renewed, renewed
+// the count (an element without "renewed" counts one when it succeeded),
+// the expiry the first one given.
+func decodeExtension(raw json.RawMessage) (LeaseExtension, error) {
+	var out LeaseExtension
+	var ws []extensionWire
+	switch b := bytes.TrimSpace(raw); {
+	case len(b) == 0:
+		return out, nil
+	case b[0] == '[':
+		if err := json.Unmarshal(b, &ws); err != nil {
+			return out, fmt.Errorf("reading the lease extension array: %w", err)
+		}
+	default:
+		var w extensionWire
+		if err := json.Unmarshal(b, &w); err != nil {
+			return out, fmt.Errorf("reading the lease extension: %w", err)
+		}
+		ws = []extensionWire{w}
+		if w.Renewed == nil {
+			ws[0].Renewed = new(0)
+		}
+	}
+	for _, w := range ws {
+		out.LeaseID = cmp.Or(out.LeaseID, w.LeaseID)
+		out.Success = out.Success || w.Success
+		switch {
+		case w.Renewed != nil:
+			out.Renewed += *w.Renewed
+		case w.Success:
+			out.Renewed++
+		}
+		for _, t := range []Timestamp{w.NewExpiresAt, w.ExpiresAt, w.LeaseExpiresAt} {
+			if t != "" && out.ExpiresAt == "" {
+				out.ExpiresAt = t
+			}
 		}
 	}
 	return out, nil

@@ -10,19 +10,20 @@ import (
 // made rather than by a proxy in the path.
 type Calls struct {
 	// Pop, Push, Txn and KV are the data-plane routes; KVIncr counts the KV
-	// calls carrying at least one incr (admission, refunds, backfills).
-	Pop, Push, Txn, KV, KVIncr, Other int64
+	// calls carrying at least one incr (admission, refunds, backfills);
+	// Lease counts lease renewals; Other is every other route.
+	Pop, Push, Txn, KV, KVIncr, Lease, Other int64
 }
 
 // Total is every call counted.
-func (c Calls) Total() int64 { return c.Pop + c.Push + c.Txn + c.KV + c.Other }
+func (c Calls) Total() int64 { return c.Pop + c.Push + c.Txn + c.KV + c.Lease + c.Other }
 
 // Sub is c − o field by field.
 func (c Calls) Sub(o Calls) Calls {
-	return Calls{c.Pop - o.Pop, c.Push - o.Push, c.Txn - o.Txn, c.KV - o.KV, c.KVIncr - o.KVIncr, c.Other - o.Other}
+	return Calls{c.Pop - o.Pop, c.Push - o.Push, c.Txn - o.Txn, c.KV - o.KV, c.KVIncr - o.KVIncr, c.Lease - o.Lease, c.Other - o.Other}
 }
 
-type callCounts struct{ pop, push, txn, kv, kvIncr, other atomic.Int64 }
+type callCounts struct{ pop, push, txn, kv, kvIncr, lease, other atomic.Int64 }
 
 func (c *callCounts) count(path string) {
 	switch {
@@ -34,6 +35,8 @@ func (c *callCounts) count(path string) {
 		c.kv.Add(1)
 	case path == "/api/v1/push":
 		c.push.Add(1)
+	case strings.HasPrefix(path, "/api/v1/lease/"):
+		c.lease.Add(1)
 	default:
 		c.other.Add(1)
 	}
@@ -42,5 +45,5 @@ func (c *callCounts) count(path string) {
 // Calls is what this client has sent so far (answered or not).
 func (c *Client) Calls() Calls {
 	n := &c.calls
-	return Calls{n.pop.Load(), n.push.Load(), n.txn.Load(), n.kv.Load(), n.kvIncr.Load(), n.other.Load()}
+	return Calls{n.pop.Load(), n.push.Load(), n.txn.Load(), n.kv.Load(), n.kvIncr.Load(), n.lease.Load(), n.other.Load()}
 }

@@ -37,6 +37,13 @@
 //     FailedIndex -1.
 //   - Seek and subscription timestamps are sent as UTC with milliseconds and
 //     "Z" (FormatTimestamp).
+//   - Older brokers' answers (met on a Queen 0.15.1; queen-wire §0.1: the
+//     client tolerates both, miniqueen speaks the newest): an empty pop as
+//     200 {"success": false, "error": "no_available_partition"} or
+//     "lease_held" is an empty Claim; an unknown queue's detail as 200
+//     {"error": "… not found"} is IsNotFound (CodeNotFound); a lease extend
+//     answered with an array of per-claim results is summed into one
+//     LeaseExtension.
 //
 // Behaviour chosen for the client:
 //

@@ -85,9 +85,17 @@ func StatusOf(err error) int {
 	return 0
 }
 
-// IsNotFound reports whether the broker answered 404 (unknown queue on the
-// depth or detail route, or a route a too-old broker does not have).
-func IsNotFound(err error) bool { return StatusOf(err) == http.StatusNotFound }
+// CodeNotFound is the Code the client gives an answer that says "not
+// found" without a 404: an older broker's 200 {"error": "Queue not found"}
+// on the queue detail route.
+const CodeNotFound = "not_found"
+
+// IsNotFound reports whether the broker said the thing is not there: a 404
+// (unknown queue on the depth or detail route, or a route a too-old broker
+// does not have) or an older broker's 200 answer saying so (CodeNotFound).
+func IsNotFound(err error) bool {
+	return StatusOf(err) == http.StatusNotFound || CodeOf(err) == CodeNotFound
+}
 
 // IsBadRequest reports whether the broker answered 400 (malformed input; the
 // *Error's Reason names the rule, e.g. "kv_bad_ttl").

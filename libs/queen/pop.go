@@ -201,6 +201,9 @@ func decodeClaim(path string, status int, b []byte, batch int) (Claim, error) {
 		return Claim{}, err
 	}
 	if w.Success != nil && !*w.Success {
+		if emptyPopError(w.Error) {
+			return Claim{}, nil
+		}
 		e := newError(http.MethodGet, path, status, nil, b)
 		e.Code = "pop_failed"
 		return Claim{}, e
@@ -209,6 +212,23 @@ func decodeClaim(path string, status int, b []byte, batch int) (Claim, error) {
 		w.Messages = nil
 	}
 	return w.Claim, nil
+}
+
+// emptyPopError reports the "error" of a 200 {"success": false} pop answer
+// that older brokers (Queen 0.15) give for an empty claim: no partition
+// had anything claimable ("no_available_partition"), or every candidate
+// was leased ("lease_held"). It is an empty claim, as 204 is on current
+// brokers (queen-wire §0.1: the client tolerates both).
+func emptyPopError(raw []byte) bool {
+	var text string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &text) != nil {
+		return false
+	}
+	switch text {
+	case "no_available_partition", "lease_held":
+		return true
+	}
+	return false
 }
 
 // httpBound is how long the HTTP call of a long-poll may take: the pop's

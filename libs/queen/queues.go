@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // QueueOptions are a queue's settings as POST /api/v1/configure carries them
@@ -200,7 +201,8 @@ type PartitionInfo struct {
 }
 
 // Queue reads one queue's detail (GET /api/v1/resources/queues/:queue). An
-// unknown queue is a 404 (IsNotFound).
+// unknown queue is IsNotFound: a 404, or the 200 {"error": "… not found"}
+// an older broker answers.
 func (c *Client) Queue(ctx context.Context, queue string) (QueueInfo, error) {
 	if err := need("queue detail", "queue", queue); err != nil {
 		return QueueInfo{}, err
@@ -211,6 +213,7 @@ func (c *Client) Queue(ctx context.Context, queue string) (QueueInfo, error) {
 		var w struct {
 			Name             string          `json:"name"`
 			Queue            json.RawMessage `json:"queue"`
+			Error            json.RawMessage `json:"error"`
 			RetentionSeconds OptInt          `json:"retentionSeconds"`
 			Partitions       []struct {
 				Name  string `json:"name"`
@@ -221,6 +224,15 @@ func (c *Client) Queue(ctx context.Context, queue string) (QueueInfo, error) {
 		}
 		if err := json.Unmarshal(b, &w); err != nil {
 			return err
+		}
+		if len(w.Error) > 0 && w.Error[0] == '"' && w.Name == "" && len(w.Queue) == 0 && w.Partitions == nil {
+			// An older broker (Queen 0.15) answers an unknown queue with
+			// 200 {"error": "Queue not found"}; a current one with 404.
+			e := newError(http.MethodGet, path, http.StatusOK, nil, b)
+			if strings.Contains(strings.ToLower(e.Message), "not found") {
+				e.Code = CodeNotFound
+			}
+			return e
 		}
 		qi.Raw = bytes.Clone(b)
 		qi.Name = w.Name

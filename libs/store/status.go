@@ -49,6 +49,20 @@ type StageStatus struct {
 	Counters    Counters `json:"counters"`
 	LastRefusal *Refusal `json:"lastRefusal,omitempty"`
 	Wedge       *Wedge   `json:"wedge,omitempty"`
+	// Holding is how many claims the stage holds now, leased while their
+	// window does not open (a gauge; 0 is omitted).
+	Holding int `json:"holding,omitempty"`
+	// Denials are the stage's denials on this replica (lifetime of the
+	// graph runtime) by budget and reason, sorted.
+	Denials []DenialCount `json:"denials,omitempty"`
+}
+
+// DenialCount is how many times one budget refused a stage's window for
+// one reason (budget.ReasonCeiling, ReasonShare, ReasonBackoff).
+type DenialCount struct {
+	Budget string `json:"budget"`
+	Reason string `json:"reason"`
+	Count  int64  `json:"count"`
 }
 
 // GraphStatus is one graph as one replica runs it.

@@ -1,8 +1,8 @@
 package window
 
 import (
+	"math"
 	"slices"
-	"sort"
 )
 
 // Sample is one read of a budget counter (a kv getMany row).
@@ -47,6 +47,12 @@ type Window struct {
 	// Unsure is set when items stamped after the last read could have been
 	// charged after it, so Final may be stale and a surplus proves nothing.
 	Unsure bool
+	// Unseen is set for a window no read saw: items were stamped after the
+	// window before them had ended and before the next one seen opened,
+	// so a charge opened a window that a backoff's put replaced (or that
+	// expired) between two reads. StartMs is its first stamp, Final is
+	// unknown (0); only its Forwarded is judged, against the ceiling.
+	Unseen bool
 
 	stamps []int64
 }
@@ -98,6 +104,9 @@ type Accounting struct {
 	Shifted int64
 	// Unattributed counts stamps before the first window.
 	Unattributed int
+	// Unseen counts windows no read saw (Window.Unseen) that items were
+	// attributed to.
+	Unseen int
 	// Skipped counts windows not judged (outside the span, breaker, cut,
 	// or unsure).
 	Skipped int
@@ -105,11 +114,15 @@ type Accounting struct {
 
 // Account groups counter samples into windows (one per distinct expiry),
 // attributes every commit stamp to the last window that opened at or before
-// it, moves items stamped just after a boundary back to a window short by as
-// many (a charge before the stamp: the separate kv call) and items stamped
-// just before a boundary forward to a window short by as many (a stamp
-// before the charging commit: kv riders), and judges every window inside the span: forwarded must equal the
-// final counter value, and neither may exceed the ceiling.
+// it — or, for a stamp after that window ended and before the next one
+// opened, to a window no read saw (Window.Unseen: one per sub-window of
+// such stamps) —, moves items stamped just after a boundary back to a
+// window short by as many (a charge before the stamp: the separate kv
+// call) and items stamped just before a boundary forward to a window short
+// by as many (a stamp before the charging commit: kv riders), and judges
+// every window inside the span: forwarded must equal the final counter
+// value, and neither may exceed the ceiling (an unseen window's forwarded
+// is judged against the ceiling only).
 func Account(samples []Sample, stamps []int64, p AccountParams) Accounting {
 	if p.SlackMs <= 0 {
 		p.SlackMs = 500
@@ -117,24 +130,8 @@ func Account(samples []Sample, stamps []int64, p AccountParams) Accounting {
 	if p.BreakerSlackMs <= 0 {
 		p.BreakerSlackMs = 250
 	}
-	ws := Windows(samples, p.TTLMs, p.BreakerSlackMs)
 	var acc Accounting
-	starts := make([]int64, len(ws))
-	for i := range ws {
-		starts[i] = ws[i].StartMs
-	}
-	for _, t := range stamps {
-		i := sort.Search(len(starts), func(i int) bool { return starts[i] > t }) - 1
-		if i < 0 {
-			acc.Unattributed++
-			continue
-		}
-		ws[i].stamps = append(ws[i].stamps, t)
-	}
-	for i := range ws {
-		slices.Sort(ws[i].stamps)
-		ws[i].Forwarded = int64(len(ws[i].stamps))
-	}
+	ws := attribute(Windows(samples, p.TTLMs, p.BreakerSlackMs), stamps, p.TTLMs, &acc)
 	// Boundary reconciliation: the relay stamps after it charges, so an item
 	// charged at the very end of window i can be stamped after window i+1
 	// opened. Move at most the shortfall of i, and only stamps within SlackMs
@@ -160,6 +157,11 @@ func Account(samples []Sample, stamps []int64, p AccountParams) Accounting {
 		b.stamps = b.stamps[moved:]
 		a.Forwarded += moved
 		b.Forwarded -= moved
+		if b.Unseen {
+			// Stamped in the gap after a ended, charged in it: a's own
+			// items, not a move across a boundary another window opened.
+			continue
+		}
 		a.Shifted += moved
 		acc.Shifted += moved
 	}
@@ -193,8 +195,12 @@ func Account(samples []Sample, stamps []int64, p AccountParams) Accounting {
 		b.Shifted += moved
 		acc.Shifted += moved
 	}
+	ws = slices.DeleteFunc(ws, func(w Window) bool { return w.Unseen && w.Forwarded == 0 })
 	for i := range ws {
 		w := &ws[i]
+		if w.Unseen {
+			acc.Unseen++
+		}
 		if !w.Breaker {
 			acc.MaxFinal = max(acc.MaxFinal, w.Final)
 			acc.MaxForwarded = max(acc.MaxForwarded, w.Forwarded)
@@ -206,7 +212,7 @@ func Account(samples []Sample, stamps []int64, p AccountParams) Accounting {
 			w.Unsure = true
 		}
 		inSpan := w.StartMs >= p.JudgeFromMs && w.EndMs <= p.JudgeToMs
-		w.Judged = inSpan && !w.Breaker && !w.Cut && !w.Unsure
+		w.Judged = inSpan && !w.Breaker && !w.Cut && !w.Unsure && !w.Unseen
 		if !w.Judged {
 			acc.Skipped++
 			continue
@@ -226,6 +232,47 @@ func Account(samples []Sample, stamps []int64, p AccountParams) Accounting {
 	}
 	acc.Windows = ws
 	return acc
+}
+
+// attribute gives every stamp its window: the last window that opened at
+// or before it, unless the stamp is at or after that window's end and
+// before the next window opened. Such gap stamps belong to a window no
+// read saw: each run of them is cut into unseen windows of one sub-window
+// (ttlMs) from their first stamp, inserted in time order. Stamps before
+// the first window are counted in acc.Unattributed. Forwarded is set.
+func attribute(seen []Window, stamps []int64, ttlMs int64, acc *Accounting) []Window {
+	sorted := slices.Clone(stamps)
+	slices.Sort(sorted)
+	out := make([]Window, 0, len(seen))
+	k := 0
+	for ; k < len(sorted) && (len(seen) == 0 || sorted[k] < seen[0].StartMs); k++ {
+		acc.Unattributed++
+	}
+	for i := range seen {
+		w := seen[i]
+		next := int64(math.MaxInt64)
+		if i+1 < len(seen) {
+			next = seen[i+1].StartMs
+		}
+		for ; k < len(sorted) && sorted[k] < next && sorted[k] < w.EndMs; k++ {
+			w.stamps = append(w.stamps, sorted[k])
+		}
+		out = append(out, w)
+		// What is left before the next window opened was stamped after
+		// this one ended: windows no read saw.
+		for k < len(sorted) && sorted[k] < next {
+			u := Window{StartMs: sorted[k], Unseen: true}
+			u.EndMs = min(u.StartMs+max(ttlMs, 1), next)
+			for ; k < len(sorted) && sorted[k] < u.EndMs; k++ {
+				u.stamps = append(u.stamps, sorted[k])
+			}
+			out = append(out, u)
+		}
+	}
+	for i := range out {
+		out[i].Forwarded = int64(len(out[i].stamps))
+	}
+	return out
 }
 
 // Windows groups samples by expiry into windows in time order. A row seen

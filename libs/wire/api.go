@@ -161,6 +161,9 @@ type QueenState struct {
 	URL       string `json:"url"`
 	Reachable bool   `json:"reachable"`
 	Version   string `json:"version"`
+	// Needs is what gate-api's capability probe found of what Gate needs of
+	// the broker (absent before the first probe answered).
+	Needs []BrokerNeed `json:"needs,omitempty"`
 }
 
 // Health is GET /health's 200 answer (503 adds error and status

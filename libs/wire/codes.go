@@ -77,6 +77,12 @@ const (
 	// CodeBrokerUnhealthy means the broker is unreachable or reports
 	// itself unhealthy (GET /health: status, queen).
 	CodeBrokerUnhealthy Code = "broker-unhealthy"
+	// CodeBrokerLacks means the broker answers but is not the broker Gate
+	// needs: it lacks kv incr with max, the depth route or the cumulative
+	// ack that releases a claim's lease (queen.needs lists each with the
+	// fix). GET /health answers it, and a declaration is refused with it
+	// before anything is provisioned.
+	CodeBrokerLacks Code = "broker-lacks"
 	// CodeBrokerFailed means a broker call the route needs failed or was
 	// refused (the counters, the breaker records); nothing was changed
 	// unless the sentence says otherwise.
@@ -313,6 +319,7 @@ var Codes = []CodeStatuses{
 	{CodeInternalError, []int{500}},
 	{CodeBrokerTimeout, []int{504}},
 	{CodeBrokerUnhealthy, []int{503}},
+	{CodeBrokerLacks, []int{503}},
 	{CodeBrokerFailed, []int{502}},
 	{CodeGraphNotFound, []int{404}},
 	{CodeApplicationNotFound, []int{404}},

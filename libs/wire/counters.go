@@ -36,6 +36,10 @@ type Counters struct {
 	// Ambiguous is the settles whose outcome was unknown (the answer was
 	// cut or timed out): their charge was kept, never refunded.
 	Ambiguous int64 `json:"ambiguous,omitempty"`
+	// Held is the claims whose window did not open within a second, kept
+	// leased by the stage while its workers went on popping other
+	// partitions (each retried when its window opened).
+	Held int64 `json:"held,omitempty"`
 }
 
 // Add sums o into c, field by field.
@@ -54,6 +58,7 @@ func (c *Counters) Add(o Counters) {
 	c.Wedged += o.Wedged
 	c.CostAdmitted += o.CostAdmitted
 	c.Ambiguous += o.Ambiguous
+	c.Held += o.Held
 }
 
 // ItemsPerCommit is forwarded/commits, or nil before the first commit.
@@ -86,5 +91,6 @@ type Denial struct {
 }
 
 // Refusals is how many times the stage was refused: deferred (a prefix
-// cut) + parked (a wait for a window) + released (a claim given back).
-func (c Counters) Refusals() int64 { return c.Deferred + c.Parked + c.Released }
+// cut) + parked (a wait for a window) + held (a longer wait, off the
+// worker) + released (a claim given back).
+func (c Counters) Refusals() int64 { return c.Deferred + c.Parked + c.Held + c.Released }

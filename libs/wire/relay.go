@@ -17,6 +17,27 @@ type RelayHealth struct {
 type RelayBroker struct {
 	Reachable bool   `json:"reachable"`
 	Error     string `json:"error,omitempty"`
+	// Needs is what the relay's capability probe found of what Gate needs
+	// of the broker (absent before the first probe answered).
+	Needs []BrokerNeed `json:"needs,omitempty"`
+}
+
+// BrokerNeed is one thing Gate needs of its broker as the capability probe
+// (libs/capability) found it, at start and after every reconnect.
+type BrokerNeed struct {
+	// Need is kv, riders, depth or ack.
+	Need string `json:"need"`
+	// What says it in words.
+	What string `json:"what"`
+	// Present says the broker has it.
+	Present bool `json:"present"`
+	// Required is false for what Gate can do without (riders: admission
+	// then charges with a kv call before the settle).
+	Required bool `json:"required"`
+	// Problem is what the broker answered when it lacks it; Fix says how
+	// to get it (the version, the knob).
+	Problem string `json:"problem,omitempty"`
+	Fix     string `json:"fix,omitempty"`
 }
 
 // RelayAdmission is the relay's admission path: "riders" or "separate",

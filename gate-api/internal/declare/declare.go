@@ -124,6 +124,13 @@ func (d *Declarer) declare(ctx context.Context, app, name string, body []byte, t
 // (an older version is then refused by version-order), at most
 // maxStoreRounds times.
 func (d *Declarer) declareOne(ctx context.Context, app, name string, body []byte, target bool) (*plan.Response, string, *httpapi.Refusal) {
+	// A broker that lacks what Gate needs (kv, the depth route, the
+	// cumulative ack) is named before anything is read, provisioned or
+	// stored: every later step would fail against it, less clearly.
+	if rep, known := d.p.Capabilities(ctx); known && rep.Problem() != "" {
+		return nil, outcomeProvisioning, httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeBrokerLacks, "%s; nothing was provisioned or stored: fix the broker, then retry the PUT", rep.Problem()).
+			RetryAfter(10)
+	}
 	for round := range maxCheckRounds + maxStoreRounds {
 		locked := round >= maxCheckRounds
 		if locked {

@@ -46,6 +46,7 @@ func (p *Plane) BrokerHealth(ctx context.Context) (ok bool, version, problem str
 	default:
 		h.ok, h.err = true, ""
 	}
+	p.brokerAnswered(h.ok)
 	return h.ok, h.ver, h.err
 }
 

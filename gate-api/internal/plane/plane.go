@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,10 @@ type Plane struct {
 	hist   atomic.Pointer[history.DB]
 	health healthProbe
 	depth  depthCache
+	caps   capabilities
+	// owner names this process's capability probe runs (their scratch
+	// partition and keys).
+	owner string
 }
 
 // Options are what New takes besides the configuration. The zero value is
@@ -81,8 +86,10 @@ func New(cfg config.Config, opt Options) (*Plane, error) {
 		return nil, fmt.Errorf("QUEEN_URL: %w", err)
 	}
 	st := store.New(c, cfg.KVNamespace)
+	host, _ := os.Hostname()
 	return &Plane{
-		Cfg: cfg, Log: opt.Log, Clock: opt.Clock, Client: c, Store: st,
+		owner: fmt.Sprintf("api-%s-%d", host, os.Getpid()),
+		Cfg:   cfg, Log: opt.Log, Clock: opt.Clock, Client: c, Store: st,
 		Cat:      NewCatalog(CatalogConfig{Store: st, Options: cfg.PlanOptions(), Log: opt.Log, Clock: opt.Clock, Refresh: cfg.Refresh}),
 		Registry: prometheus.NewRegistry(),
 	}, nil

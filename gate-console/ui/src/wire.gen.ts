@@ -209,6 +209,11 @@ export interface QueenState {
   url: string;
   reachable: boolean;
   version: string;
+  /**
+   * Needs is what gate-api's capability probe found of what Gate needs of
+   * the broker (absent before the first probe answered).
+   */
+  needs?: BrokerNeed[];
 }
 
 /**
@@ -312,6 +317,7 @@ export interface MetricsPath {
  * - `internal-error`: the server failed on the request (a bug or a local failure, logged): retry, and report it if it repeats.
  * - `broker-timeout`: the broker did not answer the request's broker work within GATE_BROKER_TIMEOUT_MS (broker, timeoutMs, Retry-After: 1); the refusal's other fields say what the route knew.
  * - `broker-unhealthy`: the broker is unreachable or reports itself unhealthy (GET /health: status, queen).
+ * - `broker-lacks`: the broker answers but is not the broker Gate needs: it lacks kv incr with max, the depth route or the cumulative ack that releases a claim's lease (queen.needs lists each with the fix). GET /health answers it, and a declaration is refused with it before anything is provisioned.
  * - `broker-failed`: a broker call the route needs failed or was refused (the counters, the breaker records); nothing was changed unless the sentence says otherwise.
  * - `graph-not-found`: no graph of that name is declared in the application (on a flat route: in any application).
  * - `application-not-found`: the application declares no graph.
@@ -395,6 +401,7 @@ export type Code =
   | "internal-error"
   | "broker-timeout"
   | "broker-unhealthy"
+  | "broker-lacks"
   | "broker-failed"
   | "graph-not-found"
   | "application-not-found"
@@ -623,6 +630,12 @@ export interface Counters {
    * cut or timed out): their charge was kept, never refunded.
    */
   ambiguous?: number;
+  /**
+   * Held is the claims whose window did not open within a second, kept
+   * leased by the stage while its workers went on popping other
+   * partitions (each retried when its window opened).
+   */
+  held?: number;
 }
 
 /** Refusal is the last budget that refused a stage's whole window. */
@@ -1501,6 +1514,35 @@ export interface RelayHealth {
 export interface RelayBroker {
   reachable: boolean;
   error?: string;
+  /**
+   * Needs is what the relay's capability probe found of what Gate needs
+   * of the broker (absent before the first probe answered).
+   */
+  needs?: BrokerNeed[];
+}
+
+/**
+ * BrokerNeed is one thing Gate needs of its broker as the capability probe
+ * (libs/capability) found it, at start and after every reconnect.
+ */
+export interface BrokerNeed {
+  /** Need is kv, riders, depth or ack. */
+  need: string;
+  /** What says it in words. */
+  what: string;
+  /** Present says the broker has it. */
+  present: boolean;
+  /**
+   * Required is false for what Gate can do without (riders: admission
+   * then charges with a kv call before the settle).
+   */
+  required: boolean;
+  /**
+   * Problem is what the broker answered when it lacks it; Fix says how
+   * to get it (the version, the knob).
+   */
+  problem?: string;
+  fix?: string;
 }
 
 /**

@@ -21,9 +21,15 @@ import (
 )
 
 func main() {
+	// Ctrl-C reaches gate-run alone, not the make that started it: make
+	// would die of the SIGINT (the shell's 130) however cleanly gate-run
+	// stops, where `make run` promises 0.
+	restore := stack.Foreground()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx); err != nil {
+	err := run(ctx)
+	stop()
+	restore()
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "gate-run: %v\n", err)
 		os.Exit(1)
 	}
