@@ -132,6 +132,13 @@ func (e *Refusal) StoredVersion(v int64, running []string) *Refusal {
 	return e
 }
 
+// Current is the stored document a 412 found: its entity tag ("" when
+// nothing is stored) and, when history knows, who stored it and when.
+func (e *Refusal) Current(etag, by string, at *int64) *Refusal {
+	e.body.ETag, e.body.ChangedBy, e.body.ChangedAt = etag, by, at
+	return e
+}
+
 // InflightBytes is the bytes of pushes already buffered.
 func (e *Refusal) InflightBytes(n int64) *Refusal { e.body.InflightBytes = &n; return e }
 

@@ -191,3 +191,55 @@ func TestPutIfWritesOnlyOverTheRowItRead(t *testing.T) {
 		t.Fatalf("replace a deleted document: %v, want ErrChanged", err)
 	}
 }
+
+// DeleteIf deletes only the row it was given: a row another writer
+// replaced or deleted meanwhile is ErrChanged with nothing deleted and no
+// change signal; the row read deletes it and moves the signal.
+func TestDeleteIfDeletesOnlyTheRowItRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	if err := s.PutIf(ctx, "shop", "orders", json.RawMessage(`{"version":1}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := s.Get(ctx, "shop", "orders")
+	if err := s.PutIf(ctx, "shop", "orders", json.RawMessage(`{"version":2}`), first.Row); err != nil {
+		t.Fatal(err)
+	}
+	rev, _ := s.Revision(ctx)
+	if err := s.DeleteIf(ctx, "shop", "orders", false, first.Row); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("delete at a stale row: %v, want ErrChanged", err)
+	}
+	if after, _ := s.Revision(ctx); after != rev {
+		t.Errorf("a lost DeleteIf bumped the change signal (%d → %d)", rev, after)
+	}
+	cur, found, _ := s.Get(ctx, "shop", "orders")
+	if !found || string(cur.Body) != `{"version":2}` {
+		t.Fatalf("after the stale delete: %+v %v, want version 2 still stored", cur, found)
+	}
+	if err := s.DeleteIf(ctx, "shop", "orders", false, cur.Row); err != nil {
+		t.Fatalf("delete at the row read: %v", err)
+	}
+	if _, found, _ := s.Get(ctx, "shop", "orders"); found {
+		t.Fatal("still stored after DeleteIf at its row")
+	}
+	if after, _ := s.Revision(ctx); after == rev {
+		t.Error("DeleteIf did not move the change signal")
+	}
+	if err := s.DeleteIf(ctx, "shop", "orders", false, cur.Row); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("delete of a deleted document: %v, want ErrChanged", err)
+	}
+}
+
+// The entity tag is derived from the stored bytes alone: equal bytes, equal
+// tags; any byte changed, another tag; always a quoted strong tag.
+func TestETagIsDerivedFromTheStoredBytes(t *testing.T) {
+	t.Parallel()
+	a := store.ETag([]byte(`{"version":1}`))
+	if a != store.ETag([]byte(`{"version":1}`)) || a == store.ETag([]byte(`{"version":2}`)) || a == store.ETag([]byte(`{"version":1} `)) {
+		t.Fatalf("ETag is not a function of the bytes: %s", a)
+	}
+	if len(a) != 34 || a[0] != '"' || a[33] != '"' || (store.Document{Body: []byte(`{"version":1}`)}).ETag() != a {
+		t.Fatalf("ETag %s is not a quoted 32-hex-digit strong tag, or Document.ETag differs", a)
+	}
+}

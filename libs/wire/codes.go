@@ -170,6 +170,29 @@ const (
 	// CodeStoreFailed means writing or deleting the stored document in kv
 	// failed: the sentence says what still serves or was stopped.
 	CodeStoreFailed Code = "store-failed"
+	// CodeInvalidPrecondition means a precondition header is refused: an
+	// If-Match or If-None-Match that is not "*" or a list of quoted entity
+	// tags (RFC 9110), that holds more than 64 tags or 4 KiB, or a
+	// precondition the graph routes do not evaluate (If-Modified-Since,
+	// If-Unmodified-Since, If-Range; field names the header). Send the ETag
+	// of a GET or PUT answer.
+	CodeInvalidPrecondition Code = "invalid-precondition"
+	// CodePreconditionFailed means the stored document is not the one the
+	// request's If-Match names, If-Match: * found nothing stored, or
+	// If-None-Match found a document (create means create): nothing was
+	// stored or deleted. The body carries the current etag, storedVersion
+	// and, when history knows, changedBy and changedAt.
+	CodePreconditionFailed Code = "precondition-failed"
+	// CodeInvalidVersion means the version number in a history URL is not a
+	// whole number from 1 (field names version).
+	CodeInvalidVersion Code = "invalid-version"
+	// CodeVersionNotFound means the graph's history has no such version
+	// (never recorded, or removed by retention; field names version).
+	CodeVersionNotFound Code = "version-not-found"
+	// CodeVersionNotRestorable means the history version records a
+	// deletion, so it has no document to restore: restore the version
+	// before it.
+	CodeVersionNotRestorable Code = "version-not-restorable"
 
 	// CodeNoHistory means the route needs the PostgreSQL history and this
 	// server has none (PG_HOST is not set).
@@ -340,6 +363,11 @@ var Codes = []CodeStatuses{
 	{CodeDeclareContended, []int{409}},
 	{CodeProvisioningFailed, []int{502}},
 	{CodeStoreFailed, []int{502}},
+	{CodeInvalidPrecondition, []int{400}},
+	{CodePreconditionFailed, []int{412}},
+	{CodeInvalidVersion, []int{400}},
+	{CodeVersionNotFound, []int{404}},
+	{CodeVersionNotRestorable, []int{409}},
 	{CodeNoHistory, []int{503}},
 	{CodeHistoryFailed, []int{502}},
 	{CodeHistoryTimeout, []int{504}},
