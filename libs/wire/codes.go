@@ -183,16 +183,16 @@ const (
 	// stored or deleted. The body carries the current etag, storedVersion
 	// and, when history knows, changedBy and changedAt.
 	CodePreconditionFailed Code = "precondition-failed"
-	// CodeInvalidVersion means the version number in a history URL is not a
-	// whole number from 1 (field names version).
-	CodeInvalidVersion Code = "invalid-version"
-	// CodeVersionNotFound means the graph's history has no such version
-	// (never recorded, or removed by retention; field names version).
-	CodeVersionNotFound Code = "version-not-found"
-	// CodeVersionNotRestorable means the history version records a
-	// deletion, so it has no document to restore: restore the version
+	// CodeInvalidRevision means the revision number in a history URL is not a
+	// whole number from 1 (field names revision).
+	CodeInvalidRevision Code = "invalid-revision"
+	// CodeRevisionNotFound means the graph's history has no such revision
+	// (never recorded, or removed by retention; field names revision).
+	CodeRevisionNotFound Code = "revision-not-found"
+	// CodeRevisionNotRestorable means the history revision records a
+	// deletion, so it has no document to restore: restore the revision
 	// before it.
-	CodeVersionNotRestorable Code = "version-not-restorable"
+	CodeRevisionNotRestorable Code = "revision-not-restorable"
 
 	// CodeNoHistory means the route needs the PostgreSQL history and this
 	// server has none (PG_HOST is not set).
@@ -365,9 +365,9 @@ var Codes = []CodeStatuses{
 	{CodeStoreFailed, []int{502}},
 	{CodeInvalidPrecondition, []int{400}},
 	{CodePreconditionFailed, []int{412}},
-	{CodeInvalidVersion, []int{400}},
-	{CodeVersionNotFound, []int{404}},
-	{CodeVersionNotRestorable, []int{409}},
+	{CodeInvalidRevision, []int{400}},
+	{CodeRevisionNotFound, []int{404}},
+	{CodeRevisionNotRestorable, []int{409}},
 	{CodeNoHistory, []int{503}},
 	{CodeHistoryFailed, []int{502}},
 	{CodeHistoryTimeout, []int{504}},
