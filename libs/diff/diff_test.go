@@ -340,7 +340,7 @@ func TestLinesSayWhatChanges(t *testing.T) {
 			t.Errorf("the text lacks %q:\n%s", want, text)
 		}
 	}
-	if s := diff.Summary(d); strings.Contains(s, "  ") || !strings.Contains(s, "node limit: changed") || len(s) > 300 {
+	if s := diff.Summary(d); strings.Contains(s, "  ") || !strings.Contains(s, "node limit (egress: shop.payments.out → shop.new.out, budget global: 5 per 1 s → 100 per 1 s") || len(s) > 300 {
 		t.Errorf("summary %q", s)
 	}
 	same := diff.Compute(side(t, "payments", target(5, "x.out")), side(t, "payments", target(5, "x.out")))

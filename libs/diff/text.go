@@ -71,10 +71,15 @@ func Lines(d wire.Diff) []string {
 // Summary is d in one line of at most 300 bytes: the history list's
 // summary of a revision.
 func Summary(d wire.Diff) string {
-	lines := Lines(d)
 	var parts []string
-	for _, l := range lines {
-		if strings.HasPrefix(l, "  ") {
+	for _, l := range Lines(d) {
+		if detail, ok := strings.CutPrefix(l, "  "); ok && len(parts) > 0 {
+			last := &parts[len(parts)-1]
+			if strings.HasSuffix(*last, ")") {
+				*last = (*last)[:len(*last)-1] + ", " + detail + ")"
+			} else {
+				*last = strings.TrimSuffix(*last, ": changed") + " (" + detail + ")"
+			}
 			continue
 		}
 		parts = append(parts, l)

@@ -63,6 +63,10 @@ func (e *Refusal) Body() wire.Error { return e.body }
 // Header is the headers the refusal is written with (nil when none).
 func (e *Refusal) Header() http.Header { return e.header }
 
+// Prefix puts s before the refusal's sentence (a caller saying what it was
+// doing when the refusal arose); every other field is kept.
+func (e *Refusal) Prefix(s string) *Refusal { e.body.Error = s + e.body.Error; return e }
+
 // Field names the request field, URL segment, query parameter or header
 // at fault.
 func (e *Refusal) Field(name string) *Refusal { e.body.Field = name; return e }

@@ -157,19 +157,27 @@ func (s *Store) PutIf(ctx context.Context, app, graph string, body json.RawMessa
 }
 
 // DeleteIf deletes the stored document of app/graph only if its row is
-// still the one the caller read (Document.Row of the v2 row, or of the
-// legacy v1 row when legacy is true), bumping the change signal in the same
-// call; both or neither apply. A lost precondition (another writer stored
-// or deleted the document meanwhile) is ErrChanged, wrapped.
+// still the one the caller read: row is Document.Row of the v2 row, or of
+// the legacy v1 row when legacy is true (Get and Find return the v2 row
+// when both exist). Deleting the v2 row also deletes a legacy row of the
+// name, as Delete does; deleting a legacy row requires the v2 row to be
+// still absent. The change signal is bumped in the same call, and all or
+// nothing applies. A lost precondition (another writer stored or deleted
+// the document meanwhile) is ErrChanged, wrapped.
 func (s *Store) DeleteIf(ctx context.Context, app, graph string, legacy bool, row int64) error {
-	key := plan.DocumentKey(app, graph)
-	if legacy {
-		key = plan.LegacyTargetKey(app, graph)
-	}
-	res, err := s.c.KV(ctx,
+	key, other := plan.DocumentKey(app, graph), plan.LegacyTargetKey(app, graph)
+	ops := []queen.KVOp{
 		queen.KVDelete(s.ns, key, queen.DeleteOpts{Expect: queen.Int(row), Required: true}),
-		queen.KVIncr(s.ns, revisionKey, 1, queen.IncrOpts{Forever: true}),
-	)
+		queen.KVDelete(s.ns, other, queen.DeleteOpts{}),
+	}
+	if legacy {
+		key, other = other, key
+		ops = []queen.KVOp{
+			queen.KVDelete(s.ns, key, queen.DeleteOpts{Expect: queen.Int(row), Required: true}),
+			queen.KVDelete(s.ns, other, queen.DeleteOpts{Expect: queen.Int(0), Required: true}),
+		}
+	}
+	res, err := s.c.KV(ctx, append(ops, queen.KVIncr(s.ns, revisionKey, 1, queen.IncrOpts{Forever: true}))...)
 	if err != nil {
 		return fmt.Errorf("deleting %s: %w", key, err)
 	}

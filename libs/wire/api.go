@@ -37,6 +37,10 @@ type Deleted struct {
 	Message    string   `json:"message"`
 	Stages     []string `json:"stages"`
 	KeptQueues []string `json:"keptQueues"`
+	// Revision is the change-history revision that records the deletion;
+	// null without history, when it failed (logged), or when nothing was
+	// stored.
+	Revision *int64 `json:"revision"`
 }
 
 // Synced is the 200 answer of PUT /v1/apps/{app}/targets.
