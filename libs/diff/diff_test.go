@@ -333,12 +333,15 @@ func TestLinesSayWhatChanges(t *testing.T) {
 		"  egress: shop.payments.out → shop.new.out",
 		"  budget global: 5 per 1 s → 100 per 1 s",
 		"ceilings main 5 → 100",
-		"queue shop.new.out: provisioned, egress",
+		"queue shop.new.out: provisioned (egress;",
 		"queue shop.payments.out: left unused (was egress)",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the text lacks %q:\n%s", want, text)
 		}
+	}
+	if strings.Contains(text, "enforced as") {
+		t.Errorf("a budget enforced as declared on both sides repeats its numbers:\n%s", text)
 	}
 	if s := diff.Summary(d); strings.Contains(s, "  ") || !strings.Contains(s, "node limit (egress: shop.payments.out → shop.new.out, budget global: 5 per 1 s → 100 per 1 s") || len(s) > 300 {
 		t.Errorf("summary %q", s)

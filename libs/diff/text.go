@@ -133,7 +133,8 @@ func budgetLine(b wire.BudgetChange) string {
 	if f.Count != t.Count || f.TimeMs != t.TimeMs {
 		parts = append(parts, rate(f.Count, f.TimeMs)+" → "+rate(t.Count, t.TimeMs))
 	}
-	if f.SubWindows != t.SubWindows || f.CountSub != t.CountSub || f.WindowSubSeconds != t.WindowSubSeconds {
+	plain := func(b *wire.BudgetShape) bool { return b.SubWindows == 1 && b.WindowSubSeconds*1000 == b.TimeMs }
+	if f.SubWindows != t.SubWindows || f.WindowSubSeconds != t.WindowSubSeconds || (f.CountSub != t.CountSub && !(plain(f) && plain(t))) {
 		parts = append(parts, fmt.Sprintf("enforced as %d per %s → %d per %s (%d → %d sub-windows)",
 			f.CountSub, Seconds(f.WindowSubSeconds), t.CountSub, Seconds(t.WindowSubSeconds), f.SubWindows, t.SubWindows))
 	}
@@ -262,13 +263,13 @@ func floatText(p *float64) string {
 func queueLine(q wire.QueueChange) string {
 	switch q.Change {
 	case wire.ChangeAdded:
-		how := "created bare if the broker does not know it; Gate never configures it"
+		how := "created bare if the broker does not know it, never configured by Gate"
 		if q.To.OwnedByGate {
-			how = "configured by Gate (lease, retry limit, retention)"
+			how = "configured by Gate with its lease, retry limit and retention"
 		} else if q.To.Kind == "ingress (yours)" {
 			how = "yours: Gate reads it and never configures it"
 		}
-		return fmt.Sprintf("queue %s: provisioned, %s (%s)", q.Queue, q.To.Kind, how)
+		return fmt.Sprintf("queue %s: provisioned (%s; %s)", q.Queue, q.To.Kind, how)
 	case wire.ChangeRemoved:
 		return fmt.Sprintf("queue %s: left unused (was %s): no stage reads or writes it; the broker keeps it and its messages", q.Queue, q.From.Kind)
 	}
