@@ -95,7 +95,7 @@ func TestDiffPrintsWhatWouldChange(t *testing.T) {
 		"queue " + h.App + ".payments.v2: provisioned",
 		"queue " + h.App + ".payments.out: left unused",
 		fresh + " → " + h.App + "/fresh: would change",
-		"create: nothing is stored under this name",
+		"new graph at version 1: nothing was stored under this name",
 		same + " → " + h.App + "/same: unchanged",
 		"gate-api diff: 3 file(s): 2 would change, 1 unchanged",
 	} {

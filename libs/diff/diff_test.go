@@ -351,7 +351,7 @@ func TestLinesSayWhatChanges(t *testing.T) {
 		t.Errorf("an unchanged document reads %q", l)
 	}
 	created := diff.Lines(diff.Compute(diff.Side{}, side(t, "payments", target(5, "x.out"))))
-	if !strings.HasPrefix(created[0], "create: nothing is stored") || !slices.ContainsFunc(created, func(l string) bool { return strings.Contains(l, "budget global: added, 5 per 1 s") }) {
+	if !strings.HasPrefix(created[0], "new graph at version 1: nothing was stored") || !slices.ContainsFunc(created, func(l string) bool { return strings.Contains(l, "budget global: added, 5 per 1 s") }) {
 		t.Errorf("a created graph reads %q", created)
 	}
 	watch := diff.Compute(

@@ -18,9 +18,9 @@ func Lines(d wire.Diff) []string {
 	}
 	switch {
 	case d.Created:
-		add(0, "create: nothing is stored under this name; version %d would be the first", deref(d.ToVersion))
+		add(0, "new graph at version %d: nothing was stored under this name", deref(d.ToVersion))
 	case d.Deleted:
-		add(0, "delete: version %d is removed", deref(d.FromVersion))
+		add(0, "deleted at version %d", deref(d.FromVersion))
 	case !d.Changed:
 		add(0, "no change: the stored document (version %d) is this document byte for byte", deref(d.FromVersion))
 		return out

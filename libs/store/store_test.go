@@ -243,3 +243,48 @@ func TestETagIsDerivedFromTheStoredBytes(t *testing.T) {
 		t.Fatalf("ETag %s is not a quoted 32-hex-digit strong tag, or Document.ETag differs", a)
 	}
 }
+
+// DeleteIf of the v2 row also deletes a legacy v1 row of the name (a
+// relay would otherwise run the v1 target again); DeleteIf of a legacy row
+// deletes it only while no v2 row exists.
+func TestDeleteIfTakesTheLegacyRowWithIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	legacy := func() {
+		t.Helper()
+		r, err := s.Client().KV(ctx, queen.KVPut(s.Namespace(), "spec:shop:mail", json.RawMessage(`{"version":1,"name":"shop.mail"}`), queen.PutOpts{Forever: true}))
+		if err != nil || !r.Results[0].Applied {
+			t.Fatalf("writing the legacy row: %v", err)
+		}
+	}
+	legacy()
+	if err := s.PutIf(ctx, "shop", "mail", json.RawMessage(`{"version":2}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	d, _, _ := s.Get(ctx, "shop", "mail")
+	if d.Legacy {
+		t.Fatal("Get returned the legacy row beside a v2 row")
+	}
+	if err := s.DeleteIf(ctx, "shop", "mail", false, d.Row); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := s.Get(ctx, "shop", "mail"); found {
+		t.Fatal("the legacy row survived the delete of the v2 row")
+	}
+	legacy()
+	d, _, _ = s.Get(ctx, "shop", "mail")
+	if !d.Legacy {
+		t.Fatalf("want the legacy row, got %+v", d)
+	}
+	// A v2 row stored meanwhile: the legacy delete loses and deletes nothing.
+	if err := s.PutIf(ctx, "shop", "mail", json.RawMessage(`{"version":3}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteIf(ctx, "shop", "mail", true, d.Row); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("legacy delete beside a new v2 row: %v, want ErrChanged", err)
+	}
+	if got, _, _ := s.Get(ctx, "shop", "mail"); string(got.Body) != `{"version":3}` {
+		t.Fatalf("after the lost legacy delete: %s", got.Body)
+	}
+}
