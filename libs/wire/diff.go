@@ -254,8 +254,8 @@ type GraphVersion struct {
 	// application plane; Via is "console" or "api".
 	ChangedBy string `json:"changedBy"`
 	Via       string `json:"via"`
-	// Action is "declare" (a PUT), "sync" (PUT …/targets), "restore" or
-	// "delete".
+	// Action is "declare" (a PUT), "sync" (a target of PUT …/targets),
+	// "restore" or "delete" (a DELETE, or a target the sync removed).
 	Action string `json:"action"`
 	// Version is the document's version, ETag its entity tag (both null
 	// for a deletion).

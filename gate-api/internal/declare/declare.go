@@ -188,8 +188,10 @@ type result struct {
 	// nothing was stored).
 	etag, storedETag string
 	diff             wire.Diff
-	// revision is the history revision recorded (nil: none).
+	// revision is the history revision recorded (nil: none); pending is
+	// the revision to record once the declare lock is released.
 	revision *int64
+	pending  *history.GraphVersion
 }
 
 // declare runs the declare pipeline for one job and counts its outcome (a
@@ -250,6 +252,11 @@ func (d *Declarer) declareOne(ctx context.Context, j job) (*result, string, *htt
 		}
 		r, outcome, bad, lost := d.commit(ctx, j, c)
 		d.mu.Unlock()
+		if r != nil && r.pending != nil {
+			// Recorded without the declare lock: a slow history holds up
+			// no other declare.
+			r.revision = d.record(ctx, *r.pending)
+		}
 		if !lost {
 			return r, outcome, bad
 		}
@@ -456,7 +463,7 @@ func (d *Declarer) commit(ctx context.Context, j job, c *checked) (r *result, ou
 		if j.restore != nil {
 			v.RestoredFrom = &j.restore.Revision
 		}
-		r.revision = d.record(ctx, v)
+		r.pending = &v
 	}
 	d.p.Log.Info("declared", "app", app, "graph", name, "version", doc.Version, "v1", res.V1, "warnings", len(res.Findings.Warnings()), "actor", j.actor.Who)
 	return r, outcomeOK, nil, false
@@ -545,7 +552,8 @@ func (d *Declarer) deleteGraph(q *httpapi.Request, target bool) *httpapi.Refusal
 		app = apps[0]
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	unlock := sync.OnceFunc(d.mu.Unlock)
+	defer unlock()
 	known := d.p.Cat.Get(ctx, app, name)
 	var doc store.Document
 	existed := false
@@ -610,6 +618,7 @@ func (d *Declarer) deleteGraph(q *httpapi.Request, target bool) *httpapi.Refusal
 	}
 	out.Stages = plane.NonNil(stages)
 	out.KeptQueues = plane.NonNil(kept)
+	unlock()
 	if existed {
 		old := plane.CompileStored(app, name, doc.Body, doc.Legacy, d.p.Cfg.PlanOptions())
 		from := libdiff.Side{Doc: old.Doc, Plan: old.Plan, Body: doc.Body}
@@ -712,6 +721,7 @@ func (d *Declarer) syncTargets(q *httpapi.Request) *httpapi.Refusal {
 	unlock := sync.OnceFunc(d.mu.Unlock)
 	d.mu.Lock()
 	defer unlock()
+	var reaped []history.GraphVersion
 	if len(refusedList) == 0 {
 		listing, err := d.p.Store.List(ctx)
 		switch {
@@ -734,10 +744,16 @@ func (d *Declarer) syncTargets(q *httpapi.Request) *httpapi.Refusal {
 				}
 				d.p.Cat.Forget(app, doc.Graph)
 				removed = append(removed, doc.Graph)
+				reaped = append(reaped, history.GraphVersion{App: app, Graph: doc.Graph, At: d.p.Clock.Now().UnixMilli(),
+					ChangedBy: actor.Who, Via: actor.Via, Action: wire.ActionDelete,
+					Diff: libdiff.Compute(libdiff.Side{Doc: e.Doc, Plan: e.Plan, Body: doc.Body}, libdiff.Side{})})
 			}
 		}
 	}
 	unlock()
+	for _, v := range reaped {
+		d.record(ctx, v)
+	}
 	// One wait for every applied document, after the reaping and without
 	// the lock: the sync answers once all run or GATE_DECLARE_WAIT_MS passed.
 	running, notes := d.awaitRunning(q.Outer, app, versions)

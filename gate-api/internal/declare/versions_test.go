@@ -215,3 +215,27 @@ func TestHistoryRoutesBadInput(t *testing.T) {
 		t.Fatalf("the history of a graph never declared: %+v", p)
 	}
 }
+
+// The sync's declarations are revisions of action sync, and the targets it
+// reaps are recorded as deletions.
+func TestSyncIsRecorded(t *testing.T) {
+	t.Parallel()
+	h := apitest.New(t)
+	h.WithHistory(t)
+	named := func(name string, count int) map[string]any {
+		d := h.Target(name, count)
+		d["graph"] = name
+		return d
+	}
+	sync := "/v1/apps/" + h.App + "/targets"
+	h.Expect(h.Do(http.MethodPut, sync, []any{named("a", 5), named("b", 5)}), http.StatusOK)
+	h.Expect(h.Do(http.MethodPut, sync, []any{named("a", 5)}), http.StatusOK)
+	a := apitest.DecodeAs[wire.GraphVersionPage](t, h.Expect(h.Do(http.MethodGet, h.GraphURL("a")+"/versions", nil), http.StatusOK))
+	if a.Total != 1 || a.Items[0].Action != wire.ActionSync {
+		t.Fatalf("a's history %+v, want one sync revision (the second sync changed nothing)", a)
+	}
+	b := apitest.DecodeAs[wire.GraphVersionPage](t, h.Expect(h.Do(http.MethodGet, h.GraphURL("b")+"/versions", nil), http.StatusOK))
+	if b.Total != 2 || b.Items[0].Action != wire.ActionDelete || b.Items[0].Version != nil || b.Items[1].Action != wire.ActionSync {
+		t.Fatalf("b's history %+v, want its sync and the reaping as a deletion", b)
+	}
+}

@@ -976,8 +976,8 @@ export interface GraphVersion {
   changedBy: string;
   via: string;
   /**
-   * Action is "declare" (a PUT), "sync" (PUT …/targets), "restore" or
-   * "delete".
+   * Action is "declare" (a PUT), "sync" (a target of PUT …/targets),
+   * "restore" or "delete" (a DELETE, or a target the sync removed).
    */
   action: string;
   /**
