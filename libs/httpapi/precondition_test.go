@@ -129,3 +129,39 @@ func TestPreconditionsEvaluate(t *testing.T) {
 		t.Error("SentWeak does not say whether If-Match listed only weak tags")
 	}
 }
+
+// Any header value either reads as "*" or a list of entity tags that each
+// match the grammar (and compare equal to themselves), or is refused as a
+// 400 naming the header; none panics.
+func FuzzReadPreconditions(f *testing.F) {
+	for _, s := range []string{"*", `"a"`, `W/"a", "b"`, ` , "x" ,`, `*, "a"`, `"a`, "abc", `W/"`, "\"\x80\xff\"", ""} {
+		f.Add(s, s)
+	}
+	f.Fuzz(func(t *testing.T, ifMatch, ifNoneMatch string) {
+		p, bad := ReadPreconditions(http.Header{"If-Match": {ifMatch}, "If-None-Match": {ifNoneMatch}})
+		if bad != nil {
+			if bad.Status() != http.StatusBadRequest || bad.Code() != wire.CodeInvalidPrecondition || (bad.Body().Field != "If-Match" && bad.Body().Field != "If-None-Match") {
+				t.Fatalf("refusal %d %s field %q", bad.Status(), bad.Code(), bad.Body().Field)
+			}
+			return
+		}
+		for _, tags := range [][]string{p.IfMatchTags, p.IfNoneMatchTags} {
+			if len(tags) > MaxPreconditionTags {
+				t.Fatalf("%d tags read", len(tags))
+			}
+			for _, tag := range tags {
+				if entityTagLen(tag) != len(tag) {
+					t.Fatalf("tag %q read from %q / %q is not one entity tag", tag, ifMatch, ifNoneMatch)
+				}
+				if !strings.HasPrefix(tag, "W/") && p.IfMatch && !p.IfMatchAny && p.Evaluate(tag) == FailedIfMatch && contains(p.IfMatchTags, tag) {
+					t.Fatalf("If-Match %q does not match its own strong tag %q", ifMatch, tag)
+				}
+			}
+		}
+		if p.IfMatchAny && len(p.IfMatchTags) > 0 || p.IfNoneMatchAny && len(p.IfNoneMatchTags) > 0 {
+			t.Fatalf("* read beside tags: %+v", p)
+		}
+	})
+}
+
+func contains(list []string, s string) bool { return slices.Contains(list, s) }
