@@ -147,20 +147,6 @@ func (db *DB) StoredBy(ctx context.Context, app, graph, etag string) (v GraphVer
 	return v, true, nil
 }
 
-// LatestGraphVersion reads a graph's newest revision (without its
-// document and diff); found is false when it has none.
-func (db *DB) LatestGraphVersion(ctx context.Context, app, graph string) (v GraphVersion, found bool, err error) {
-	err = scanVersion(db.pool.QueryRow(ctx, `SELECT `+versionColumns+` FROM graph_versions
-		WHERE application = $1 AND graph = $2 ORDER BY revision DESC LIMIT 1`, app, graph), &v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return GraphVersion{}, false, nil
-	}
-	if err != nil {
-		return GraphVersion{}, false, fmt.Errorf("history: reading the newest revision of %s/%s: %w", app, graph, err)
-	}
-	return v, true, nil
-}
-
 // pruneVersions deletes the revisions older than cut that are not among
 // their graph's newest VersionsKept.
 func (db *DB) pruneVersions(ctx context.Context, cut int64) (int64, error) {
