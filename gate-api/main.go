@@ -1,7 +1,9 @@
 // Command gate-api is Gate's application plane: with no arguments (or
 // `serve`) it serves the HTTP routes applications call — declare, push,
 // backoff, re-enter, ETA — on GATE_BIND against the broker at QUEEN_URL.
-// `gate-api check` validates and compiles declarations offline.
+// `gate-api check` validates and compiles declarations offline; `gate-api
+// diff` and `gate-api apply` check and apply graphs kept in git against a
+// running gate-api.
 package main
 
 import (
@@ -13,6 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/queen-mq/gate/gate-api/apply"
 	"github.com/queen-mq/gate/gate-api/check"
 	"github.com/queen-mq/gate/gate-api/config"
 	"github.com/queen-mq/gate/gate-api/server"
@@ -25,6 +28,13 @@ const usage = `usage:
       against the broker at QUEEN_URL; see README.md for every knob
   gate-api check [--json] [--app APP] [--name GRAPH] [--target] FILE...
       validate and compile graph documents offline, exactly as a PUT would
+  gate-api diff --server URL [--json] [--exit-code] FILE...
+      print what PUT-ing each document would change on a running gate-api
+      (its dry run; nothing is stored)
+  gate-api apply --server URL [--json] FILE...
+      dry-run every document, then PUT each changed one with If-Match on
+      the stored document it was compared with; exit 1 refused, 3 conflict,
+      4 gate-api unavailable
 `
 
 func main() {
@@ -39,6 +49,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "check":
 		return check.Run(args[1:], stdout, stderr)
+	case "diff":
+		return apply.RunDiff(context.Background(), args[1:], os.Stdin, stdout, stderr)
+	case "apply":
+		return apply.RunApply(context.Background(), args[1:], os.Stdin, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

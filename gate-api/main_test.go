@@ -18,6 +18,9 @@ func TestRun(t *testing.T) {
 		{[]string{"serve", "extra"}, 2, "takes no arguments"},
 		{nil, 2, "GATE_STAGE_BATCH"},
 		{[]string{"serve"}, 2, "GATE_STAGE_BATCH"},
+		{[]string{"diff", "g.json"}, 2, "--server is required"},
+		{[]string{"apply", "--server", "http://127.0.0.1:1"}, 2, "no files given"},
+		{[]string{"help"}, 0, "gate-api apply --server URL"},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer

@@ -51,6 +51,12 @@ type Server struct {
 	handler *httpapi.Router
 }
 
+// WithActor marks a request's context as made by the console identity who
+// (an e-mail): the change history records it as the one who stored or
+// deleted a graph. gate-console calls it after its session check; a request
+// without it is the application plane's ("api").
+func WithActor(ctx context.Context, who string) context.Context { return plane.WithActor(ctx, who) }
+
 // Option changes what New builds.
 type Option func(*plane.Options)
 

@@ -153,8 +153,15 @@ func (s *Server) routes() http.Handler {
 	r.HandlePrefix("/api/auth/", http.HandlerFunc(noSignInRoute))
 	r.HandleHTTP("/api/me", s.guard(http.HandlerFunc(s.me)), http.MethodGet, http.MethodHead)
 	r.HandleHTTP("/api/live", s.guard(http.HandlerFunc(s.live.serve)), http.MethodGet, http.MethodHead)
-	// s.app is read per request: a test wraps it after New.
-	plane := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.app.ServeHTTP(w, r) })
+	// s.app is read per request: a test wraps it after New. A request the
+	// guard let through carries its identity to the application plane, so
+	// the change history records who made a change.
+	plane := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id, ok := identityFrom(r.Context()); ok {
+			r = r.WithContext(apiserver.WithActor(r.Context(), id.Email))
+		}
+		s.app.ServeHTTP(w, r)
+	})
 	app := s.guard(plane)
 	r.HandlePrefix("/api/", app)
 	r.HandlePrefix("/v1/", app)

@@ -139,9 +139,9 @@ func (r *Recorder) Tick(ctx context.Context) {
 		p, err := r.Prune(ctx)
 		if err != nil {
 			r.log.Warn("history retention failed", "error", err)
-		} else if len(p.PartitionsDropped) > 0 || p.Rollups+p.Traces+p.Recorders+p.Snapshots+p.ConfigEvents > 0 {
+		} else if len(p.PartitionsDropped) > 0 || p.Rollups+p.Traces+p.Recorders+p.Snapshots+p.ConfigEvents+p.Versions > 0 {
 			r.log.Info("history retention", "partitionsDropped", len(p.PartitionsDropped), "rollups", p.Rollups, "traces", p.Traces,
-				"recorders", p.Recorders, "snapshots", p.Snapshots, "annotations", p.ConfigEvents)
+				"recorders", p.Recorders, "snapshots", p.Snapshots, "annotations", p.ConfigEvents, "revisions", p.Versions)
 		}
 	}
 }

@@ -531,3 +531,58 @@ func TestSemantic06_ExpiredKeyIsInvisibleBeforeTheSweeperDeletesIt(t *testing.T)
 		t.Errorf("putIfAbsent over a key expired 100 ms ago: %+v, want applied", pia)
 	}
 }
+
+// §8.4 with §8.3's required — the compare-and-set gate-api's declares and
+// deletes of a graph document rely on (store.PutIf, store.DeleteIf): a put
+// or delete with expect:N and required, beside an incr of the change
+// signal, applies both at version N, and at any other version (or with no
+// live key) applies neither and says why.
+func TestSemantic05_ExpectVersionRequiredGuardsAPutOrDeleteAndItsSignal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	doc := e.kv1(t, queen.KVPut(e.ns, "graph:a:g", json.RawMessage(`{"version":1}`), queen.PutOpts{Forever: true}))
+	signal := func(ops ...queen.KVOp) queen.KVResponse {
+		return e.kv(t, append(ops, e.incr("rev", 1, queen.IncrOpts{Forever: true}))...)
+	}
+	// A put at the version read applies, with the signal.
+	r := signal(queen.KVPut(e.ns, "graph:a:g", json.RawMessage(`{"version":2}`), queen.PutOpts{Forever: true, Expect: queen.Int(doc.Version), Required: true}))
+	if r.Refusal != nil || !r.Results[0].Applied || !r.Results[1].Applied {
+		t.Fatalf("put expect:%d required at that version: %+v / %+v, want both applied", doc.Version, r.Results, r.Refusal)
+	}
+	v2 := r.Results[0].Version
+	e.counter(t, "rev", 1)
+	// A put at the old version loses with kvReason version: nothing applies.
+	r = signal(queen.KVPut(e.ns, "graph:a:g", json.RawMessage(`{"version":3}`), queen.PutOpts{Forever: true, Expect: queen.Int(doc.Version), Required: true}))
+	if r.Refusal == nil || !r.Refusal.KVPrecondition() || r.Refusal.KVReason != queen.KVVersion || r.Refusal.FailedIndex != 0 {
+		t.Fatalf("put expect at a stale version: %+v, want a kv_precondition refusal at index 0 with kvReason version", r.Refusal)
+	}
+	// A delete at the old version loses the same way.
+	r = signal(queen.KVDelete(e.ns, "graph:a:g", queen.DeleteOpts{Expect: queen.Int(doc.Version), Required: true}))
+	if r.Refusal == nil || !r.Refusal.KVPrecondition() || r.Refusal.KVReason != queen.KVVersion {
+		t.Fatalf("delete expect at a stale version: %+v, want a kv_precondition refusal with kvReason version", r.Refusal)
+	}
+	e.counter(t, "rev", 1)
+	if g := e.get(t, "graph:a:g"); !g.Found || string(g.Value) != `{"version":2}` || g.Version != v2 {
+		t.Fatalf("after the lost calls: %+v, want version 2 at row %d untouched", g, v2)
+	}
+	// A delete at the version read applies, with the signal.
+	r = signal(queen.KVDelete(e.ns, "graph:a:g", queen.DeleteOpts{Expect: queen.Int(v2), Required: true}))
+	if r.Refusal != nil || !r.Results[0].Applied || !r.Results[1].Applied {
+		t.Fatalf("delete expect:%d required at that version: %+v / %+v, want both applied", v2, r.Results, r.Refusal)
+	}
+	e.counter(t, "rev", 2)
+	// With no live key, expect:N loses with kvReason absent, put or delete.
+	for _, op := range []queen.KVOp{
+		queen.KVDelete(e.ns, "graph:a:g", queen.DeleteOpts{Expect: queen.Int(v2), Required: true}),
+		queen.KVPut(e.ns, "graph:a:g", json.RawMessage(`{"version":4}`), queen.PutOpts{Forever: true, Expect: queen.Int(v2), Required: true}),
+	} {
+		r = signal(op)
+		if r.Refusal == nil || !r.Refusal.KVPrecondition() || r.Refusal.KVReason != queen.KVAbsent {
+			t.Fatalf("expect:%d on a deleted key: %+v, want a kv_precondition refusal with kvReason absent", v2, r.Refusal)
+		}
+	}
+	e.counter(t, "rev", 2)
+	if g := e.get(t, "graph:a:g"); g.Found {
+		t.Fatalf("a lost put created the deleted key: %+v", g)
+	}
+}

@@ -26,14 +26,17 @@ type Pruned struct {
 	PartitionsDropped []int64
 	// Rows removed per table.
 	Recorders, Snapshots, ConfigEvents, Rollups, RollupSources, Traces int64
+	// Versions is the graph revisions removed (VersionRetention).
+	Versions int64
 }
 
 // Prune applies retention as of now: creates the sample partitions of today
 // and the next PartitionsAhead days, drops the day partitions older than 31
 // days (a DROP, never a DELETE of their rows), deletes recorders (by
 // through), snapshots and annotations (by at) older than 31 days, roll-ups
-// older than 90 days (their per-source totals after a day) and traces older than 7
-// days.
+// older than 90 days (their per-source totals after a day), traces older than 7
+// days, and graph revisions older than a year that are not among their
+// graph's newest 20 (VersionRetention, VersionsKept).
 func (db *DB) Prune(ctx context.Context, now time.Time) (Pruned, error) {
 	var p Pruned
 	if err := db.EnsurePartitions(ctx, now, PartitionsAhead); err != nil {
@@ -67,5 +70,9 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (Pruned, error) {
 	_ = del(&hours, "DELETE FROM rollup_hours WHERE hour < $1", rollCut)
 	_ = del(&seals, "DELETE FROM rollup_seals WHERE hour < $1", rollCut)
 	_ = del(&p.Traces, "DELETE FROM traces WHERE at < $1", ms-TraceRetention.Milliseconds())
+	if err != nil {
+		return p, err
+	}
+	p.Versions, err = db.pruneVersions(ctx, ms-VersionRetention.Milliseconds())
 	return p, err
 }

@@ -63,6 +63,10 @@ func (e *Refusal) Body() wire.Error { return e.body }
 // Header is the headers the refusal is written with (nil when none).
 func (e *Refusal) Header() http.Header { return e.header }
 
+// Prefix puts s before the refusal's sentence (a caller saying what it was
+// doing when the refusal arose); every other field is kept.
+func (e *Refusal) Prefix(s string) *Refusal { e.body.Error = s + e.body.Error; return e }
+
 // Field names the request field, URL segment, query parameter or header
 // at fault.
 func (e *Refusal) Field(name string) *Refusal { e.body.Field = name; return e }
@@ -129,6 +133,13 @@ func (e *Refusal) StoredVersion(v int64, running []string) *Refusal {
 	if running == nil {
 		e.body.RunningReplicas = []string{}
 	}
+	return e
+}
+
+// Current is the stored document a 412 found: its entity tag ("" when
+// nothing is stored) and, when history knows, who stored it and when.
+func (e *Refusal) Current(etag, by string, at *int64) *Refusal {
+	e.body.ETag, e.body.ChangedBy, e.body.ChangedAt = etag, by, at
 	return e
 }
 

@@ -25,7 +25,8 @@ func TestRefusalSettersFillTheirWireFields(t *testing.T) {
 		Field("f").Rule("r").Rules([]string{"r"}, []wire.Problem{{Rule: "r", Message: "m", At: "/x"}}).
 		Applications([]string{"a", "b"}).Paths([]string{"p"}).Nodes([]string{"n"}).Node("n").Budget("b").Queue("q").
 		Limit(1).MaxAttempts(3).RetryAfterSeconds(2).Room(3).Bytes(300).Broker("http://127.0.0.1:6632", 10000).
-		Second(1764590400000).InflightBytes(1<<20).Unhealthy(wire.QueenState{URL: "u"}).StoredVersion(4, []string{"relay-1"}).RetryAfter(7)
+		Second(1764590400000).InflightBytes(1<<20).Unhealthy(wire.QueenState{URL: "u"}).StoredVersion(4, []string{"relay-1"}).
+		Current(`"3f2a"`, "ops@example.com", new(int64(1764590400001))).RetryAfter(7)
 	w := httptest.NewRecorder()
 	WriteRefusal(w, e)
 	if w.Code != http.StatusConflict || w.Header().Get("Content-Type") != "application/json" || w.Header().Get("Retry-After") != "7" {
@@ -40,6 +41,7 @@ func TestRefusalSettersFillTheirWireFields(t *testing.T) {
 		"node": "n", "budget": "b", "queue": "q", "limit": 1.0, "maxAttempts": 3.0, "retryAfterSeconds": 2.0,
 		"room": 3.0, "bytes": 300.0, "broker": "http://127.0.0.1:6632", "timeoutMs": 10000.0, "second": 1764590400000.0,
 		"inflightBytes": float64(1 << 20), "status": "unhealthy", "storedVersion": 4.0,
+		"etag": `"3f2a"`, "changedBy": "ops@example.com", "changedAt": 1764590400001.0,
 	}
 	for k, v := range want {
 		if body[k] != v {

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,6 +57,20 @@ type Document struct {
 	// Row is the kv row's version token (opaque: compare with == only), the
 	// precondition PutIf writes over it with.
 	Row int64 `json:"row,omitempty"`
+}
+
+// ETag is the document's entity tag (see ETag).
+func (d Document) ETag() string { return ETag(d.Body) }
+
+// ETag is the strong entity tag (RFC 9110 §8.8.3) of a stored document:
+// the first 16 bytes of the SHA-256 of the bytes exactly as stored in kv,
+// in lower-case hex, quoted ("9f86d081884c7d659a2feaa0c55ad015"). Every
+// gate-api process derives the same tag from the same stored bytes, a
+// document stored again byte for byte keeps its tag, and any change to
+// what is stored (a field, its order, watch.startedAt) changes it.
+func ETag(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
 // Listing is every stored document. Complete is false when a page was
@@ -136,6 +152,46 @@ func (s *Store) PutIf(ctx context.Context, app, graph string, body json.RawMessa
 			return fmt.Errorf("storing %s: %w (%s)", key, ErrChanged, res.Results[0].Reason)
 		}
 		return fmt.Errorf("storing %s: the broker did not apply the put", key)
+	}
+	return nil
+}
+
+// DeleteIf deletes the stored document of app/graph only if its row is
+// still the one the caller read: row is Document.Row of the v2 row, or of
+// the legacy v1 row when legacy is true (Get and Find return the v2 row
+// when both exist). Deleting the v2 row also deletes a legacy row of the
+// name, as Delete does; deleting a legacy row requires the v2 row to be
+// still absent. The change signal is bumped in the same call, and all or
+// nothing applies. A lost precondition (another writer stored or deleted
+// the document meanwhile) is ErrChanged, wrapped.
+func (s *Store) DeleteIf(ctx context.Context, app, graph string, legacy bool, row int64) error {
+	key, other := plan.DocumentKey(app, graph), plan.LegacyTargetKey(app, graph)
+	ops := []queen.KVOp{
+		queen.KVDelete(s.ns, key, queen.DeleteOpts{Expect: queen.Int(row), Required: true}),
+		queen.KVDelete(s.ns, other, queen.DeleteOpts{}),
+	}
+	if legacy {
+		key, other = other, key
+		ops = []queen.KVOp{
+			queen.KVDelete(s.ns, key, queen.DeleteOpts{Expect: queen.Int(row), Required: true}),
+			queen.KVDelete(s.ns, other, queen.DeleteOpts{Expect: queen.Int(0), Required: true}),
+		}
+	}
+	res, err := s.c.KV(ctx, append(ops, queen.KVIncr(s.ns, revisionKey, 1, queen.IncrOpts{Forever: true}))...)
+	if err != nil {
+		return fmt.Errorf("deleting %s: %w", key, err)
+	}
+	if r := res.Refusal; r != nil {
+		if r.KVPrecondition() {
+			return fmt.Errorf("deleting %s: %w (%s)", key, ErrChanged, r.KVReason)
+		}
+		return fmt.Errorf("deleting %s: %w", key, r)
+	}
+	if err := res.Err(); err != nil {
+		return fmt.Errorf("deleting %s: %w", key, err)
+	}
+	if len(res.Results) < 1 || !res.Results[0].Applied {
+		return fmt.Errorf("deleting %s: %w (the broker did not apply the delete)", key, ErrChanged)
 	}
 	return nil
 }

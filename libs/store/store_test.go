@@ -191,3 +191,100 @@ func TestPutIfWritesOnlyOverTheRowItRead(t *testing.T) {
 		t.Fatalf("replace a deleted document: %v, want ErrChanged", err)
 	}
 }
+
+// DeleteIf deletes only the row it was given: a row another writer
+// replaced or deleted meanwhile is ErrChanged with nothing deleted and no
+// change signal; the row read deletes it and moves the signal.
+func TestDeleteIfDeletesOnlyTheRowItRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	if err := s.PutIf(ctx, "shop", "orders", json.RawMessage(`{"version":1}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := s.Get(ctx, "shop", "orders")
+	if err := s.PutIf(ctx, "shop", "orders", json.RawMessage(`{"version":2}`), first.Row); err != nil {
+		t.Fatal(err)
+	}
+	rev, _ := s.Revision(ctx)
+	if err := s.DeleteIf(ctx, "shop", "orders", false, first.Row); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("delete at a stale row: %v, want ErrChanged", err)
+	}
+	if after, _ := s.Revision(ctx); after != rev {
+		t.Errorf("a lost DeleteIf bumped the change signal (%d → %d)", rev, after)
+	}
+	cur, found, _ := s.Get(ctx, "shop", "orders")
+	if !found || string(cur.Body) != `{"version":2}` {
+		t.Fatalf("after the stale delete: %+v %v, want version 2 still stored", cur, found)
+	}
+	if err := s.DeleteIf(ctx, "shop", "orders", false, cur.Row); err != nil {
+		t.Fatalf("delete at the row read: %v", err)
+	}
+	if _, found, _ := s.Get(ctx, "shop", "orders"); found {
+		t.Fatal("still stored after DeleteIf at its row")
+	}
+	if after, _ := s.Revision(ctx); after == rev {
+		t.Error("DeleteIf did not move the change signal")
+	}
+	if err := s.DeleteIf(ctx, "shop", "orders", false, cur.Row); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("delete of a deleted document: %v, want ErrChanged", err)
+	}
+}
+
+// The entity tag is derived from the stored bytes alone: equal bytes, equal
+// tags; any byte changed, another tag; always a quoted strong tag.
+func TestETagIsDerivedFromTheStoredBytes(t *testing.T) {
+	t.Parallel()
+	a := store.ETag([]byte(`{"version":1}`))
+	if a != store.ETag([]byte(`{"version":1}`)) || a == store.ETag([]byte(`{"version":2}`)) || a == store.ETag([]byte(`{"version":1} `)) {
+		t.Fatalf("ETag is not a function of the bytes: %s", a)
+	}
+	if len(a) != 34 || a[0] != '"' || a[33] != '"' || (store.Document{Body: []byte(`{"version":1}`)}).ETag() != a {
+		t.Fatalf("ETag %s is not a quoted 32-hex-digit strong tag, or Document.ETag differs", a)
+	}
+}
+
+// DeleteIf of the v2 row also deletes a legacy v1 row of the name (a
+// relay would otherwise run the v1 target again); DeleteIf of a legacy row
+// deletes it only while no v2 row exists.
+func TestDeleteIfTakesTheLegacyRowWithIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	legacy := func() {
+		t.Helper()
+		r, err := s.Client().KV(ctx, queen.KVPut(s.Namespace(), "spec:shop:mail", json.RawMessage(`{"version":1,"name":"shop.mail"}`), queen.PutOpts{Forever: true}))
+		if err != nil || !r.Results[0].Applied {
+			t.Fatalf("writing the legacy row: %v", err)
+		}
+	}
+	legacy()
+	if err := s.PutIf(ctx, "shop", "mail", json.RawMessage(`{"version":2}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	d, _, _ := s.Get(ctx, "shop", "mail")
+	if d.Legacy {
+		t.Fatal("Get returned the legacy row beside a v2 row")
+	}
+	if err := s.DeleteIf(ctx, "shop", "mail", false, d.Row); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := s.Get(ctx, "shop", "mail"); found {
+		t.Fatal("the legacy row survived the delete of the v2 row")
+	}
+	legacy()
+	d, _, _ = s.Get(ctx, "shop", "mail")
+	if !d.Legacy {
+		t.Fatalf("want the legacy row, got %+v", d)
+	}
+	// A v2 row stored meanwhile: the legacy delete loses and deletes nothing.
+	if err := s.PutIf(ctx, "shop", "mail", json.RawMessage(`{"version":3}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteIf(ctx, "shop", "mail", true, d.Row); !errors.Is(err, store.ErrChanged) {
+		t.Fatalf("legacy delete beside a new v2 row: %v, want ErrChanged", err)
+	}
+	if got, _, _ := s.Get(ctx, "shop", "mail"); string(got.Body) != `{"version":3}` {
+		t.Fatalf("after the lost legacy delete: %s", got.Body)
+	}
+}

@@ -13,6 +13,15 @@ type Declared struct {
 	Running bool `json:"running"`
 	// RunningNote says, when Running is false, why and what follows.
 	RunningNote string `json:"runningNote,omitempty"`
+	// ETag is the stored document's entity tag (the ETag header says the
+	// same): send it as If-Match with the next PUT or DELETE of the graph.
+	ETag string `json:"etag"`
+	// Diff is what this PUT changed against the document stored before it
+	// (Changed false: it was stored byte for byte already).
+	Diff Diff `json:"diff"`
+	// Revision is the change-history revision that records this PUT; null
+	// without history (PG_HOST unset) or when writing it failed (logged).
+	Revision *int64 `json:"revision"`
 }
 
 // Deleted is the 200 answer of a DELETE of a graph or target.
@@ -28,6 +37,10 @@ type Deleted struct {
 	Message    string   `json:"message"`
 	Stages     []string `json:"stages"`
 	KeptQueues []string `json:"keptQueues"`
+	// Revision is the change-history revision that records the deletion;
+	// null without history, when it failed (logged), or when nothing was
+	// stored.
+	Revision *int64 `json:"revision"`
 }
 
 // Synced is the 200 answer of PUT /v1/apps/{app}/targets.

@@ -176,6 +176,29 @@ const (
 	// CodeStoreFailed means writing or deleting the stored document in kv
 	// failed: the sentence says what still serves or was stopped.
 	CodeStoreFailed Code = "store-failed"
+	// CodeInvalidPrecondition means a precondition header is refused: an
+	// If-Match or If-None-Match that is not "*" or a list of quoted entity
+	// tags (RFC 9110), that holds more than 64 tags or 4 KiB, or a
+	// precondition the graph routes do not evaluate (If-Modified-Since,
+	// If-Unmodified-Since, If-Range; field names the header). Send the ETag
+	// of a GET or PUT answer.
+	CodeInvalidPrecondition Code = "invalid-precondition"
+	// CodePreconditionFailed means the stored document is not the one the
+	// request's If-Match names, If-Match: * found nothing stored, or
+	// If-None-Match found a document (create means create): nothing was
+	// stored or deleted. The body carries the current etag, storedVersion
+	// and, when history knows, changedBy and changedAt.
+	CodePreconditionFailed Code = "precondition-failed"
+	// CodeInvalidRevision means the revision number in a history URL is not a
+	// whole number from 1 (field names revision).
+	CodeInvalidRevision Code = "invalid-revision"
+	// CodeRevisionNotFound means the graph's history has no such revision
+	// (never recorded, or removed by retention; field names revision).
+	CodeRevisionNotFound Code = "revision-not-found"
+	// CodeRevisionNotRestorable means the history revision records a
+	// deletion, so it has no document to restore: restore the revision
+	// before it.
+	CodeRevisionNotRestorable Code = "revision-not-restorable"
 
 	// CodeNoHistory means the route needs the PostgreSQL history and this
 	// server has none (PG_HOST is not set).
@@ -347,6 +370,11 @@ var Codes = []CodeStatuses{
 	{CodeDeclareContended, []int{409}},
 	{CodeProvisioningFailed, []int{502}},
 	{CodeStoreFailed, []int{502}},
+	{CodeInvalidPrecondition, []int{400}},
+	{CodePreconditionFailed, []int{412}},
+	{CodeInvalidRevision, []int{400}},
+	{CodeRevisionNotFound, []int{404}},
+	{CodeRevisionNotRestorable, []int{409}},
 	{CodeNoHistory, []int{503}},
 	{CodeHistoryFailed, []int{502}},
 	{CodeHistoryTimeout, []int{504}},

@@ -57,6 +57,16 @@ type Error struct {
 	// RunningReplicas are the gate-relay replicas that report running the
 	// stored version (same refusals); absent when none does.
 	RunningReplicas []string `json:"runningReplicas,omitempty"`
+	// ETag is the entity tag of the graph's stored document as the refused
+	// request found it (412 precondition-failed): send it as If-Match to
+	// write over that document. Absent when nothing is stored.
+	ETag string `json:"etag,omitempty"`
+	// ChangedBy and ChangedAt say who stored that document and when (Unix
+	// ms), when the history database recorded it: the console identity
+	// (an e-mail) or "api" for the application plane. Absent without
+	// history, or when history has no record of that document.
+	ChangedBy string `json:"changedBy,omitempty"`
+	ChangedAt *int64 `json:"changedAt,omitempty"`
 }
 
 // Me is GET /api/me: who the request is and what it may do.

@@ -18,11 +18,32 @@ import (
 // view — the stored document compiled, live counter values, breaker
 // records, stage lag, and the stage counters summed across the relay
 // replicas that publish a status.
+//
+// The answer carries the stored document's ETag (store.ETag: it validates
+// the document under spec, not the live numbers around it, so the view is
+// never cached: Cache-Control: no-store). If-Match with another tag is
+// 412; If-None-Match naming the stored document is 304 without a body.
 func (l *Live) getGraph(q *httpapi.Request) *httpapi.Refusal {
+	cond, bad := httpapi.ReadPreconditions(q.R.Header)
+	if bad != nil {
+		return bad
+	}
 	e, bad := l.p.Resolve(q, "name")
 	if bad != nil {
 		return bad
 	}
+	etag := store.ETag(e.Body)
+	switch v := cond.Evaluate(etag); v {
+	case httpapi.FailedIfMatch:
+		return l.p.PreconditionFailed(q.Context(), e.App, e.Graph, cond, v, etag, new(int64(e.Plan.Version)))
+	case httpapi.FailedIfNoneMatch:
+		q.W.Header().Set("ETag", etag)
+		q.W.Header().Set("Cache-Control", "no-store")
+		q.W.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	q.W.Header().Set("ETag", etag)
+	q.W.Header().Set("Cache-Control", "no-store")
 	httpapi.WriteJSON(q.W, http.StatusOK, l.graphView(q, e))
 	return nil
 }

@@ -66,6 +66,21 @@ export interface Declared extends PlanResponse {
   running: boolean;
   /** RunningNote says, when Running is false, why and what follows. */
   runningNote?: string;
+  /**
+   * ETag is the stored document's entity tag (the ETag header says the
+   * same): send it as If-Match with the next PUT or DELETE of the graph.
+   */
+  etag: string;
+  /**
+   * Diff is what this PUT changed against the document stored before it
+   * (Changed false: it was stored byte for byte already).
+   */
+  diff: Diff;
+  /**
+   * Revision is the change-history revision that records this PUT; null
+   * without history (PG_HOST unset) or when writing it failed (logged).
+   */
+  revision: number | null;
 }
 
 /** Deleted is the 200 answer of a DELETE of a graph or target. */
@@ -83,6 +98,12 @@ export interface Deleted {
   message: string;
   stages: string[];
   keptQueues: string[];
+  /**
+   * Revision is the change-history revision that records the deletion;
+   * null without history, when it failed (logged), or when nothing was
+   * stored.
+   */
+  revision: number | null;
 }
 
 /** Synced is the 200 answer of PUT /v1/apps/{app}/targets. */
@@ -345,6 +366,11 @@ export interface MetricsPath {
  * - `declare-contended`: the graph's stored document kept changing (declares through other gate-api processes) while this declare was checked and stored: nothing was stored; retry.
  * - `provisioning-failed`: provisioning the graph's queues failed: nothing was stored, and the sentence says what still serves.
  * - `store-failed`: writing or deleting the stored document in kv failed: the sentence says what still serves or was stopped.
+ * - `invalid-precondition`: a precondition header is refused: an If-Match or If-None-Match that is not "*" or a list of quoted entity tags (RFC 9110), that holds more than 64 tags or 4 KiB, or a precondition the graph routes do not evaluate (If-Modified-Since, If-Unmodified-Since, If-Range; field names the header). Send the ETag of a GET or PUT answer.
+ * - `precondition-failed`: the stored document is not the one the request's If-Match names, If-Match: * found nothing stored, or If-None-Match found a document (create means create): nothing was stored or deleted. The body carries the current etag, storedVersion and, when history knows, changedBy and changedAt.
+ * - `invalid-revision`: the revision number in a history URL is not a whole number from 1 (field names revision).
+ * - `revision-not-found`: the graph's history has no such revision (never recorded, or removed by retention; field names revision).
+ * - `revision-not-restorable`: the history revision records a deletion, so it has no document to restore: restore the revision before it.
  * - `no-history`: the route needs the PostgreSQL history and this server has none (PG_HOST is not set).
  * - `history-failed`: reading the PostgreSQL history failed (the sentence names the database and its knob, PG_HOST or PG_URL).
  * - `history-timeout`: the PostgreSQL history did not answer a read in time (the sentence names the database and its knob, PG_HOST or PG_URL; the broker is not involved; Retry-After: 1).
@@ -429,6 +455,11 @@ export type Code =
   | "declare-contended"
   | "provisioning-failed"
   | "store-failed"
+  | "invalid-precondition"
+  | "precondition-failed"
+  | "invalid-revision"
+  | "revision-not-found"
+  | "revision-not-restorable"
   | "no-history"
   | "history-failed"
   | "history-timeout"
@@ -549,6 +580,20 @@ export interface Error {
    * stored version (same refusals); absent when none does.
    */
   runningReplicas?: string[];
+  /**
+   * ETag is the entity tag of the graph's stored document as the refused
+   * request found it (412 precondition-failed): send it as If-Match to
+   * write over that document. Absent when nothing is stored.
+   */
+  etag?: string;
+  /**
+   * ChangedBy and ChangedAt say who stored that document and when (Unix
+   * ms), when the history database recorded it: the console identity
+   * (an e-mail) or "api" for the application plane. Absent without
+   * history, or when history has no record of that document.
+   */
+  changedBy?: string;
+  changedAt?: number | null;
 }
 
 /** Me is GET /api/me: who the request is and what it may do. */
@@ -656,6 +701,339 @@ export interface Denial {
   op: string;
   outcome: string;
   budgetId: string;
+}
+
+/**
+ * Diff is what storing a declaration changes against the graph's stored
+ * document: the answer of a dry run (PUT …?dryRun=true), of a PUT that
+ * stored, and of each history revision against the one before it. It is
+ * computed by libs/diff from the two compiled plans and documents, so its
+ * numbers are the enforced ones (sub-window counts, ceilings, effective
+ * shares). Every list is empty, never null, and sorted by name.
+ */
+export interface Diff {
+  /**
+   * Created is true when nothing was stored: every node, path, queue,
+   * group and counter is added. Deleted is true for a history revision
+   * that records a deletion: everything is removed.
+   */
+  created: boolean;
+  deleted: boolean;
+  /**
+   * Changed is false when the document would be stored byte for byte as
+   * it is stored now: a PUT of it changes nothing.
+   */
+  changed: boolean;
+  /**
+   * FromVersion is the stored document's version (null when nothing is
+   * stored); ToVersion the new one (null for a deletion).
+   */
+  fromVersion: number | null;
+  toVersion: number | null;
+  /**
+   * Mode is the change between Watch and enforcing ("watch" ↔
+   * "enforce"); null when the mode stays (or for a created or deleted
+   * graph).
+   */
+  mode: ModeChange | null;
+  /**
+   * Nodes are the nodes added, removed or changed (their settings or
+   * budgets).
+   */
+  nodes: NodeChange[];
+  /**
+   * Paths are the paths added, removed or changed (their hops, priority
+   * or shares).
+   */
+  paths: PathChange[];
+  /**
+   * Queues are the queues a PUT would provision (added: a Gate-owned
+   * queue configured, an egress the broker does not know created bare),
+   * leave unused (removed: no stage reads or writes it any more; the
+   * broker keeps it and its messages) or whose kind or partitions change.
+   */
+  queues: QueueChange[];
+  /**
+   * Groups are the consumer groups the relays would create (added) or
+   * stop reading with (removed: the group and its cursor stay on the
+   * queue).
+   */
+  groups: GroupChange[];
+  /**
+   * Counters are the kv counters whose sub-window changes: the key stays
+   * and the live counter keeps the TTL it was created with until its
+   * current sub-window ends (the TTL is create-only); the next one opens
+   * with the new window.
+   */
+  counters: CounterChange[];
+  /**
+   * Settings are the graph's own settings that change: maxAttempts,
+   * counters.windowSeconds (roll-ups), watch.durationSeconds.
+   */
+  settings: FieldChange[];
+}
+
+/** ModeChange is a graph moving between Watch and enforcing. */
+export interface ModeChange {
+  /** From and To are "watch" or "enforce". */
+  from: string;
+  to: string;
+}
+
+/** NodeChange is one node of a Diff. */
+export interface NodeChange {
+  node: string;
+  /** Change is "added", "removed" or "changed". */
+  change: string;
+  /**
+   * Fields are the node's settings that change (ingress, egress,
+   * egress group, http push, shed, ingress partitions, cost, batch,
+   * concurrency), rendered as text; empty for an added or removed node.
+   */
+  fields: FieldChange[];
+  /**
+   * Budgets are the node's enforced budgets added, removed or changed
+   * (none are enforced in Watch).
+   */
+  budgets: BudgetChange[];
+}
+
+/**
+ * FieldChange is one setting's old and new value, rendered as text; null
+ * when the setting is absent on that side.
+ */
+export interface FieldChange {
+  field: string;
+  from: string | null;
+  to: string | null;
+}
+
+/** BudgetChange is one budget of a node: its old and new numbers. */
+export interface BudgetChange {
+  /** Budget is the budget's id. */
+  budget: string;
+  /** Change is "added", "removed" or "changed". */
+  change: string;
+  /**
+   * From is the stored budget (null when added); To the new one (null
+   * when removed).
+   */
+  from: BudgetShape | null;
+  to: BudgetShape | null;
+}
+
+/** BudgetShape is a budget's enforced numbers. */
+export interface BudgetShape {
+  /**
+   * Key is its kv counter (for a scoped budget, the prefix of one
+   * counter per value).
+   */
+  key: string;
+  /**
+   * Count per TimeMs, subdivided into SubWindows sub-windows of CountSub
+   * each, WindowSubSeconds long (the counter's TTL).
+   */
+  count: number;
+  timeMs: number;
+  subWindows: number;
+  countSub: number;
+  windowSubSeconds: number;
+  /**
+   * ScopeBy, SharedKey and WhenOp are as declared (null / empty when
+   * not).
+   */
+  scopeBy: string | null;
+  sharedKey: string | null;
+  whenOp: string[];
+  /** Ceilings are each visiting path's ceiling round(CountSub × share). */
+  ceilings: PathCeiling[];
+}
+
+/** PathCeiling is one path's ceiling on a counter. */
+export interface PathCeiling {
+  path: string;
+  ceiling: number;
+}
+
+/** PathChange is one path of a Diff. */
+export interface PathChange {
+  path: string;
+  /** Change is "added", "removed" or "changed". */
+  change: string;
+  from: PathShape | null;
+  to: PathShape | null;
+}
+
+/** PathShape is a path as declared and compiled. */
+export interface PathShape {
+  /** Hops are the path's nodes in order (a fan-out hop names several). */
+  hops: Hop[];
+  /** Priority is the declared priority. */
+  priority: number;
+  /** Share is the declared share (null: not declared). */
+  share: number | null;
+  /**
+   * Shares are the effective share at each node the path visits, in hop
+   * order: its ceiling on that node's counters is round(countSub × share).
+   */
+  shares: NodeShare[];
+}
+
+/** NodeShare is a path's effective share at one node. */
+export interface NodeShare {
+  node: string;
+  share: number;
+}
+
+/** QueueChange is one queue of a Diff. */
+export interface QueueChange {
+  queue: string;
+  /**
+   * Change is "added" (provisioned by the PUT), "removed" (left unused,
+   * kept by the broker with its messages) or "changed".
+   */
+  change: string;
+  from: QueueShape | null;
+  to: QueueShape | null;
+}
+
+/** QueueShape is a queue of a plan's provisioning set. */
+export interface QueueShape {
+  /** Kind is "ingress", "ingress (yours)", "interior" or "egress". */
+  kind: string;
+  ownedByGate: boolean;
+  /** Partitions is the announced width (null: none announced). */
+  partitions: number | null;
+}
+
+/**
+ * GroupChange is one consumer group of a Diff: a stage's group on its
+ * source queue.
+ */
+export interface GroupChange {
+  queue: string;
+  group: string;
+  /**
+   * Change is "added" (the relays create it on their first pop) or
+   * "removed" (no stage reads with it any more; it stays on the queue).
+   */
+  change: string;
+  /** Path and Node name the stage that reads (or read) with it. */
+  path: string;
+  node: string;
+  /**
+   * SeedsAt says where an added group starts: "head" on an ingress
+   * queue (every retained message is work for it) or "tail" on an
+   * interior queue (from the graph's start); "" for a removed group.
+   */
+  seedsAt: string;
+}
+
+/** CounterChange is one kv counter whose sub-window changes. */
+export interface CounterChange {
+  key: string;
+  /** Node and Budget name the budget it counts for (on the new side). */
+  node: string;
+  budget: string;
+  /**
+   * Shared is true for an application-wide counter (sharedKey): other
+   * graphs that charge it see the new window too.
+   */
+  shared: boolean;
+  /**
+   * FromWindowSeconds / ToWindowSeconds are the sub-window (the
+   * counter's TTL), FromCountSub / ToCountSub what one sub-window admits.
+   */
+  fromWindowSeconds: number;
+  toWindowSeconds: number;
+  fromCountSub: number;
+  toCountSub: number;
+}
+
+/**
+ * DryRun is the 200 answer of PUT …/graphs/{name}?dryRun=true (and of a
+ * restore's dry run): everything a PUT would answer, and the diff against
+ * the stored document. Nothing was provisioned, stored or annotated.
+ */
+export interface DryRun extends PlanResponse {
+  /** DryRun is always true. */
+  dryRun: boolean;
+  /** ETag is the entity tag the document would be stored with. */
+  etag: string;
+  /**
+   * StoredETag is the stored document's entity tag the diff was made
+   * against (null when nothing is stored): send it as If-Match (or
+   * If-None-Match: * when null) to store exactly this change and nothing
+   * else.
+   */
+  storedEtag: string | null;
+  /** Diff is the change against the stored document. */
+  diff: Diff;
+}
+
+/**
+ * GraphVersion is one revision of a graph's change history: a document
+ * stored (or a deletion), by whom, when.
+ */
+export interface GraphVersion {
+  application: string;
+  graph: string;
+  /** Revision numbers the graph's history: 1, 2, … in store order. */
+  revision: number;
+  /** At is when it was stored (Unix ms). */
+  at: number;
+  /**
+   * ChangedBy is the console identity (an e-mail) or "api" for the
+   * application plane; Via is "console" or "api".
+   */
+  changedBy: string;
+  via: string;
+  /**
+   * Action is "declare" (a PUT), "sync" (a target of PUT …/targets),
+   * "restore" or "delete" (a DELETE, or a target the sync removed).
+   */
+  action: string;
+  /**
+   * Version is the document's version, ETag its entity tag (both null
+   * for a deletion).
+   */
+  version: number | null;
+  etag: string | null;
+  /** RestoredFrom is the revision a restore copied (null otherwise). */
+  restoredFrom: number | null;
+  /** Summary is the diff against the previous revision in one line. */
+  summary: string;
+  /** Current is true for the revision whose document is stored now. */
+  current: boolean;
+}
+
+/**
+ * GraphVersionPage is one page of GET …/graphs/{name}/versions, newest
+ * first.
+ */
+export interface GraphVersionPage {
+  items: GraphVersion[];
+  /** Next is the cursor of the following (older) page; null on the last. */
+  next: string | null;
+  /** Total is how many revisions the graph's history holds. */
+  total: number;
+}
+
+/**
+ * GraphRevision is GET …/graphs/{name}/versions/{revision}: one revision,
+ * its document and its diff against the revision before it.
+ */
+export interface GraphRevision extends GraphVersion {
+  /**
+   * Document is the stored document exactly as stored (null for a
+   * deletion).
+   */
+  document: unknown;
+  /**
+   * Diff is the change against the previous revision (against nothing
+   * for the first).
+   */
+  diff: Diff;
 }
 
 /** WatchSummary is GET /api/apps/{app}/graphs/{graph}/watch. */

@@ -1,5 +1,7 @@
 // Package gateapi is a small client of gate-api's application routes — the
-// declare, graph view, push front door and backoff routes — as the launcher,
-// gate-e2e and gate-bench drive them. It decodes only the fields those tools
-// read and keeps every response's raw JSON.
+// declare routes with their preconditions, dry run and change history, the
+// graph view, the push front door and backoff — as the launcher, gate-e2e,
+// gate-bench and `gate-api diff` / `gate-api apply` drive them. Its answers
+// are libs/wire's types; a refusal is a *StatusError carrying gate-api's
+// whole refusal body.
 package gateapi
