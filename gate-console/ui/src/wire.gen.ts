@@ -2122,6 +2122,8 @@ export interface ViewBudget {
   key: string;
   scopeBy: string | null;
   sharedKey: string | null;
+  /** WhenOp are the ops the budget applies to (empty: every op). */
+  whenOp: string[];
   count: number;
   timeMs: number;
   subWindows: number;
