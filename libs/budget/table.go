@@ -74,11 +74,7 @@ func (t *Table) charge(c *Charge, b *Batch, n int, now time.Time) *Charge {
 	c.Post = resize(c.Post, k)
 	c.PostKnown = resize(c.PostKnown, k)
 	c.State = resize(c.State, k)
-	for i := 0; i < n; i++ {
-		for _, ci := range b.Items[i].Counters {
-			c.Delta[ci] += b.Items[i].Cost
-		}
-	}
+	b.addDeltas(c.Delta, 0, n)
 	ms := now.UnixMilli()
 	for i, d := range c.Delta {
 		if d <= 0 {
