@@ -188,8 +188,10 @@ func (c *Charge) OK() bool {
 }
 
 // Refused returns the indices of counters whose incr did not apply.
-func (c *Charge) Refused() []int {
-	var out []int
+func (c *Charge) Refused() []int { return c.refusedInto(nil) }
+
+// refusedInto is Refused appended to out.
+func (c *Charge) refusedInto(out []int) []int {
 	for i, d := range c.Delta {
 		if d > 0 && !c.Applied[i] && (c.lost == nil || c.lost[i]) {
 			out = append(out, i)

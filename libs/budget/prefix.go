@@ -56,9 +56,12 @@ func Prefix(b *Batch, c *Charge) int {
 // the maximum over refused counters of their window end minus now (max,
 // not min — the window only fits when all of them have rotated). A refused
 // counter with no known end contributes 0, "retry now".
-func Wait(c *Charge, now time.Time) time.Duration {
+func Wait(c *Charge, now time.Time) time.Duration { return waitFor(c, c.Refused(), now) }
+
+// waitFor is Wait over the refused counters already listed.
+func waitFor(c *Charge, refused []int, now time.Time) time.Duration {
 	var w time.Duration
-	for _, i := range c.Refused() {
+	for _, i := range refused {
 		if exp := c.State[i].ExpiresAt; !exp.IsZero() {
 			w = max(w, exp.Sub(now))
 		}

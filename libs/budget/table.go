@@ -16,8 +16,10 @@ import (
 // A Table is not safe for concurrent use; the zero value is empty.
 type Table struct {
 	rows map[string]*tableRow
-	// scratch backs the charges Admit makes (they do not escape it).
+	// scratch backs the charges Admit makes (they do not escape it), and
+	// refused the refused counters of its answer.
 	scratch [2]Charge
+	refused []int
 }
 
 type tableRow struct {
@@ -48,6 +50,12 @@ func (t *Table) incr(key string, delta, lo, hi, ttlSeconds, nowMs int64) (bool, 
 	}
 	if live {
 		r.value = next
+		return true, next
+	}
+	// An expired row is created afresh: its value and TTL replaced in
+	// place (a replay rotates every counter's window thousands of times).
+	if old, ok := t.rows[key]; ok {
+		old.value, old.expires = next, nowMs+max(ttlSeconds, 1)*1000
 		return true, next
 	}
 	if t.rows == nil {
@@ -144,7 +152,7 @@ type Admission struct {
 	// window ("" when nothing refused): the relay's lastRefusal.
 	Refused string
 	// RefusedCounters are the indices of the counters that refused the
-	// whole window.
+	// whole window (valid until the next Admit on the table).
 	RefusedCounters []int
 	// Wait is how long until every refused counter opens a new window
 	// (Wait of the refusing charge); 0 when nothing refused.
@@ -176,19 +184,32 @@ func (t *Table) Admit(b *Batch, now time.Time) Admission {
 			a.N, a.Delta = n, ch.Delta
 			return nil, nil
 		}
-		refunds, _ := ch.Refunds(b, 0)
-		t.Refund(refunds, now)
+		t.refundAll(ch, b, now)
 		return ch, nil
 	}
 	first := true
 	AdmitRound(b, items, try, func(ch *Charge) {
 		if first {
 			first = false
-			refused := ch.Refused()
-			a.Refused, a.RefusedCounters, a.Wait = b.Counters[refused[0]].BudgetID, refused, Wait(ch, now)
+			refused := ch.refusedInto(t.refused[:0])
+			t.refused = refused
+			a.Refused, a.RefusedCounters, a.Wait = b.Counters[refused[0]].BudgetID, refused, waitFor(ch, refused, now)
 		}
 	})
 	return a
+}
+
+// refundAll gives back everything a refused charge applied, as
+// Refund(ch.Refunds(b, 0)) does, without building the list.
+func (t *Table) refundAll(ch *Charge, b *Batch, now time.Time) {
+	ms := now.UnixMilli()
+	for i, d := range ch.Delta {
+		if d <= 0 || !ch.Applied[i] || !ch.PostKnown[i] {
+			continue
+		}
+		guard := max(ch.Post[i]-d, 0)
+		t.incr(b.Counters[i].Key, -d, guard, guard, b.Counters[i].TTLSeconds, ms)
+	}
 }
 
 // AddN appends n items of one cost touching the same counters (as n calls
@@ -202,6 +223,13 @@ func (b *Batch) AddN(cost int64, counters []int, n int) {
 	for range n - 1 {
 		b.Items = append(b.Items, Item{Cost: cost, Counters: ref})
 	}
+}
+
+// ClearItems drops b's items and keeps its counters (and their indices),
+// for a window over the same counters.
+func (b *Batch) ClearItems() {
+	b.Items = b.Items[:0]
+	b.refs = b.refs[:0]
 }
 
 // Reset empties b for reuse, keeping its storage.

@@ -94,6 +94,11 @@ type stageSim struct {
 	counters []counterRef
 	batch    int
 	rule     cost.Rule
+	// window is the stage's claim, its counters minted once (idx their
+	// indices); wins are the counters' open windows.
+	window budget.Batch
+	idx    []int
+	wins   []*winState
 }
 
 type nodeAcc struct {
@@ -126,8 +131,6 @@ type replay struct {
 	pathIdx   map[string]int
 	table     budget.Table
 	start     int64
-	batch     budget.Batch
-	touched   []int
 	open      map[string]*winState
 	stats     map[string]*keyStats
 	closed    []WindowTotal
@@ -335,17 +338,17 @@ func (r *replay) sortedPaths() []string {
 func (r *replay) claim(i int, t int64) (admitted int, refused bool, wait time.Duration) {
 	ss := &r.stages[i]
 	want := int(min(int64(ss.batch), ss.queued))
-	b := &r.batch
-	b.Reset()
-	idx := r.touched[:0]
-	for _, c := range ss.counters {
-		idx = append(idx, b.Counter(c.key, c.max, c.ttl, c.id))
+	b := &ss.window
+	if ss.idx == nil {
+		for _, c := range ss.counters {
+			ss.idx = append(ss.idx, b.Counter(c.key, c.max, c.ttl, c.id))
+		}
 	}
-	r.touched = idx
+	b.ClearItems()
 	left := want
 	for g := ss.head; left > 0 && g < len(ss.queue); g++ {
 		k := int(min(ss.queue[g].n, int64(left)))
-		b.AddN(ss.queue[g].cost, idx, k)
+		b.AddN(ss.queue[g].cost, ss.idx, k)
 		left -= k
 	}
 	now := time.UnixMilli(t)
@@ -379,10 +382,16 @@ func (r *replay) account(ss *stageSim, b *budget.Batch, d []int64, now time.Time
 			continue
 		}
 		end := exp.UnixMilli()
-		w := r.open[c.Key]
+		if len(ss.wins) < len(b.Counters) {
+			ss.wins = append(ss.wins, make([]*winState, len(b.Counters)-len(ss.wins))...)
+		}
+		w := ss.wins[ci]
 		if w == nil {
-			w = &winState{key: c.Key, perPath: make([]int64, len(r.paths)), pathMax: make([]int64, len(r.paths)), stats: r.stats[c.Key]}
-			r.open[c.Key] = w
+			if w = r.open[c.Key]; w == nil {
+				w = &winState{key: c.Key, perPath: make([]int64, len(r.paths)), pathMax: make([]int64, len(r.paths)), stats: r.stats[c.Key]}
+				r.open[c.Key] = w
+			}
+			ss.wins[ci] = w
 		}
 		if !w.charged || w.end != end {
 			r.closeWindow(w)
