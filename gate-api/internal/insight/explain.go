@@ -2,9 +2,9 @@ package insight
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -41,68 +41,96 @@ func (in *Insight) explain(q *httpapi.Request) *httpapi.Refusal {
 	if bad != nil {
 		return bad
 	}
-	v := q.Query()
-	for name, vals := range v {
-		if !explainQuery[name] {
-			return httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "explain takes scope, op, path and partition; %.40q is none of them", name).Field(name)
-		}
-		if len(vals) > 1 {
-			return httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "%s is given %d times: give it once", name, len(vals)).Field(name)
-		}
-	}
-	for _, name := range []string{"scope", "op", "path", "partition"} {
-		if s := v.Get(name); !utf8.ValidString(s) {
-			return httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "%s is not valid UTF-8: give the value as the payload carries it", name).Field(name)
-		}
-	}
-	stage, bad := explainStage(e, n, v.Get("path"))
+	x, bad := readExplainQuery(q.Query(), n)
 	if bad != nil {
 		return bad
 	}
-	_, hasScope := v["scope"]
-	scope := v.Get("scope")
-	var scoped []string
-	for i := range n.Budgets {
-		if n.Budgets[i].ScopeBy != "" {
-			scoped = append(scoped, n.Budgets[i].ID)
-		}
+	stage, bad := explainStage(e, n, x.path)
+	if bad != nil {
+		return bad
 	}
-	if hasScope && len(scoped) == 0 {
-		return httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "node '%s' has no budget that counts per scope value: leave scope out", n.Name).Field("scope")
+	counters, unjudged, err := budget.ItemCounters(n, stage.Path, x.op, x.scope, x.hasScope)
+	if err != nil {
+		// readExplainQuery checked the key room; a refusal here would be
+		// a disagreement between the two.
+		return httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeScopeValueTooLong, "%v", err).Field("scope")
 	}
-	_, hasOp := v["op"]
-	op := v.Get("op")
-	if len(op) > explainMaxOp {
-		return httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "op is %d bytes; an op is at most %d", len(op), explainMaxOp).Field("op")
-	}
-	if hasOp && !opNamed(n, op) {
-		return httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "no budget of node '%s' names op %.60q (%s): give an op one of them names, or leave op out", n.Name, op, namedOps(n)).Field("op")
-	}
-	counters, unjudged, err := budget.ItemCounters(n, stage.Path, op, scope, hasScope)
-	var long *budget.ScopeTooLongError
-	if errors.As(err, &long) {
-		return httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeScopeValueTooLong, "scope is %d bytes, and budget '%s' of node '%s' has room for %d: its counter key %s:… would pass the broker's %d-byte limit; give the value the payload carries (an item with this one is refused at the push door)", long.Bytes, long.Budget, n.Name, max(long.Room, 0), long.Key, plan.MaxKVKeyBytes).
-			Field("scope").Budget(long.Budget).Room(int64(max(long.Room, 0))).Bytes(int64(long.Bytes))
-	}
-	partition, hasPartition := v.Get("partition"), v.Has("partition")
-	if hasPartition && (partition == "" || len(partition) > 256) {
-		return httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "partition must be a partition name of 1 to 256 bytes (the one the item was pushed to)").Field("partition")
-	}
+	partition, hasPartition := x.partition, x.hasPartition
 	ctx, cancel := context.WithTimeout(q.Context(), diagViewTimeout)
 	defer cancel()
 	ans, complete := in.explainItem(ctx, e, n, stage, counters, unjudged, partition, hasPartition)
 	if !complete {
 		return httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeETAUnavailable, "explaining node '%s' needs its counters and backlog from the broker, which did not answer; retry", n.Name).RetryAfter(1)
 	}
-	if hasScope {
-		ans.Scope = &scope
+	if x.hasScope {
+		ans.Scope = &x.scope
 	}
-	if hasOp {
-		ans.Op = &op
+	if x.hasOp {
+		ans.Op = &x.op
 	}
 	ans.Sentence = sentence(&ans, time.UnixMilli(ans.At))
 	httpapi.WriteJSON(q.W, http.StatusOK, ans)
 	return nil
+}
+
+// explainQ is explain's query, read.
+type explainQ struct {
+	scope, op, path, partition    string
+	hasScope, hasOp, hasPartition bool
+}
+
+// readExplainQuery reads explain's query for node n: only scope, op, path
+// and partition, each at most once and valid UTF-8; scope only on a node
+// that counts per value, and within every scoped budget's key room; op
+// at most explainMaxOp bytes and named by some budget; partition 1 to 256
+// bytes. Anything else is a 422 naming the field.
+func readExplainQuery(v url.Values, n *plan.Node) (explainQ, *httpapi.Refusal) {
+	var x explainQ
+	for name, vals := range v {
+		if !explainQuery[name] {
+			return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "explain takes scope, op, path and partition; %.40q is none of them", name).Field(name)
+		}
+		if len(vals) > 1 {
+			return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "%s is given %d times: give it once", name, len(vals)).Field(name)
+		}
+		if !utf8.ValidString(vals[0]) {
+			return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "%s is not valid UTF-8: give the value as the payload carries it", name).Field(name)
+		}
+	}
+	x.path = v.Get("path")
+	if len(x.path) > 256 {
+		return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "path is %d bytes: give the name of a path through node '%s'", len(x.path), n.Name).Field("path")
+	}
+	x.scope, x.hasScope = v.Get("scope"), v.Has("scope")
+	if x.hasScope {
+		scoped := false
+		for i := range n.Budgets {
+			b := &n.Budgets[i]
+			if b.ScopeBy == "" {
+				continue
+			}
+			scoped = true
+			if room := plan.ScopeRoom(b.Key); len(x.scope) > room {
+				return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeScopeValueTooLong, "scope is %d bytes, and budget '%s' of node '%s' has room for %d: its counter key %s:… would pass the broker's %d-byte limit; give the value the payload carries (an item with this one is refused at the push door)", len(x.scope), b.ID, n.Name, max(room, 0), b.Key, plan.MaxKVKeyBytes).
+					Field("scope").Budget(b.ID).Room(int64(max(room, 0))).Bytes(int64(len(x.scope)))
+			}
+		}
+		if !scoped {
+			return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "node '%s' has no budget that counts per scope value: leave scope out", n.Name).Field("scope")
+		}
+	}
+	x.op, x.hasOp = v.Get("op"), v.Has("op")
+	if len(x.op) > explainMaxOp {
+		return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "op is %d bytes; an op is at most %d", len(x.op), explainMaxOp).Field("op")
+	}
+	if x.hasOp && !opNamed(n, x.op) {
+		return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "no budget of node '%s' names op %.60q (%s): give an op one of them names, or leave op out", n.Name, x.op, namedOps(n)).Field("op")
+	}
+	x.partition, x.hasPartition = v.Get("partition"), v.Has("partition")
+	if x.hasPartition && (x.partition == "" || len(x.partition) > 256) {
+		return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "partition must be a partition name of 1 to 256 bytes (the one the item was pushed to)").Field("partition")
+	}
+	return x, nil
 }
 
 // explainStage is the stage the item is judged on: the named path's, or
