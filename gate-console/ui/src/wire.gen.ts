@@ -310,6 +310,105 @@ export interface MetricsPath {
 }
 
 /**
+ * Explanation is GET …/nodes/{node}/explain?scope=&op=&path=&partition=:
+ * why an item with that scope value and op waits at the node, and when it
+ * can go. It reads the broker only (no PostgreSQL).
+ */
+export interface Explanation {
+  at: number;
+  application: string;
+  graph: string;
+  node: string;
+  /**
+   * Path is the path the item is judged on (its ceilings are the path's
+   * share of each budget).
+   */
+  path: string;
+  /** Scope and Op are the item asked about (null when not given). */
+  scope: string | null;
+  op: string | null;
+  /** Cost is the cost the item is judged at: the node's cost.default. */
+  cost: number;
+  /**
+   * Counters are every counter the item would charge, in the node's
+   * budget order.
+   */
+  counters: ExplainCounter[];
+  /**
+   * Unjudged are the scoped budgets not judged because no scope value
+   * was given.
+   */
+  unjudged: string[];
+  /** Backoff is a backoff holding the node (null when none). */
+  backoff: ExplainBackoff | null;
+  /**
+   * Binding is the budget whose counter holds the item longest (null
+   * when every counter has room).
+   */
+  binding: string | null;
+  /**
+   * Partition is the partition asked about (null: none given). Ahead is
+   * the items pending before the item in it, AheadMax (without a
+   * partition) the most pending in any partition of the node's queue:
+   * the item is behind at most that many. Null when unreadable.
+   */
+  partition: string | null;
+  ahead: number | null;
+  aheadMax: number | null;
+  /**
+   * EarliestAdmission is a bound (no earlier than, epoch ms): every
+   * refusing counter's window over, any backoff over, and the items
+   * ahead through the unscoped counters at one ceiling per window.
+   */
+  earliestAdmission: number;
+  waitSeconds: number;
+  /** Sentence is the answer in one sentence (the console shows it). */
+  sentence: string;
+  assumes: string;
+}
+
+/** ExplainCounter is one counter an item would charge. */
+export interface ExplainCounter {
+  budget: string;
+  /** Kind is "unscoped", "scoped" or "shared". */
+  kind: string;
+  key: string;
+  value: number;
+  /**
+   * Ceiling is the item's path's ceiling; Widest the widest path's;
+   * Shares every path's ceiling.
+   */
+  ceiling: number;
+  widest: number;
+  shares: ExplainShare[];
+  windowSeconds: number;
+  /** FreesAt is the end of the live window (epoch ms; null: none live). */
+  freesAt: number | null;
+  /**
+   * Fits says an item of Cost would be charged now; Reason why not
+   * ("ceiling", "share" or "backoff"; null when it fits).
+   */
+  fits: boolean;
+  reason: string | null;
+  /** Binds marks the binding counter. */
+  binds: boolean;
+}
+
+/** ExplainShare is one path's ceiling on a counter. */
+export interface ExplainShare {
+  path: string;
+  ceiling: number;
+}
+
+/** ExplainBackoff is a backoff record holding a node. */
+export interface ExplainBackoff {
+  /** Until is when it lifts by itself (epoch ms). */
+  until: number;
+  retryAfterSeconds: number;
+  by?: string;
+}
+
+/**
  * Code is the stable machine code of a refusal: every error body gate-api
  * and gate-console write carries one in "code", next to the sentence in
  * "error". A client branches on the code (and the status), never on the
@@ -2023,6 +2122,8 @@ export interface ViewBudget {
   key: string;
   scopeBy: string | null;
   sharedKey: string | null;
+  /** WhenOp are the ops the budget applies to (empty: every op). */
+  whenOp: string[];
   count: number;
   timeMs: number;
   subWindows: number;

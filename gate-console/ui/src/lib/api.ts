@@ -60,6 +60,11 @@ export const api = {
     if (q.subWindows) p.set("subWindows", String(q.subWindows));
     return request<W.Simulation>("GET", `${g(app, graph)}/simulate?${p}`);
   },
+  explain: (app: string, graph: string, node: string, q: { scope?: string; op?: string; path?: string; partition?: string }) => {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== "") p.set(k, v);
+    return request<W.Explanation>("GET", `${g(app, graph)}/nodes/${seg(node)}/explain?${p}`);
+  },
   simulateGraph: (app: string, graph: string, doc: unknown, minutes: number) => request<W.GraphSimulation>("POST", `${g(app, graph)}/simulate?minutes=${minutes}`, doc),
   declare: (app: string, graph: string, doc: unknown) => request<W.DeclareResponse>("PUT", v1(app, graph), doc),
   remove: (app: string, graph: string) => request<{ ok: boolean }>("DELETE", v1(app, graph)),

@@ -1,5 +1,5 @@
-import { useState } from "react";
-import type { GraphView, NodeView, StageCounters, StageView } from "../wire";
+import { useState, type FormEvent } from "react";
+import type { Explanation, GraphView, NodeView, StageCounters, StageView } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
 import { Diagram } from "../lib/diagram";
 import { stageKey, useLiveCounters } from "../lib/live";
@@ -142,6 +142,7 @@ function NodePanel({ view, n, onChanged }: { view: GraphView; n: NodeView; onCha
         </div>
       ) : null}
       {err ? <ErrorState error={err} what="the backoff" /> : null}
+      <ExplainBox view={view} n={n} />
       <h3>Budgets</h3>
       {n.budgets.length === 0 ? <p className="small muted">No budgets (Watch).</p> : (
         <div className="tablewrap"><table>
@@ -159,6 +160,51 @@ function NodePanel({ view, n, onChanged }: { view: GraphView; n: NodeView; onCha
         </table></div>
       )}
     </section>
+  );
+}
+
+/** "Why is this item waiting?": one scope value (and op, partition) explained by the server in a sentence, with every counter it would charge. */
+function ExplainBox({ view, n }: { view: GraphView; n: NodeView }) {
+  const scoped = n.budgets.filter((b) => b.scopeBy);
+  const ops = [...new Set(n.budgets.flatMap((b) => b.whenOp).filter((o) => o !== "*"))];
+  const [scope, setScope] = useState("");
+  const [op, setOp] = useState("");
+  const [partition, setPartition] = useState("");
+  const [ans, setAns] = useState<Explanation | null>(null);
+  const [err, setErr] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const ask = async (e: FormEvent) => {
+    e.preventDefault();
+    setBusy(true); setErr(null);
+    try { setAns(await api.explain(view.application, view.graph, n.node, { scope: scoped.length ? scope : undefined, op, partition })); } catch (x) { setAns(null); setErr(x as ApiError); } finally { setBusy(false); }
+  };
+  return (
+    <>
+      <h3>Why is this item waiting?</h3>
+      <form className="row" onSubmit={ask} data-testid="explain-form" role="search" aria-label={`explain an item at node ${n.node}`}>
+        {scoped.length ? <label className="field"><span className="name">{scoped.map((b) => b.scopeBy).filter((v, i, a) => a.indexOf(v) === i).join(" / ")}</span><input value={scope} onChange={(e) => setScope(e.target.value)} placeholder="scope value" data-testid="explain-scope" /></label> : null}
+        {ops.length ? <label className="field"><span className="name">op</span><select value={op} onChange={(e) => setOp(e.target.value)} data-testid="explain-op"><option value="">any op</option>{ops.map((o) => <option key={o} value={o}>{o}</option>)}</select></label> : null}
+        <label className="field"><span className="name">partition</span><input value={partition} onChange={(e) => setPartition(e.target.value)} placeholder="optional" data-testid="explain-partition" style={{ width: 120 }} /></label>
+        <button type="submit" disabled={busy} data-testid="explain">Explain</button>
+      </form>
+      {err ? <ErrorState error={err} what="the explanation" /> : null}
+      {ans ? (
+        <div className="notice" data-testid="explain-answer">
+          <p data-testid="explain-sentence">{ans.sentence.charAt(0).toUpperCase() + ans.sentence.slice(1)}.</p>
+          <div className="tablewrap"><table className="small">
+            <thead><tr><th>counter</th><th>kind</th><th>used</th><th>frees</th><th></th></tr></thead>
+            <tbody>{ans.counters.map((c) => (
+              <tr key={c.key} data-binds={c.binds ? "yes" : "no"}>
+                <td>{c.budget}{c.binds ? <span className="badge warn"> binds</span> : null}</td><td>{c.kind}</td>
+                <td className="num">{fmt(c.value)} of {fmt(c.ceiling)}{c.widest > c.ceiling ? ` (widest ${fmt(c.widest)})` : ""}</td>
+                <td>{c.freesAt ? when(c.freesAt) : "—"}</td><td>{c.fits ? "room" : c.reason}</td>
+              </tr>
+            ))}</tbody>
+          </table></div>
+          {ans.unjudged.length ? <p className="small muted">Not judged without a scope value: {ans.unjudged.join(", ")}.</p> : null}
+        </div>
+      ) : null}
+    </>
   );
 }
 
