@@ -81,6 +81,8 @@ type scratch struct {
 	pushes []queen.PushItem
 	arena  []byte
 	ids    []byte
+	// ceilings is the claim's ceiling per budget of the node.
+	ceilings []int64
 }
 
 // call returns a context for one kv call or transaction: detached from the
@@ -158,6 +160,7 @@ func (h *handler) classify() {
 func (h *handler) buildBatch() {
 	n := h.s.cfg.Node
 	path := h.s.cfg.Stage.Path
+	ceilings := h.ceilings(n, path)
 	var touched []int
 	h.batch.Items = make([]budget.Item, 0, len(h.window))
 items:
@@ -192,13 +195,38 @@ items:
 					continue items
 				}
 			}
-			k := h.batch.Counter(key, b.Ceiling(path), b.WindowSubSeconds, b.ID)
+			k := h.batch.Counter(key, ceilings[bi], b.WindowSubSeconds, b.ID)
 			h.batch.Counters[k].Widest = max(h.batch.Counters[k].Widest, b.WidestCeiling())
 			touched = append(touched, k)
 		}
 		e.item = len(h.batch.Items)
 		h.batch.Add(e.cost, touched)
 	}
+}
+
+// ceilings returns the path's ceiling on each budget of n for this claim:
+// the plan's, lowered by the vendor meter of a budget that mirrors one (the
+// limiter's copy of the meter rows, re-read at most every
+// budget.MeterRefresh).
+func (h *handler) ceilings(n *plan.Node, path string) []int64 {
+	sc := h.buffers()
+	out := slices.Grow(sc.ceilings[:0], len(n.Budgets))[:len(n.Budgets)]
+	sc.ceilings = out
+	var ctx context.Context
+	for i := range n.Budgets {
+		b := &n.Budgets[i]
+		if b.VendorMeter == nil || h.s.cfg.Limiter == nil {
+			out[i] = b.Ceiling(path)
+			continue
+		}
+		if ctx == nil {
+			var cancel context.CancelFunc
+			ctx, cancel = h.call()
+			defer cancel()
+		}
+		out[i] = h.s.cfg.Limiter.Ceiling(ctx, b, path)
+	}
+	return out
 }
 
 // admit is the admission loop: try the window, and on a refusal cut to the
