@@ -81,8 +81,6 @@ type scratch struct {
 	pushes []queen.PushItem
 	arena  []byte
 	ids    []byte
-	// ceilings is the claim's ceiling per budget of the node.
-	ceilings []int64
 }
 
 // call returns a context for one kv call or transaction: detached from the
@@ -160,7 +158,6 @@ func (h *handler) classify() {
 func (h *handler) buildBatch() {
 	n := h.s.cfg.Node
 	path := h.s.cfg.Stage.Path
-	ceilings := h.ceilings(n, path)
 	var touched []int
 	h.batch.Items = make([]budget.Item, 0, len(h.window))
 items:
@@ -195,7 +192,9 @@ items:
 					continue items
 				}
 			}
-			k := h.batch.Counter(key, ceilings[bi], b.WindowSubSeconds, b.ID)
+			// The plan's ceiling; followMeters lowers a mirrored budget's
+			// before each attempt.
+			k := h.batch.Counter(key, b.Ceiling(path), b.WindowSubSeconds, b.ID)
 			h.batch.Counters[k].Widest = max(h.batch.Counters[k].Widest, b.WidestCeiling())
 			touched = append(touched, k)
 		}
@@ -204,29 +203,31 @@ items:
 	}
 }
 
-// ceilings returns the path's ceiling on each budget of n for this claim:
-// the plan's, lowered by the vendor meter of a budget that mirrors one (the
-// limiter's copy of the meter rows, re-read at most every
-// budget.MeterRefresh).
-func (h *handler) ceilings(n *plan.Node, path string) []int64 {
-	sc := h.buffers()
-	out := slices.Grow(sc.ceilings[:0], len(n.Budgets))[:len(n.Budgets)]
-	sc.ceilings = out
-	var ctx context.Context
+// followMeters lowers (or restores, never above the plan) the Max of each
+// counter of a budget that mirrors a vendor meter to what the vendor last
+// stated, before every attempt: a claim that waited for a window (parked
+// or held) charges the ceiling of the window it is admitted in, not the
+// one it was popped in.
+func (h *handler) followMeters() {
+	n := h.s.cfg.Node
+	if !n.Mirrors() || h.s.cfg.Limiter == nil {
+		return
+	}
+	path := h.s.cfg.Stage.Path
+	ctx, cancel := h.call()
+	defer cancel()
 	for i := range n.Budgets {
 		b := &n.Budgets[i]
-		if b.VendorMeter == nil || h.s.cfg.Limiter == nil {
-			out[i] = b.Ceiling(path)
+		if b.VendorMeter == nil {
 			continue
 		}
-		if ctx == nil {
-			var cancel context.CancelFunc
-			ctx, cancel = h.call()
-			defer cancel()
+		c := h.s.cfg.Limiter.Ceiling(ctx, b, path)
+		for k := range h.batch.Counters {
+			if h.batch.Counters[k].Key == b.Key {
+				h.batch.Counters[k].Max = c
+			}
 		}
-		out[i] = h.s.cfg.Limiter.Ceiling(ctx, b, path)
 	}
-	return out
 }
 
 // admit is the admission loop: try the window, and on a refusal cut to the
@@ -288,6 +289,7 @@ func (h *handler) admit() (held bool) {
 // itself in a way no retry changes (nothing applied).
 func (h *handler) try(n int) (_ *budget.Charge, permanentErr error, done bool) {
 	s := h.s
+	h.followMeters()
 	if s.cfg.Admission.Riders() {
 		t, end, fwd, foreignN, costSum := h.transaction(n)
 		if ch, ok := s.cfg.Limiter.Riders(t, &h.batch, n); ok {

@@ -22,7 +22,8 @@ import (
 //     reads at most MeterRefresh after it was written;
 //   - it raises the budget's live counter so that what Gate may still admit
 //     in its sub-window is no more than what the vendor says remains —
-//     never lowering a counter.
+//     never lowering a counter (an absent counter is started only when the
+//     vendor's reset is at least half a sub-window away).
 //
 // A vendor that states a limit at or above the declared count deletes the
 // row: Gate is back at what was declared, never above.
@@ -204,7 +205,11 @@ func (l *Limiter) Observe(ctx context.Context, b *plan.Budget, r vendormeter.Rea
 		out.Lowered = out.Ceiling < widest
 	}
 	out.Counter = cur.Value
-	if r.HasRemaining && !cur.NotANumber {
+	// A counter with no live window is only started when the vendor's
+	// window lasts at least half a sub-window more: a late answer about a
+	// window that is nearly over must not hold Gate's next one.
+	fresh := cur.Found || !r.HasReset || 2*r.Reset >= time.Duration(max(b.WindowSubSeconds, 1))*time.Second
+	if r.HasRemaining && !cur.NotANumber && fresh {
 		target := max(out.Ceiling-r.Remaining, 0)
 		if target > cur.Value {
 			ops = append(ops, queen.KVIncr(l.NS, b.Key, target-cur.Value, queen.IncrOpts{TTLSeconds: max(b.WindowSubSeconds, 1), Max: queen.Int(target)}))

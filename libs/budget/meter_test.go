@@ -159,10 +159,19 @@ func TestObserveRaisesTheCounterToWhatTheVendorUsedNeverLowersIt(t *testing.T) {
 	if e, _ := mq.KV(meterNS, b.Key); e.Int != 45 {
 		t.Fatalf("counter %d, want 45 untouched", e.Int)
 	}
-	// A window that ended starts a fresh counter at the vendor's used count,
-	// with the sub-window's TTL.
+	// A window that ended: an answer whose vendor window is nearly over
+	// starts nothing; one with most of it to go starts a fresh counter at
+	// the vendor's used count, with the sub-window's TTL.
 	vc.Advance(2 * time.Second)
 	if _, err := l.Observe(ctx, b, reading(20, 0), vc.Now(), budget.ObserveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := mq.KV(meterNS, b.Key); ok {
+		t.Fatal("an answer 400 ms before the vendor's reset started a one-second window")
+	}
+	late := reading(20, 0)
+	late.Reset = 900 * time.Millisecond
+	if _, err := l.Observe(ctx, b, late, vc.Now(), budget.ObserveOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e, ok := mq.KV(meterNS, b.Key)

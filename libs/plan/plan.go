@@ -174,6 +174,16 @@ func (b *Budget) WidestCeiling() int64 {
 	return c
 }
 
+// Mirrors reports whether some budget of the node mirrors a vendor meter.
+func (n *Node) Mirrors() bool {
+	for i := range n.Budgets {
+		if n.Budgets[i].VendorMeter != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Unconditional reports whether the budget charges every item (neither
 // scoped nor op-filtered).
 func (b *Budget) Unconditional() bool { return b.ScopeBy == "" && b.WhenOp == nil }
