@@ -68,6 +68,11 @@ func TestObserveFollowsTheVendorsMeter(t *testing.T) {
 	if e, ok := mini.KV(h.NS, counter); !ok || e.Int != 15 {
 		t.Fatalf("counter %+v, want 15", e)
 	}
+	// The diagnostics say it in words.
+	d := h.Expect(h.Do(http.MethodGet, h.GraphURL("v")+"/diagnostics", nil), http.StatusOK)
+	if !strings.Contains(string(d.Raw), `"kind":"vendor"`) || !strings.Contains(string(d.Raw), "Budget global of node limit: the vendor enforces 20 where 50 is declared, since ") {
+		t.Fatalf("diagnostics: %s", d.Raw)
+	}
 
 	// The vendor refuses: Retry-After 2 holds the node for 2 s, as a
 	// backoff would, and the breaker record says observe did it.
