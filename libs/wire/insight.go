@@ -18,6 +18,9 @@ const (
 	FindingRead    = "read"
 	FindingCursor  = "cursor"
 	FindingBackoff = "backoff"
+	// FindingVendor is a mirrored budget whose vendor stated a lower limit
+	// than the declared one (observe): Gate paces at the vendor's.
+	FindingVendor  = "vendor"
 	FindingBudget  = "budget"
 	FindingRelay   = "relay"
 	FindingWorkers = "workers"

@@ -69,27 +69,13 @@ func (l *Live) backoff(q *httpapi.Request) *httpapi.Refusal {
 		return bad
 	}
 	seconds := min(max(*b.RetryAfterSeconds, minBackoffSeconds), maxBackoffSeconds)
-	counters := budget.Unscoped(n)
-	keys := budget.Keys(counters)
-	if len(keys) == 0 {
-		return httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeNoUnscopedBudget, "node '%s' has only per-key (scoped) budgets, so it has no window to spend: back off in your worker, or add an unscoped budget to the node", n.Name).Field("node")
-	}
-	ctx := q.Context()
 	var refund int64
 	if b.RefundCost != nil {
 		refund = *b.RefundCost
 	}
-	refundErr, err := l.p.Limiter().Spend(ctx, counters, seconds, refund)
-	if refundErr != nil {
-		l.p.Log.Warn("backoff: crediting the refund failed", "app", e.App, "graph", e.Graph, "node", n.Name, "error", refundErr)
-	}
-	if err != nil {
-		return httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "spending the window of node '%s' failed: %v; the node is not held, retry", n.Name, err)
-	}
-	at := l.p.Clock.Now().UnixMilli()
-	rec := store.Breaker{At: at, RetryAfterSeconds: seconds, By: by, Application: e.App, Graph: e.Graph, Node: n.Name}
-	if err := l.p.Store.PutBreaker(ctx, n.BreakerKey, rec); err != nil {
-		return httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "the window of node '%s' is spent, but %v; retry so the fleet can see it", n.Name, err)
+	rec, keys, bad := l.hold(q, e, n, seconds, refund, by)
+	if bad != nil {
+		return bad
 	}
 	l.p.Log.Warn("backoff: node held", "app", e.App, "graph", e.Graph, "node", n.Name, "retryAfterSeconds", seconds, "by", by, "keys", keys)
 	httpapi.WriteJSON(q.W, http.StatusOK, wire.Backoff{
@@ -97,6 +83,31 @@ func (l *Live) backoff(q *httpapi.Request) *httpapi.Refusal {
 		Keys: plane.NonNil(keys), Refunded: refund,
 	})
 	return nil
+}
+
+// hold spends the unscoped counters of node n for seconds (crediting
+// refund first) and writes the breaker record: the backoff, whoever asked
+// for it (the backoff route, or an observed 429 or 503 with Retry-After).
+func (l *Live) hold(q *httpapi.Request, e *plane.Entry, n *plan.Node, seconds, refund int64, by string) (store.Breaker, []string, *httpapi.Refusal) {
+	counters := budget.Unscoped(n)
+	keys := budget.Keys(counters)
+	if len(keys) == 0 {
+		return store.Breaker{}, nil, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeNoUnscopedBudget, "node '%s' has only per-key (scoped) budgets, so it has no window to spend: back off in your worker, or add an unscoped budget to the node", n.Name).Field("node")
+	}
+	ctx := q.Context()
+	refundErr, err := l.p.Limiter().Spend(ctx, counters, seconds, refund)
+	if refundErr != nil {
+		l.p.Log.Warn("backoff: crediting the refund failed", "app", e.App, "graph", e.Graph, "node", n.Name, "error", refundErr)
+	}
+	if err != nil {
+		return store.Breaker{}, nil, httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "spending the window of node '%s' failed: %v; the node is not held, retry", n.Name, err)
+	}
+	at := l.p.Clock.Now().UnixMilli()
+	rec := store.Breaker{At: at, RetryAfterSeconds: seconds, By: by, Application: e.App, Graph: e.Graph, Node: n.Name}
+	if err := l.p.Store.PutBreaker(ctx, n.BreakerKey, rec); err != nil {
+		return store.Breaker{}, nil, httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "the window of node '%s' is spent, but %v; retry so the fleet can see it", n.Name, err)
+	}
+	return rec, keys, nil
 }
 
 // liftBackoff is DELETE …/nodes/{node}/backoff: delete every unscoped

@@ -160,6 +160,82 @@ export interface Pushed {
   runningNote?: string;
 }
 
+/**
+ * ObserveBody is POST …/nodes/{node}/observe's request body: one vendor
+ * answer as the worker saw it.
+ */
+export interface ObserveBody {
+  /** Status is the answer's HTTP status. */
+  status: number;
+  /**
+   * Headers are its response headers, name to value (a value may be an
+   * array of strings for a header sent on several lines).
+   */
+  headers: Record<string, string>;
+  /**
+   * Budget names one mirrored budget of the node; absent observes every
+   * budget of the node that mirrors a vendor meter.
+   */
+  budget?: string;
+}
+
+/**
+ * Observed is the 200 answer of POST …/nodes/{node}/observe: what the
+ * vendor's answer did to each mirrored budget, and the backoff a 429 or
+ * 503 with Retry-After started.
+ */
+export interface Observed {
+  ok: boolean;
+  node: string;
+  /** Status is the observed answer's status. */
+  status: number;
+  budgets: ObservedBudget[];
+  /**
+   * Backoff is the backoff a refusal with Retry-After started (null
+   * otherwise).
+   */
+  backoff: Backoff | null;
+}
+
+/** ObservedBudget is one mirrored budget after an observation. */
+export interface ObservedBudget {
+  /** Budget is the budget's id and Headers the family it mirrors. */
+  budget: string;
+  headers: string;
+  /** Policy is the IETF policy or GitHub resource the answer spoke for. */
+  policy?: string;
+  /**
+   * Applied is false when the answer spoke for another policy or
+   * resource than the one mirrored (Note says which).
+   */
+  applied: boolean;
+  /**
+   * Declared is the plan's widest ceiling; Ceiling the effective one
+   * (at most Declared); Lowered says Ceiling < Declared.
+   */
+  declared: number;
+  ceiling: number;
+  lowered: boolean;
+  /**
+   * VendorLimit is the vendor's stated limit per the budget's window
+   * (0 when unstated); Since and Until bound the lowering (epoch ms, 0
+   * when not lowered).
+   */
+  vendorLimit: number;
+  since: number;
+  until: number;
+  /** Counter is the counter before; RaisedTo after a raise (0: none). */
+  counter: number;
+  raisedTo: number;
+  /**
+   * ResetRule says how X-RateLimit-Reset was read: seconds,
+   * epoch-seconds, epoch-ms, or delta (IETF t=).
+   */
+  resetRule?: string;
+  /** Note says, in a sentence, what the answer did. */
+  note: string;
+}
+
 /** BackoffBody is POST …/nodes/{node}/backoff's request body. */
 export interface BackoffBody {
   retryAfterSeconds: number;
@@ -459,6 +535,8 @@ export interface ExplainBackoff {
  * - `scope-value-too-long`: the item's scope value would make its counter key longer than the broker's 512 bytes (field, budget, room, bytes).
  * - `max-attempts`: a re-entry's attempt is over the graph's maxAttempts: dead-letter the item (maxAttempts).
  * - `no-unscoped-budget`: a backoff names a node with only scoped budgets, which has no window to spend.
+ * - `invalid-header`: an observed vendor answer carries a header Gate cannot read: malformed, negative, huge, dated, too long or too many (field names the header).
+ * - `no-vendor-meter`: an observe names a node (or budget) whose budgets mirror no vendor meter (vendorMeter in the document).
  * - `eta-unavailable`: the backlog or the counters an ETA needs could not be read from the broker.
  * - `gone`: the route was removed (the pop and the leases): the sentence says what replaces it (queue when there is one).
  * - `declare-refused`: the document was refused by a declare rule (rule, rules, problems; 409 for version-bump, version-order and ingress-owner), or could not be read as a document at all (rule document).
@@ -548,6 +626,8 @@ export type Code =
   | "scope-value-too-long"
   | "max-attempts"
   | "no-unscoped-budget"
+  | "invalid-header"
+  | "no-vendor-meter"
   | "eta-unavailable"
   | "gone"
   | "declare-refused"

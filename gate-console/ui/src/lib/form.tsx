@@ -84,6 +84,19 @@ export function BudgetEditor({ budgets, onChange, base, canRemoveAll }: { budget
                 <TextField label="source" at={`${at}/source`} value={b.source} onChange={(v) => set(i, { source: v })} placeholder="https://…" />
                 <TextField label="as of" at={`${at}/asOf`} value={b.asOf} onChange={(v) => set(i, { asOf: v })} placeholder="2026-10-01" />
               </> : null}
+              <label className="field"><span className="name">follows the vendor's headers</span>
+                <select data-at={`${at}/vendorMeter`} data-testid="budget-vendor-meter" value={b.vendorMeter?.headers ?? ""}
+                  onChange={(e) => set(i, { vendorMeter: e.target.value === "" ? null : { ...(b.vendorMeter ?? {}), headers: e.target.value } })}>
+                  <option value="">no (the declared count only)</option>
+                  <option value="x-ratelimit">X-RateLimit-*</option>
+                  <option value="ratelimit">IETF RateLimit / RateLimit-Policy</option>
+                  <option value="github">GitHub (X-RateLimit-* with -Resource)</option>
+                  {b.vendorMeter && !["", "x-ratelimit", "ratelimit", "github"].includes(b.vendorMeter.headers) ? <option value={b.vendorMeter.headers}>{b.vendorMeter.headers}</option> : null}
+                </select>
+                <span>workers report each answer to …/observe; Gate only ever goes lower than declared</span>
+                <FieldErrors at={`${at}/vendorMeter/headers`} /></label>
+              {b.vendorMeter ? <TextField label="policy or resource" at={`${at}/vendorMeter/name`} value={b.vendorMeter.name ?? null}
+                onChange={(v) => set(i, { vendorMeter: { headers: b.vendorMeter!.headers, ...(v === null ? {} : { name: v }) } })} placeholder="first policy / any resource" /> : null}
             </div>
             {budgets.length > 1 || canRemoveAll ? <button type="button" className="danger" onClick={() => onChange(budgets.filter((_, j) => j !== i))}>Remove budget</button> : null}
           </fieldset>
