@@ -105,6 +105,10 @@ type Relay struct {
 	// did); problem is the last problem logged, so it is logged once.
 	caps    atomic.Pointer[capability.Report]
 	problem string
+	// statusWrite is the failing status write (nil while writes work);
+	// statusFailures counts every failed write.
+	statusWrite    atomic.Pointer[wire.RelayStatusWrite]
+	statusFailures atomic.Int64
 
 	mu       sync.Mutex
 	graphs   map[string]*runtime
@@ -140,6 +144,28 @@ func (r *Relay) Denials() *denial.Ring { return r.denials }
 
 // Replica is this replica's id.
 func (r *Relay) Replica() string { return r.cfg.Replica }
+
+// StatusWritten records the outcome of a status write (the publisher's
+// Written): a failure makes /health degraded naming it until a write
+// succeeds, and counts in /metrics.
+func (r *Relay) StatusWritten(err error) {
+	if err == nil {
+		r.statusWrite.Store(nil)
+		return
+	}
+	n := r.statusFailures.Add(1)
+	since := r.cfg.Clock.Now().UnixMilli()
+	if prev := r.statusWrite.Load(); prev != nil {
+		since = prev.Since
+	}
+	r.statusWrite.Store(&wire.RelayStatusWrite{Error: err.Error(), Since: since, Failures: n})
+}
+
+// StatusWrite is the failing status write (nil while writes work) and the
+// failed writes since start.
+func (r *Relay) StatusWrite() (*wire.RelayStatusWrite, int64) {
+	return r.statusWrite.Load(), r.statusFailures.Load()
+}
 
 // Changed receives a value after every reconcile pass that changed what
 // runs here (a graph started, swapped, stopped or failed to start), so the

@@ -13,9 +13,9 @@ import (
 	"github.com/queen-mq/gate/libs/queen"
 )
 
-// ListLimit is the most documents read per key prefix; a longer listing is
-// reported as incomplete, never silently cut.
-const ListLimit = 1000
+// PageLimit is the most rows one getPrefix page asks for (the broker's
+// clamp); every listing reads page after page until one is not truncated.
+const PageLimit = 1000
 
 // revisionKey is the change signal: an integer bumped on every document
 // write or delete, so a relay notices a declaration within one short poll.
@@ -255,33 +255,65 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// List reads every stored document under "graph:" and "spec:", at most
-// ListLimit of each. Each prefix is its own kv call: a listing counts its
-// limit against the broker's per-call key budget (1024).
+// List reads every stored document under "graph:" and "spec:", page by
+// page (PageLimit rows per kv call: a call counts its limit against the
+// broker's per-call key budget of 1024).
 func (s *Store) List(ctx context.Context) (Listing, error) {
 	out := Listing{Complete: true}
 	for _, prefix := range []string{"graph:", "spec:"} {
-		res, err := s.c.KV(ctx, queen.KVGetPrefix(s.ns, prefix, queen.PrefixOpts{Limit: ListLimit}))
-		if err != nil {
-			return Listing{}, fmt.Errorf("listing stored graphs under %q: %w", prefix, err)
-		}
-		if len(res.Results) != 1 {
-			return Listing{}, fmt.Errorf("listing stored graphs under %q: the broker answered %d results for 1 listing", prefix, len(res.Results))
-		}
-		r := res.Results[0]
-		if r.Truncated {
-			out.Complete = false
-		}
-		for _, row := range r.Rows {
+		err := s.eachRow(ctx, prefix, func(row queen.KVRow) {
 			app, graph, ok := splitDocumentKey(row.Key)
 			if !ok || len(row.Value) == 0 || string(row.Value) == "null" || !json.Valid(row.Value) {
 				out.Complete = false
-				continue
+				return
 			}
 			out.Documents = append(out.Documents, Document{App: app, Graph: graph, Key: row.Key, Legacy: prefix == "spec:", Body: row.Value, Row: row.Version})
+		})
+		if err != nil {
+			return Listing{}, fmt.Errorf("listing stored graphs under %q: %w", prefix, err)
 		}
 	}
 	return out, nil
+}
+
+// ErrPaging is a listing whose pages did not advance: a truncated page
+// without rows, or a cursor that went backwards.
+var ErrPaging = errors.New("the broker's getPrefix pages did not advance")
+
+// eachRow calls fn with every live row under prefix, in byte order, page
+// by page (PageLimit rows, or fewer when the broker's 4 MiB read budget cuts
+// a page), following nextAfter until a page is not truncated. A broker
+// that answers truncated without nextAfter is followed from the last key
+// it returned.
+func (s *Store) eachRow(ctx context.Context, prefix string, fn func(queen.KVRow)) error {
+	after := ""
+	for {
+		res, err := s.c.KV(ctx, queen.KVGetPrefix(s.ns, prefix, queen.PrefixOpts{After: after, Limit: PageLimit}))
+		if err == nil && res.Refused() {
+			err = res.Err()
+		}
+		if err != nil {
+			return err
+		}
+		if len(res.Results) != 1 {
+			return fmt.Errorf("the broker answered %d results for 1 listing", len(res.Results))
+		}
+		r := res.Results[0]
+		for _, row := range r.Rows {
+			fn(row)
+		}
+		if !r.Truncated {
+			return nil
+		}
+		next := r.NextAfter
+		if next == "" && len(r.Rows) > 0 {
+			next = r.Rows[len(r.Rows)-1].Key
+		}
+		if next == "" || next <= after {
+			return fmt.Errorf("%w (after %q, next %q)", ErrPaging, after, next)
+		}
+		after = next
+	}
 }
 
 // splitDocumentKey parses "graph:{app}:{graph}" or "spec:{app}:{name}".
