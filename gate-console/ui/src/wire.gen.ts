@@ -2054,8 +2054,10 @@ export interface ResolvedDestination {
 
 /**
  * RelayHealth is a gate-relay's GET /health (on GATE_RELAY_BIND): 200 with
- * Status "ok", or 503 with Status "unavailable" when the broker does not
- * answer; the body is the same report either way.
+ * Status "ok", 200 with Status "degraded" while its status rows are not
+ * stored (StatusWrite says why; its graphs still run and limit), or 503
+ * with Status "unavailable" when the broker does not answer; the body is
+ * the same report either way.
  */
 export interface RelayHealth {
   status: string;
@@ -2064,7 +2066,23 @@ export interface RelayHealth {
   broker?: RelayBroker | null;
   /** Admission is the path claims charge by now. */
   admission?: RelayAdmission | null;
+  /**
+   * StatusWrite is present while the relay's status rows are not being
+   * stored (Status is then "degraded"): gate-api cannot see what this
+   * replica runs.
+   */
+  statusWrite?: RelayStatusWrite | null;
   graphs: RelayGraph[];
+}
+
+/** RelayStatusWrite is RelayHealth's failing status write. */
+export interface RelayStatusWrite {
+  /** Error is the last failed write's cause (the broker's answer). */
+  error: string;
+  /** Since is epoch milliseconds of the first failure in a row. */
+  since: number;
+  /** Failures is how many writes failed since the relay started. */
+  failures: number;
 }
 
 /** RelayBroker is RelayHealth's broker check. */
