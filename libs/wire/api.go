@@ -170,6 +170,16 @@ type ObservedBudget struct {
 type BackoffBody struct {
 	RetryAfterSeconds int64  `json:"retryAfterSeconds"`
 	By                string `json:"by,omitempty"`
+	// Reason is why the node is held (optional, at most 512 bytes): it is
+	// recorded with By in the graph's annotations (Traffic over time).
+	Reason string `json:"reason,omitempty"`
+}
+
+// BackoffLiftBody is DELETE …/nodes/{node}/backoff's optional body: who
+// lifts the hold and why, recorded in the graph's annotations.
+type BackoffLiftBody struct {
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Backoff is the 200 answer of POST …/nodes/{node}/backoff.

@@ -240,6 +240,20 @@ export interface ObservedBudget {
 export interface BackoffBody {
   retryAfterSeconds: number;
   by?: string;
+  /**
+   * Reason is why the node is held (optional, at most 512 bytes): it is
+   * recorded with By in the graph's annotations (Traffic over time).
+   */
+  reason?: string;
+}
+
+/**
+ * BackoffLiftBody is DELETE …/nodes/{node}/backoff's optional body: who
+ * lifts the hold and why, recorded in the graph's annotations.
+ */
+export interface BackoffLiftBody {
+  by?: string;
+  reason?: string;
 }
 
 /** Backoff is the 200 answer of POST …/nodes/{node}/backoff. */
@@ -1228,6 +1242,13 @@ export interface WatchSummary {
   nodes: WatchNode[];
   /** ResolutionSeconds is 60: the summary is per complete minute. */
   resolutionSeconds: number;
+  /**
+   * EndedAt is set when the graph has left Watch (limits configured):
+   * the summary is of its last finished session, read back from the
+   * change history, up to when the revision that ended it was stored
+   * (Unix ms). Null while the graph is in Watch.
+   */
+  endedAt: number | null;
 }
 
 /** WatchNode is one node of a Watch summary. */
@@ -1441,6 +1462,15 @@ export interface ConfigChange {
   label: string;
   version: number;
   mode: string;
+  /**
+   * Node, By, Reason and Seconds are set on a backoff annotation
+   * ("Backoff applied" / "Backoff lifted"): the node, who held or lifted
+   * it, the reason they gave (optional) and the hold in seconds.
+   */
+  node?: string;
+  by?: string;
+  reason?: string;
+  seconds?: number;
 }
 
 /** IncomingSeries is a node's incoming estimate. */
@@ -1854,6 +1884,26 @@ export interface TargetRow {
   /** Backlog is Σ first-hop stage group pending. */
   backlog: number;
   at: number;
+  /**
+   * Mode is "watch" or "enforce"; WatchEndsAt is when a Watch ends (Unix
+   * ms; null when enforcing or not started) and ReadyForReview is true
+   * once it has: still relaying in Watch until limits are configured.
+   */
+  mode: string;
+  watchEndsAt: number | null;
+  readyForReview: boolean;
+  /**
+   * Held are the nodes a live backoff (breaker record) holds now, in
+   * name order; empty when none does or when the broker could not be
+   * read (then BrokerRead is false).
+   */
+  held: string[];
+  /**
+   * BrokerRead is false when this row's live reads from the broker
+   * failed: its live numbers (worst budget, backlog, held) are unknown,
+   * not zero or none.
+   */
+  brokerRead: boolean;
 }
 
 /** NameOnly is {name}. */
@@ -1872,6 +1922,26 @@ export interface GraphRow {
   paths: ViewPath[];
   /** Forwarded is Σ forwarded at the graph's last hops. */
   forwarded: number;
+  /**
+   * Mode is "watch" or "enforce"; WatchEndsAt is when a Watch ends (Unix
+   * ms; null when enforcing or not started) and ReadyForReview is true
+   * once it has: still relaying in Watch until limits are configured.
+   */
+  mode: string;
+  watchEndsAt: number | null;
+  readyForReview: boolean;
+  /**
+   * Held are the nodes a live backoff (breaker record) holds now, in
+   * name order; empty when none does or when the broker could not be
+   * read (then BrokerRead is false).
+   */
+  held: string[];
+  /**
+   * BrokerRead is false when this row's live reads from the broker
+   * failed: its live numbers (worst budget, backlog, held) are unknown,
+   * not zero or none.
+   */
+  brokerRead: boolean;
 }
 
 /** GraphRowNode is one node of a GraphRow. */
