@@ -192,12 +192,41 @@ items:
 					continue items
 				}
 			}
+			// The plan's ceiling; followMeters lowers a mirrored budget's
+			// before each attempt.
 			k := h.batch.Counter(key, b.Ceiling(path), b.WindowSubSeconds, b.ID)
 			h.batch.Counters[k].Widest = max(h.batch.Counters[k].Widest, b.WidestCeiling())
 			touched = append(touched, k)
 		}
 		e.item = len(h.batch.Items)
 		h.batch.Add(e.cost, touched)
+	}
+}
+
+// followMeters lowers (or restores, never above the plan) the Max of each
+// counter of a budget that mirrors a vendor meter to what the vendor last
+// stated, before every attempt: a claim that waited for a window (parked
+// or held) charges the ceiling of the window it is admitted in, not the
+// one it was popped in.
+func (h *handler) followMeters() {
+	n := h.s.cfg.Node
+	if !n.Mirrors() || h.s.cfg.Limiter == nil {
+		return
+	}
+	path := h.s.cfg.Stage.Path
+	ctx, cancel := h.call()
+	defer cancel()
+	for i := range n.Budgets {
+		b := &n.Budgets[i]
+		if b.VendorMeter == nil {
+			continue
+		}
+		c := h.s.cfg.Limiter.Ceiling(ctx, b, path)
+		for k := range h.batch.Counters {
+			if h.batch.Counters[k].Key == b.Key {
+				h.batch.Counters[k].Max = c
+			}
+		}
 	}
 }
 
@@ -269,6 +298,7 @@ func (h *handler) tryN(n int) (*budget.Charge, error) {
 // itself in a way no retry changes (nothing applied).
 func (h *handler) try(n int) (_ *budget.Charge, permanentErr error, done bool) {
 	s := h.s
+	h.followMeters()
 	if s.cfg.Admission.Riders() {
 		t, end, fwd, foreignN, costSum := h.transaction(n)
 		if ch, ok := s.cfg.Limiter.Riders(t, &h.batch, n); ok {

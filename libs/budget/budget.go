@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 )
 
@@ -244,6 +245,19 @@ type Limiter struct {
 	NS string
 	// Observer, when set, sees every applied write.
 	Observer Observer
+	// Meters, when set, lowers the ceiling of every budget that mirrors a
+	// vendor meter to what the vendor last stated (Ceiling).
+	Meters *Meters
+}
+
+// Ceiling is path's ceiling on b as this limiter charges it: the plan's,
+// lowered by the budget's vendor meter row when it mirrors one.
+func (l *Limiter) Ceiling(ctx context.Context, b *plan.Budget, path string) int64 {
+	c := b.Ceiling(path)
+	if b.VendorMeter == nil || l.Meters == nil {
+		return c
+	}
+	return l.Meters.Ceiling(ctx, b, c)
 }
 
 // Charge charges the first n items of b in one kv call per ≤ 255 counters,

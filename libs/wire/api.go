@@ -108,10 +108,78 @@ type Pushed struct {
 	RunningNote string `json:"runningNote,omitempty"`
 }
 
+// ObserveBody is POST …/nodes/{node}/observe's request body: one vendor
+// answer as the worker saw it.
+type ObserveBody struct {
+	// Status is the answer's HTTP status.
+	Status int `json:"status"`
+	// Headers are its response headers, name to value (a value may be an
+	// array of strings for a header sent on several lines).
+	Headers map[string]string `json:"headers"`
+	// Budget names one mirrored budget of the node; absent observes every
+	// budget of the node that mirrors a vendor meter.
+	Budget string `json:"budget,omitempty"`
+}
+
+// Observed is the 200 answer of POST …/nodes/{node}/observe: what the
+// vendor's answer did to each mirrored budget, and the backoff a 429 or
+// 503 with Retry-After started.
+type Observed struct {
+	OK   bool   `json:"ok"`
+	Node string `json:"node"`
+	// Status is the observed answer's status.
+	Status  int              `json:"status"`
+	Budgets []ObservedBudget `json:"budgets"`
+	// Backoff is the backoff a refusal with Retry-After started (null
+	// otherwise).
+	Backoff *Backoff `json:"backoff"`
+}
+
+// ObservedBudget is one mirrored budget after an observation.
+type ObservedBudget struct {
+	// Budget is the budget's id and Headers the family it mirrors.
+	Budget  string `json:"budget"`
+	Headers string `json:"headers"`
+	// Policy is the IETF policy or GitHub resource the answer spoke for.
+	Policy string `json:"policy,omitempty"`
+	// Applied is false when the answer spoke for another policy or
+	// resource than the one mirrored (Note says which).
+	Applied bool `json:"applied"`
+	// Declared is the plan's widest ceiling; Ceiling the effective one
+	// (at most Declared); Lowered says Ceiling < Declared.
+	Declared int64 `json:"declared"`
+	Ceiling  int64 `json:"ceiling"`
+	Lowered  bool  `json:"lowered"`
+	// VendorLimit is the vendor's stated limit per the budget's window
+	// (0 when unstated); Since and Until bound the lowering (epoch ms, 0
+	// when not lowered).
+	VendorLimit int64 `json:"vendorLimit"`
+	Since       int64 `json:"since"`
+	Until       int64 `json:"until"`
+	// Counter is the counter before; RaisedTo after a raise (0: none).
+	Counter  int64 `json:"counter"`
+	RaisedTo int64 `json:"raisedTo"`
+	// ResetRule says how X-RateLimit-Reset was read: seconds,
+	// epoch-seconds, epoch-ms, or delta (IETF t=).
+	ResetRule string `json:"resetRule,omitempty"`
+	// Note says, in a sentence, what the answer did.
+	Note string `json:"note"`
+}
+
 // BackoffBody is POST …/nodes/{node}/backoff's request body.
 type BackoffBody struct {
 	RetryAfterSeconds int64  `json:"retryAfterSeconds"`
 	By                string `json:"by,omitempty"`
+	// Reason is why the node is held (optional, at most 512 bytes): it is
+	// recorded with By in the graph's annotations (Traffic over time).
+	Reason string `json:"reason,omitempty"`
+}
+
+// BackoffLiftBody is DELETE …/nodes/{node}/backoff's optional body: who
+// lifts the hold and why, recorded in the graph's annotations.
+type BackoffLiftBody struct {
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Backoff is the 200 answer of POST …/nodes/{node}/backoff.

@@ -160,10 +160,100 @@ export interface Pushed {
   runningNote?: string;
 }
 
+/**
+ * ObserveBody is POST …/nodes/{node}/observe's request body: one vendor
+ * answer as the worker saw it.
+ */
+export interface ObserveBody {
+  /** Status is the answer's HTTP status. */
+  status: number;
+  /**
+   * Headers are its response headers, name to value (a value may be an
+   * array of strings for a header sent on several lines).
+   */
+  headers: Record<string, string>;
+  /**
+   * Budget names one mirrored budget of the node; absent observes every
+   * budget of the node that mirrors a vendor meter.
+   */
+  budget?: string;
+}
+
+/**
+ * Observed is the 200 answer of POST …/nodes/{node}/observe: what the
+ * vendor's answer did to each mirrored budget, and the backoff a 429 or
+ * 503 with Retry-After started.
+ */
+export interface Observed {
+  ok: boolean;
+  node: string;
+  /** Status is the observed answer's status. */
+  status: number;
+  budgets: ObservedBudget[];
+  /**
+   * Backoff is the backoff a refusal with Retry-After started (null
+   * otherwise).
+   */
+  backoff: Backoff | null;
+}
+
+/** ObservedBudget is one mirrored budget after an observation. */
+export interface ObservedBudget {
+  /** Budget is the budget's id and Headers the family it mirrors. */
+  budget: string;
+  headers: string;
+  /** Policy is the IETF policy or GitHub resource the answer spoke for. */
+  policy?: string;
+  /**
+   * Applied is false when the answer spoke for another policy or
+   * resource than the one mirrored (Note says which).
+   */
+  applied: boolean;
+  /**
+   * Declared is the plan's widest ceiling; Ceiling the effective one
+   * (at most Declared); Lowered says Ceiling < Declared.
+   */
+  declared: number;
+  ceiling: number;
+  lowered: boolean;
+  /**
+   * VendorLimit is the vendor's stated limit per the budget's window
+   * (0 when unstated); Since and Until bound the lowering (epoch ms, 0
+   * when not lowered).
+   */
+  vendorLimit: number;
+  since: number;
+  until: number;
+  /** Counter is the counter before; RaisedTo after a raise (0: none). */
+  counter: number;
+  raisedTo: number;
+  /**
+   * ResetRule says how X-RateLimit-Reset was read: seconds,
+   * epoch-seconds, epoch-ms, or delta (IETF t=).
+   */
+  resetRule?: string;
+  /** Note says, in a sentence, what the answer did. */
+  note: string;
+}
+
 /** BackoffBody is POST …/nodes/{node}/backoff's request body. */
 export interface BackoffBody {
   retryAfterSeconds: number;
   by?: string;
+  /**
+   * Reason is why the node is held (optional, at most 512 bytes): it is
+   * recorded with By in the graph's annotations (Traffic over time).
+   */
+  reason?: string;
+}
+
+/**
+ * BackoffLiftBody is DELETE …/nodes/{node}/backoff's optional body: who
+ * lifts the hold and why, recorded in the graph's annotations.
+ */
+export interface BackoffLiftBody {
+  by?: string;
+  reason?: string;
 }
 
 /** Backoff is the 200 answer of POST …/nodes/{node}/backoff. */
@@ -459,6 +549,8 @@ export interface ExplainBackoff {
  * - `scope-value-too-long`: the item's scope value would make its counter key longer than the broker's 512 bytes (field, budget, room, bytes).
  * - `max-attempts`: a re-entry's attempt is over the graph's maxAttempts: dead-letter the item (maxAttempts).
  * - `no-unscoped-budget`: a backoff names a node with only scoped budgets, which has no window to spend.
+ * - `invalid-header`: an observed vendor answer carries a header Gate cannot read: malformed, negative, huge, dated, too long or too many (field names the header).
+ * - `no-vendor-meter`: an observe names a node (or budget) whose budgets mirror no vendor meter (vendorMeter in the document).
  * - `eta-unavailable`: the backlog or the counters an ETA needs could not be read from the broker.
  * - `gone`: the route was removed (the pop and the leases): the sentence says what replaces it (queue when there is one).
  * - `declare-refused`: the document was refused by a declare rule (rule, rules, problems; 409 for version-bump, version-order and ingress-owner), or could not be read as a document at all (rule document).
@@ -548,6 +640,8 @@ export type Code =
   | "scope-value-too-long"
   | "max-attempts"
   | "no-unscoped-budget"
+  | "invalid-header"
+  | "no-vendor-meter"
   | "eta-unavailable"
   | "gone"
   | "declare-refused"
@@ -1148,6 +1242,13 @@ export interface WatchSummary {
   nodes: WatchNode[];
   /** ResolutionSeconds is 60: the summary is per complete minute. */
   resolutionSeconds: number;
+  /**
+   * EndedAt is set when the graph has left Watch (limits configured):
+   * the summary is of its last finished session, read back from the
+   * change history, up to when the revision that ended it was stored
+   * (Unix ms). Null while the graph is in Watch.
+   */
+  endedAt: number | null;
 }
 
 /** WatchNode is one node of a Watch summary. */
@@ -1361,6 +1462,15 @@ export interface ConfigChange {
   label: string;
   version: number;
   mode: string;
+  /**
+   * Node, By, Reason and Seconds are set on a backoff annotation
+   * ("Backoff applied" / "Backoff lifted"): the node, who held or lifted
+   * it, the reason they gave (optional) and the hold in seconds.
+   */
+  node?: string;
+  by?: string;
+  reason?: string;
+  seconds?: number;
 }
 
 /** IncomingSeries is a node's incoming estimate. */
@@ -1774,6 +1884,26 @@ export interface TargetRow {
   /** Backlog is Σ first-hop stage group pending. */
   backlog: number;
   at: number;
+  /**
+   * Mode is "watch" or "enforce"; WatchEndsAt is when a Watch ends (Unix
+   * ms; null when enforcing or not started) and ReadyForReview is true
+   * once it has: still relaying in Watch until limits are configured.
+   */
+  mode: string;
+  watchEndsAt: number | null;
+  readyForReview: boolean;
+  /**
+   * Held are the nodes a live backoff (breaker record) holds now, in
+   * name order; empty when none does or when the broker could not be
+   * read (then BrokerRead is false).
+   */
+  held: string[];
+  /**
+   * BrokerRead is false when this row's live reads from the broker
+   * failed: its live numbers (worst budget, backlog, held) are unknown,
+   * not zero or none.
+   */
+  brokerRead: boolean;
 }
 
 /** NameOnly is {name}. */
@@ -1792,6 +1922,26 @@ export interface GraphRow {
   paths: ViewPath[];
   /** Forwarded is Σ forwarded at the graph's last hops. */
   forwarded: number;
+  /**
+   * Mode is "watch" or "enforce"; WatchEndsAt is when a Watch ends (Unix
+   * ms; null when enforcing or not started) and ReadyForReview is true
+   * once it has: still relaying in Watch until limits are configured.
+   */
+  mode: string;
+  watchEndsAt: number | null;
+  readyForReview: boolean;
+  /**
+   * Held are the nodes a live backoff (breaker record) holds now, in
+   * name order; empty when none does or when the broker could not be
+   * read (then BrokerRead is false).
+   */
+  held: string[];
+  /**
+   * BrokerRead is false when this row's live reads from the broker
+   * failed: its live numbers (worst budget, backlog, held) are unknown,
+   * not zero or none.
+   */
+  brokerRead: boolean;
 }
 
 /** GraphRowNode is one node of a GraphRow. */
@@ -1974,8 +2124,10 @@ export interface ResolvedDestination {
 
 /**
  * RelayHealth is a gate-relay's GET /health (on GATE_RELAY_BIND): 200 with
- * Status "ok", or 503 with Status "unavailable" when the broker does not
- * answer; the body is the same report either way.
+ * Status "ok", 200 with Status "degraded" while its status rows are not
+ * stored (StatusWrite says why; its graphs still run and limit), or 503
+ * with Status "unavailable" when the broker does not answer; the body is
+ * the same report either way.
  */
 export interface RelayHealth {
   status: string;
@@ -1984,7 +2136,23 @@ export interface RelayHealth {
   broker?: RelayBroker | null;
   /** Admission is the path claims charge by now. */
   admission?: RelayAdmission | null;
+  /**
+   * StatusWrite is present while the relay's status rows are not being
+   * stored (Status is then "degraded"): gate-api cannot see what this
+   * replica runs.
+   */
+  statusWrite?: RelayStatusWrite | null;
   graphs: RelayGraph[];
+}
+
+/** RelayStatusWrite is RelayHealth's failing status write. */
+export interface RelayStatusWrite {
+  /** Error is the last failed write's cause (the broker's answer). */
+  error: string;
+  /** Since is epoch milliseconds of the first failure in a row. */
+  since: number;
+  /** Failures is how many writes failed since the relay started. */
+  failures: number;
 }
 
 /** RelayBroker is RelayHealth's broker check. */
