@@ -87,6 +87,9 @@ type explainQ struct {
 func readExplainQuery(v url.Values, n *plan.Node) (explainQ, *httpapi.Refusal) {
 	var x explainQ
 	for name, vals := range v {
+		if name == "" {
+			return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "the query has a parameter with no name (\"=…\" or \"&&\"): explain takes scope, op, path and partition").Field("query")
+		}
 		if !explainQuery[name] {
 			return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "explain takes scope, op, path and partition; %.40q is none of them", name).Field(name)
 		}
