@@ -14,7 +14,7 @@ import (
 var ErrUsage = errors.New("usage")
 
 // Names are the scenarios in the order `all` runs them.
-var Names = []string{"health", "push", "drain", "throughput", "contention", "throttled", "idle", "overhead", "peers", "watch"}
+var Names = []string{"health", "push", "drain", "throughput", "contention", "throttled", "idle", "overhead", "peers", "watch", "observe"}
 
 // Config is one gate-bench invocation. Parse fills it; zero fields take
 // the defaults named on each.
@@ -61,7 +61,7 @@ const MaxPayloadBytes = 65536
 // Usage is gate-bench's help text.
 const Usage = `usage: gate-bench [--embedded] [--json FILE] all | NAME[,NAME...]
 
-scenarios: health, push, drain, throughput, contention, throttled, idle, overhead, peers
+scenarios: health, push, drain, throughput, contention, throttled, idle, overhead, peers, watch, observe
 
 env: GATE_URL (http://127.0.0.1:8788)  GATE_APP (bench)  QUEEN_URL (http://127.0.0.1:6632)
      GATE_KV_NAMESPACE (gate)  BENCH_REDIS (127.0.0.1:6379)  BENCH_THREADS (4)

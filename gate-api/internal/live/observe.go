@@ -1,7 +1,9 @@
 package live
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/queen-mq/gate/gate-api/internal/plane"
 	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/httpapi"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/vendormeter"
@@ -95,6 +98,11 @@ func (l *Live) observe(q *httpapi.Request) *httpapi.Refusal {
 		if err != nil {
 			return httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "applying the vendor's answer to budget '%s' of node '%s' failed: %v; nothing was lowered, retry", mb.ID, n.Name, err)
 		}
+		if got.Row != nil && got.Row.Since == got.Row.At {
+			l.annotate(q, e, fmt.Sprintf("Budget %s of node %s: %s", mb.ID, n.Name, got.Note))
+		} else if got.Cleared {
+			l.annotate(q, e, fmt.Sprintf("Budget %s of node %s: %s again", mb.ID, n.Name, got.Note))
+		}
 		ob.Policy, ob.Applied, ob.ResetRule = r.Policy, true, string(r.ResetRule)
 		ob.Ceiling, ob.Lowered, ob.Counter, ob.RaisedTo, ob.Note = got.Ceiling, got.Lowered, got.Counter, got.RaisedTo, got.Note
 		if got.Row != nil {
@@ -115,6 +123,24 @@ func (l *Live) observe(q *httpapi.Request) *httpapi.Refusal {
 	httpapi.WriteJSON(q.W, http.StatusOK, out)
 	return nil
 }
+
+// annotate puts a vendor's new limit on the graph's timeline (with
+// PostgreSQL; best effort: a failure is logged, the observation stands).
+func (l *Live) annotate(q *httpapi.Request, e *plane.Entry, label string) {
+	db := l.p.History()
+	if db == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(q.Context()), annotateTimeout)
+	defer cancel()
+	ev := history.ConfigEvent{App: e.App, Graph: e.Graph, At: l.p.Clock.Now().UnixMilli(), Change: history.Change{Label: label, Version: e.Plan.Version, Mode: history.ModeEnforce}}
+	if err := db.AddConfigEvent(ctx, ev); err != nil {
+		l.p.Log.Warn("observe: the timeline annotation was skipped", "app", e.App, "graph", e.Graph, "error", err)
+	}
+}
+
+// annotateTimeout bounds the timeline write of an observation.
+const annotateTimeout = 2 * time.Second
 
 // mirroredBudgets returns the budgets of n that mirror a vendor meter, or
 // the one named id.
