@@ -46,7 +46,8 @@ type MeterRow struct {
 	// Declared is the budget's count when the row was written.
 	Declared int64 `json:"declared"`
 	// Since is when the vendor first stated this limit (epoch ms); At when
-	// it last did; Until when the row lapses.
+	// the row was last written (an answer restating the limit rewrites it
+	// only once less than half the hold is left); Until when it lapses.
 	Since int64 `json:"since"`
 	At    int64 `json:"at"`
 	Until int64 `json:"until"`
@@ -98,8 +99,10 @@ type Observed struct {
 	// Row is the meter row written (nil: none written or deleted).
 	Row *MeterRow
 	// Lowered says the effective ceiling is below the plan's; Cleared that
-	// a row was deleted because the vendor allows what is declared.
-	Lowered, Cleared bool
+	// a row was deleted because the vendor allows what is declared;
+	// Started that this answer stated a new limit (none, or another, was
+	// in force).
+	Lowered, Cleared, Started bool
 	// Ceiling is the effective widest ceiling after the observation.
 	Ceiling int64
 	// RaisedTo is the counter's value after a raise (0: not raised), and
@@ -111,9 +114,9 @@ type Observed struct {
 
 // ObserveOptions say how long a stated limit holds.
 type ObserveOptions struct {
-	// Hold is how long after the last answer a stated limit stays in force
-	// when the vendor's reset is sooner (a vendor restates it on every
-	// answer). Zero is DefaultMeterHold.
+	// Hold is how long a stated limit stays in force when the vendor's
+	// reset is sooner; an answer restating it extends it once less than
+	// half the hold is left. Zero is DefaultMeterHold.
 	Hold time.Duration
 }
 
@@ -183,7 +186,15 @@ func (l *Limiter) Observe(ctx context.Context, b *plan.Budget, r vendormeter.Rea
 		}
 		if prev != nil && prev.Limit == limit {
 			nr.Since = prev.Since
+			// The same limit restated while more than half the hold is
+			// left: the row stands as it is (one kv call per answer in the
+			// steady state, not two).
+			if time.UnixMilli(prev.Until).Sub(now) > hold/2 && prev.VendorLimit == r.Limit {
+				row, out.Row, out.Note = prev, prev, prev.Sentence()
+				break
+			}
 		}
+		out.Started = prev == nil || prev.Limit != limit
 		until := now.Add(max(hold, r.Reset))
 		nr.Until = until.UnixMilli()
 		raw, err := json.Marshal(nr)

@@ -219,3 +219,40 @@ func TestMeterCeilingArithmetic(t *testing.T) {
 		}
 	}
 }
+
+// countingKV counts the kv calls a limiter makes.
+type countingKV struct {
+	next  budget.KV
+	calls int
+}
+
+func (c *countingKV) KV(ctx context.Context, ops ...queen.KVOp) (queen.KVResponse, error) {
+	c.calls++
+	return c.next.KV(ctx, ops...)
+}
+
+// A limit restated while most of its hold is left costs one kv call (the
+// read); the row is rewritten once less than half the hold is left.
+func TestARestatedLimitIsOneCall(t *testing.T) {
+	t.Parallel()
+	l, _, vc := meterRig(t)
+	ctx := context.Background()
+	b := mirrored()
+	ck := &countingKV{next: l.KV}
+	l.KV = ck
+	r := vendormeter.Reading{Status: 200, Limit: 20, HasLimit: true}
+	first, err := l.Observe(ctx, b, r, vc.Now(), budget.ObserveOptions{})
+	if err != nil || !first.Started || ck.calls != 2 {
+		t.Fatalf("first answer: %+v %v after %d calls, want started in 2", first, err, ck.calls)
+	}
+	vc.Advance(budget.DefaultMeterHold / 4)
+	again, err := l.Observe(ctx, b, r, vc.Now(), budget.ObserveOptions{})
+	if err != nil || again.Started || again.Ceiling != 20 || ck.calls != 3 || again.Row.Until != first.Row.Until {
+		t.Fatalf("restated: %+v %v after %d calls, want the row as it was in 1 call", again, err, ck.calls)
+	}
+	vc.Advance(budget.DefaultMeterHold / 2)
+	late, err := l.Observe(ctx, b, r, vc.Now(), budget.ObserveOptions{})
+	if err != nil || late.Started || ck.calls != 5 || late.Row.Until <= first.Row.Until || late.Row.Since != first.Row.Since {
+		t.Fatalf("restated late: %+v %v after %d calls, want the row rewritten with its since kept", late, err, ck.calls)
+	}
+}

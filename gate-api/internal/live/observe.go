@@ -98,7 +98,7 @@ func (l *Live) observe(q *httpapi.Request) *httpapi.Refusal {
 		if err != nil {
 			return httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "applying the vendor's answer to budget '%s' of node '%s' failed: %v; nothing was lowered, retry", mb.ID, n.Name, err)
 		}
-		if got.Row != nil && got.Row.Since == got.Row.At {
+		if got.Started {
 			l.annotate(q, e, fmt.Sprintf("Budget %s of node %s: %s", mb.ID, n.Name, got.Note))
 		} else if got.Cleared {
 			l.annotate(q, e, fmt.Sprintf("Budget %s of node %s: %s again", mb.ID, n.Name, got.Note))
