@@ -300,8 +300,8 @@ func NewMeters(kv KV, ns string, c clock.Clock, every time.Duration) *Meters {
 
 // Ceiling is the effective ceiling of a path whose plan ceiling on the
 // mirrored budget b is planCeiling: lowered by the budget's live meter
-// row, never raised. A budget that mirrors nothing, or a failed read, is
-// the plan's ceiling (a read error keeps the last rows known).
+// row, never raised. A budget that mirrors nothing is the plan's ceiling;
+// a failed read keeps the last rows known for another period.
 func (m *Meters) Ceiling(ctx context.Context, b *plan.Budget, planCeiling int64) int64 {
 	if m == nil || b.VendorMeter == nil {
 		return planCeiling
@@ -327,8 +327,11 @@ func (m *Meters) Ceiling(ctx context.Context, b *plan.Budget, planCeiling int64)
 		rows, err := ReadMeters(ctx, m.kv, m.ns, keys)
 		m.mu.Lock()
 		m.reading = false
+		// A failed read keeps the last rows and waits a period before the
+		// next try, so a broker in trouble is not asked on every claim.
+		m.read = now
 		if err == nil {
-			m.rows, m.read = rows, now
+			m.rows = rows
 		}
 		m.mu.Unlock()
 	}

@@ -256,3 +256,33 @@ func TestARestatedLimitIsOneCall(t *testing.T) {
 		t.Fatalf("restated late: %+v %v after %d calls, want the row rewritten with its since kept", late, err, ck.calls)
 	}
 }
+
+type failKV struct{ calls int }
+
+func (f *failKV) KV(context.Context, ...queen.KVOp) (queen.KVResponse, error) {
+	f.calls++
+	return queen.KVResponse{}, context.DeadlineExceeded
+}
+
+// A relay whose meter read fails keeps what it knew (the plan's ceiling
+// here) and asks again only after a period, not on every claim.
+func TestAFailedMeterReadKeepsThePlanAndWaitsAPeriod(t *testing.T) {
+	t.Parallel()
+	vc := clock.NewVirtual(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
+	f := &failKV{}
+	m := budget.NewMeters(f, meterNS, vc, 0)
+	b := mirrored()
+	for range 5 {
+		if c := m.Ceiling(context.Background(), b, 50); c != 50 {
+			t.Fatalf("ceiling %d after a failed read, want the plan's 50", c)
+		}
+	}
+	if f.calls != 1 {
+		t.Fatalf("%d reads within one period, want 1", f.calls)
+	}
+	vc.Advance(budget.MeterRefresh)
+	m.Ceiling(context.Background(), b, 50)
+	if f.calls != 2 {
+		t.Fatalf("%d reads after a period, want 2", f.calls)
+	}
+}
