@@ -149,10 +149,12 @@ func (l *Limiter) Observe(ctx context.Context, b *plan.Budget, r vendormeter.Rea
 		return out, fmt.Errorf("%w: reading the vendor meter of budget %q: %w", ErrCall, b.ID, err)
 	}
 	var prev *MeterRow
+	var prevVersion int64
 	var cur Reading
 	for _, row := range res.Results[0].Rows {
 		switch row.Key {
 		case mk:
+			prevVersion = row.Version
 			var m MeterRow
 			if json.Unmarshal(row.Value, &m) == nil && m.Limit > 0 {
 				prev = &m
@@ -167,6 +169,7 @@ func (l *Limiter) Observe(ctx context.Context, b *plan.Budget, r vendormeter.Rea
 		}
 	}
 	var ops []queen.KVOp
+	putAt := -1
 	row := prev
 	switch {
 	case r.HasLimit:
@@ -202,7 +205,15 @@ func (l *Limiter) Observe(ctx context.Context, b *plan.Budget, r vendormeter.Rea
 			return out, fmt.Errorf("encoding the meter row: %w", err)
 		}
 		ttl := max(int64((until.Sub(now)+time.Second-1)/time.Second), 1)
-		ops = append(ops, queen.KVPut(l.NS, mk, raw, queen.PutOpts{TTLSeconds: ttl}))
+		// A new limit is written only over the row this answer read (or
+		// none), so of several workers reporting the change at once one
+		// starts it (and annotates it); a restatement writes over any.
+		po := queen.PutOpts{TTLSeconds: ttl}
+		if out.Started {
+			po.Expect = queen.Int(prevVersion)
+		}
+		putAt = len(ops)
+		ops = append(ops, queen.KVPut(l.NS, mk, raw, po))
 		row = &nr
 		out.Row = &nr
 		out.Note = nr.Sentence()
@@ -235,6 +246,11 @@ func (l *Limiter) Observe(ctx context.Context, b *plan.Budget, r vendormeter.Rea
 	}
 	if err != nil {
 		return out, fmt.Errorf("%w: writing the vendor meter of budget %q: %w", ErrCall, b.ID, err)
+	}
+	if putAt >= 0 && !res.Results[putAt].Applied {
+		// Another answer wrote the row first: it stands, and this one
+		// started nothing.
+		out.Started = false
 	}
 	last := res.Results[len(res.Results)-1]
 	if last.Op == queen.OpIncr && last.Applied {

@@ -286,3 +286,52 @@ func TestAFailedMeterReadKeepsThePlanAndWaitsAPeriod(t *testing.T) {
 		t.Fatalf("%d reads after a period, want 2", f.calls)
 	}
 }
+
+// raceKV lets another writer put the meter row between an observation's
+// read and its write.
+type raceKV struct {
+	next  budget.KV
+	calls int
+	other func()
+}
+
+func (r *raceKV) KV(ctx context.Context, ops ...queen.KVOp) (queen.KVResponse, error) {
+	r.calls++
+	if r.calls == 2 && r.other != nil {
+		r.other()
+	}
+	return r.next.KV(ctx, ops...)
+}
+
+// Of two workers reporting a new limit at once, one starts it: the other
+// writes nothing over it and says it started nothing (so the timeline
+// gets one event).
+func TestANewLimitIsStartedOnceWhenTwoAnswersRace(t *testing.T) {
+	t.Parallel()
+	l, mq, vc := meterRig(t)
+	ctx := context.Background()
+	b := mirrored()
+	first := &budget.Limiter{KV: l.KV, NS: meterNS}
+	rk := &raceKV{next: l.KV}
+	var won budget.Observed
+	var wonVersion int64
+	rk.other = func() {
+		var err error
+		if won, err = first.Observe(ctx, b, vendormeter.Reading{Status: 200, Limit: 20, HasLimit: true}, vc.Now(), budget.ObserveOptions{}); err != nil {
+			t.Error(err)
+		}
+		e, _ := mq.KV(meterNS, b.VendorMeter.Key)
+		wonVersion = e.Version
+	}
+	l.KV = rk
+	lost, err := l.Observe(ctx, b, vendormeter.Reading{Status: 200, Limit: 20, HasLimit: true}, vc.Now(), budget.ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !won.Started || lost.Started {
+		t.Fatalf("started: the first %v, the racing one %v; want exactly the first", won.Started, lost.Started)
+	}
+	if e, ok := mq.KV(meterNS, b.VendorMeter.Key); !ok || e.Version != wonVersion {
+		t.Fatalf("meter row version %d, want the first writer's %d untouched", e.Version, wonVersion)
+	}
+}
