@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -53,7 +54,13 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 	if cfg.Embedded {
 		logger := slog.New(slog.NewTextHandler(cfg.Log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		b.logf("starting the embedded stack (miniqueen, gate-api, gate-relay; broker calls counted by the relay's own client)…")
-		st, err := stack.Start(ctx, stack.Config{Relays: -1, NoReuse: true, Logger: logger, Env: []string{"GATE_STATUS_SECONDS=1"}})
+		env := []string{"GATE_STATUS_SECONDS=1"}
+		if slices.Contains(cfg.Scenarios, "scale") {
+			// A PUT answers once stored: the scale scenario times the
+			// PUT and the wait for a relay apart.
+			env = append(env, "GATE_DECLARE_WAIT_MS=0")
+		}
+		st, err := stack.Start(ctx, stack.Config{Relays: -1, NoReuse: true, Logger: logger, Env: env})
 		if err != nil {
 			return out, fmt.Errorf("%w: starting the embedded stack: %w", ErrSetup, err)
 		}
@@ -176,6 +183,8 @@ func (b *Bench) scenario(ctx context.Context, name string) ([]stats.Table, error
 		return b.watch(ctx)
 	case "observe":
 		return b.observe(ctx)
+	case "scale":
+		return b.scale(ctx)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }

@@ -16,6 +16,10 @@ var ErrUsage = errors.New("usage")
 // Names are the scenarios in the order `all` runs them.
 var Names = []string{"health", "push", "drain", "throughput", "contention", "throttled", "idle", "overhead", "peers", "watch", "observe"}
 
+// Extra are the scenarios run only when named (not by all): scale
+// declares up to thousands of graphs.
+var Extra = []string{"scale"}
+
 // Config is one gate-bench invocation. Parse fills it; zero fields take
 // the defaults named on each.
 type Config struct {
@@ -46,6 +50,9 @@ type Config struct {
 	// PeerRate is BENCH_PEER_RATE (2000): the ceiling, items per second,
 	// every peer paces the same backlog through.
 	PeerRate int
+	// ScaleGraphs is BENCH_SCALE_GRAPHS (100,1000): the cumulative graph
+	// counts the scale scenario steps through.
+	ScaleGraphs []int
 	// Embedded starts miniqueen, gate-api and gate-relay itself.
 	Embedded bool
 	// JSONFile receives the tables as JSON ("" = none).
@@ -62,12 +69,14 @@ const MaxPayloadBytes = 65536
 const Usage = `usage: gate-bench [--embedded] [--json FILE] all | NAME[,NAME...]
 
 scenarios: health, push, drain, throughput, contention, throttled, idle, overhead, peers, watch, observe
+           scale (only when named: N two-node graphs, BENCH_SCALE_GRAPHS)
 
 env: GATE_URL (http://127.0.0.1:8788)  GATE_APP (bench)  QUEEN_URL (http://127.0.0.1:6632)
      GATE_KV_NAMESPACE (gate)  BENCH_REDIS (127.0.0.1:6379)  BENCH_THREADS (4)
      BENCH_SECONDS (10)  BENCH_WARMUP (3)  BENCH_BACKLOG (30000)  BENCH_IDLE_SECONDS (60)
      BENCH_CONC (1,8,32,128)  BENCH_BATCHES (1,25,200,500)  BENCH_PEER_RATE (2000)
      BENCH_ROUNDS (3)  BENCH_PAYLOAD_BYTES (0: the overhead job's minimal {"i":N}; up to 65536)
+     BENCH_SCALE_GRAPHS (100,1000: the scale scenario's cumulative graph counts, each > 20)
 exit: 0 every scenario completed, 1 one failed (listed under "== incomplete"), 2 usage
 `
 
@@ -165,12 +174,20 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 	if cfg.Batches, err = intList("BENCH_BATCHES", getenv("BENCH_BATCHES"), []int{1, 25, 200, 500}); err != nil {
 		return Config{}, err
 	}
+	if cfg.ScaleGraphs, err = intList("BENCH_SCALE_GRAPHS", getenv("BENCH_SCALE_GRAPHS"), []int{100, 1000}); err != nil {
+		return Config{}, err
+	}
+	for i, n := range cfg.ScaleGraphs {
+		if n <= scaleSample || (i > 0 && n <= cfg.ScaleGraphs[i-1]) {
+			return Config{}, fmt.Errorf("%w: BENCH_SCALE_GRAPHS must be increasing counts each over %d, got %q", ErrUsage, scaleSample, getenv("BENCH_SCALE_GRAPHS"))
+		}
+	}
 	cfg.Out, cfg.Log = os.Stdout, os.Stderr
 	return cfg, nil
 }
 
 func known(n string) bool {
-	for _, k := range Names {
+	for _, k := range append(append([]string(nil), Names...), Extra...) {
 		if k == n {
 			return true
 		}

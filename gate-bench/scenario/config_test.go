@@ -42,10 +42,26 @@ func TestParseRefusesBadInput(t *testing.T) {
 		{[]string{"all"}, map[string]string{"BENCH_PAYLOAD_BYTES": "-1"}},
 		{[]string{"all"}, map[string]string{"BENCH_PAYLOAD_BYTES": "65537"}},
 		{[]string{"all"}, map[string]string{"BENCH_PAYLOAD_BYTES": "1k"}},
+		{[]string{"scale"}, map[string]string{"BENCH_SCALE_GRAPHS": "20"}},
+		{[]string{"scale"}, map[string]string{"BENCH_SCALE_GRAPHS": "1000,100"}},
 	} {
 		if _, err := Parse(tc.args, func(k string) string { return tc.env[k] }); !errors.Is(err, ErrUsage) {
 			t.Errorf("Parse(%v, %v) = %v, want a usage error", tc.args, tc.env, err)
 		}
+	}
+}
+
+// scale runs only when named: all leaves it out, and its graph counts are
+// read from BENCH_SCALE_GRAPHS.
+func TestScaleRunsOnlyWhenNamed(t *testing.T) {
+	t.Parallel()
+	all, err := Parse([]string{"all"}, func(string) string { return "" })
+	if err != nil || slices.Contains(all.Scenarios, "scale") {
+		t.Fatalf("all = %v (%v), want every scenario but scale", all.Scenarios, err)
+	}
+	cfg, err := Parse([]string{"scale"}, func(k string) string { return map[string]string{"BENCH_SCALE_GRAPHS": "100,1000,10000"}[k] })
+	if err != nil || !slices.Equal(cfg.Scenarios, []string{"scale"}) || !slices.Equal(cfg.ScaleGraphs, []int{100, 1000, 10000}) {
+		t.Fatalf("scale with BENCH_SCALE_GRAPHS=100,1000,10000: %+v (%v)", cfg.ScaleGraphs, err)
 	}
 }
 

@@ -47,6 +47,13 @@ type CallSource interface {
 	BrokerCalls() queen.Calls
 }
 
+// StatusWriteSource is a Source that publishes its status to kv: /health
+// is degraded naming the cause while the writes fail, and /metrics counts
+// them as gate_relay_status_write_failures_total.
+type StatusWriteSource interface {
+	StatusWrite() (failing *wire.RelayStatusWrite, failures int64)
+}
+
 // BrokerCheckTimeout bounds the broker check of one /health request.
 const BrokerCheckTimeout = 2 * time.Second
 
@@ -69,6 +76,8 @@ type collector struct {
 	up      *prometheus.Desc
 	holding *prometheus.Desc
 	denials *prometheus.Desc
+	swFail  *prometheus.Desc
+	swOK    *prometheus.Desc
 }
 
 func newCollector(src Source) *collector {
@@ -82,6 +91,8 @@ func newCollector(src Source) *collector {
 	c.calls = prometheus.NewDesc("gate_relay_broker_calls_total", "Broker calls this replica's client sent, by route (kv_incr: the kv calls that carried an incr; lease: lease renewals).", []string{"route"}, nil)
 	c.holding = prometheus.NewDesc("gate_relay_stage_holding", "Claims the stage holds now: leased and renewed while their window does not open, their partition waiting while the stage's workers pop others.", labels, nil)
 	c.denials = prometheus.NewDesc("gate_relay_denials_total", "Windows a budget refused at the stage, by budget and reason: ceiling (the sub-window is full), share (the path's share of it is spent), backoff (a backoff spent the counter until its Retry-After).", append(labels, "budget", "reason"), nil)
+	c.swFail = prometheus.NewDesc("gate_relay_status_write_failures_total", "Status writes to kv that failed (the broker refused or did not answer); while they fail gate-api cannot see what this replica runs.", nil, nil)
+	c.swOK = prometheus.NewDesc("gate_relay_status_write_ok", "1 when the last status write stored every row, 0 when it failed.", nil, nil)
 	return c
 }
 
@@ -94,6 +105,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.up
 	ch <- c.holding
 	ch <- c.denials
+	ch <- c.swFail
+	ch <- c.swOK
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -114,6 +127,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}{{"pop", n.Pop}, {"push", n.Push}, {"transaction", n.Txn}, {"kv", n.KV}, {"kv_incr", n.KVIncr}, {"lease", n.Lease}, {"other", n.Other}} {
 			ch <- prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, float64(r.v), r.route)
 		}
+	}
+	if sw, ok := c.src.(StatusWriteSource); ok {
+		failing, n := sw.StatusWrite()
+		okv := 1.0
+		if failing != nil {
+			okv = 0
+		}
+		ch <- prometheus.MustNewConstMetric(c.swFail, prometheus.CounterValue, float64(n))
+		ch <- prometheus.MustNewConstMetric(c.swOK, prometheus.GaugeValue, okv)
 	}
 	st := c.src.Snapshot()
 	for _, g := range st.Graphs {
@@ -169,6 +191,14 @@ func Handler(src Source) http.Handler {
 				out.Status = "unavailable"
 				out.Broker.Error = problem
 				code = http.StatusServiceUnavailable
+			}
+		}
+		if sw, ok := src.(StatusWriteSource); ok {
+			if failing, _ := sw.StatusWrite(); failing != nil {
+				out.StatusWrite = failing
+				if code == http.StatusOK {
+					out.Status = "degraded"
+				}
 			}
 		}
 		if a, ok := src.(AdmissionSource); ok {

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/queen-mq/gate/libs/store"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 type fixed struct{ st store.RelayStatus }
@@ -105,5 +107,40 @@ func TestServerBindsAtStartServesAndStops(t *testing.T) {
 	}
 	if _, err := hc.Get("http://" + s.Addr() + "/health"); err == nil {
 		t.Fatal("the server still answers after Stop")
+	}
+}
+
+type refusing struct{ fixed }
+
+func (refusing) StatusWrite() (*wire.RelayStatusWrite, int64) {
+	return &wire.RelayStatusWrite{Error: "publishing relay status (3 rows): kv_value_too_large", Since: 1, Failures: 4}, 4
+}
+
+// A relay whose status writes the broker refuses is never a silent ok:
+// /health says degraded and names the cause, /metrics counts the failures.
+func TestAFailingStatusWriteIsDegradedHealthAndAMetric(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(Handler(refusing{fixed{store.RelayStatus{Replica: "r"}}}))
+	defer srv.Close()
+	res, err := srv.Client().Get(srv.URL + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h wire.RelayHealth
+	err = json.NewDecoder(res.Body).Decode(&h)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusOK || h.Status != "degraded" || h.StatusWrite == nil || !strings.Contains(h.StatusWrite.Error, "kv_value_too_large") {
+		t.Fatalf("/health: %d %+v (%v); want 200 degraded naming kv_value_too_large", res.StatusCode, h, err)
+	}
+	res, err = srv.Client().Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{"gate_relay_status_write_failures_total 4", "gate_relay_status_write_ok 0"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }

@@ -105,6 +105,18 @@ type Relay struct {
 	// did); problem is the last problem logged, so it is logged once.
 	caps    atomic.Pointer[capability.Report]
 	problem string
+	// statusWrite is the failing status write (nil while writes work);
+	// statusFailures counts every failed write.
+	statusWrite    atomic.Pointer[wire.RelayStatusWrite]
+	statusFailures atomic.Int64
+
+	// seen is the newest revision every change up to which this relay has
+	// applied (by a change row or a full re-read); ahead holds revisions
+	// above it already applied; gapSince is when a revision above seen
+	// was first found without its change row. Loop goroutine only.
+	seen     int64
+	ahead    map[int64]bool
+	gapSince time.Time
 
 	mu       sync.Mutex
 	graphs   map[string]*runtime
@@ -144,6 +156,28 @@ func (r *Relay) Denials() *denial.Ring { return r.denials }
 // Replica is this replica's id.
 func (r *Relay) Replica() string { return r.cfg.Replica }
 
+// StatusWritten records the outcome of a status write (the publisher's
+// Written): a failure makes /health degraded naming it until a write
+// succeeds, and counts in /metrics.
+func (r *Relay) StatusWritten(err error) {
+	if err == nil {
+		r.statusWrite.Store(nil)
+		return
+	}
+	n := r.statusFailures.Add(1)
+	since := r.cfg.Clock.Now().UnixMilli()
+	if prev := r.statusWrite.Load(); prev != nil {
+		since = prev.Since
+	}
+	r.statusWrite.Store(&wire.RelayStatusWrite{Error: err.Error(), Since: since, Failures: n})
+}
+
+// StatusWrite is the failing status write (nil while writes work) and the
+// failed writes since start.
+func (r *Relay) StatusWrite() (*wire.RelayStatusWrite, int64) {
+	return r.statusWrite.Load(), r.statusFailures.Load()
+}
+
 // Changed receives a value after every reconcile pass that changed what
 // runs here (a graph started, swapped, stopped or failed to start), so the
 // status can be published at once instead of at the next period. Signals
@@ -182,8 +216,7 @@ func (r *Relay) Start(ctx context.Context) error {
 func (r *Relay) loop(ctx context.Context) {
 	defer r.stopAll()
 	r.probe(ctx)
-	rev, _ := r.revision(ctx)
-	r.reconcile(ctx)
+	r.fullPass(ctx)
 	full := r.cfg.Clock.NewTicker(r.cfg.Reconcile)
 	defer full.Stop()
 	signal := r.cfg.Clock.NewTicker(r.cfg.SignalPoll)
@@ -193,22 +226,123 @@ func (r *Relay) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-full.C():
-			rev, _ = r.revision(ctx)
-			r.reconcile(ctx)
+			r.fullPass(ctx)
 		case <-r.kick:
-			rev, _ = r.revision(ctx)
-			r.reconcile(ctx)
+			r.fullPass(ctx)
 		case <-signal.C():
 			now, err := r.revision(ctx)
 			if unanswered(err) {
 				r.brokerDown = true
 			}
-			if err == nil && (now != rev || r.brokerDown) {
-				rev = now
-				r.reconcile(ctx)
+			switch {
+			case err != nil:
+			case r.brokerDown:
+				r.fullPass(ctx)
+			case now != r.seen:
+				r.follow(ctx, now)
 			}
 		}
 	}
+}
+
+// fullPass re-reads every document (the safety net, and the start): every
+// change up to the revision read before the listing is then applied.
+func (r *Relay) fullPass(ctx context.Context) {
+	rev, err := r.revision(ctx)
+	if r.reconcile(ctx) && err == nil {
+		r.seen, r.ahead, r.gapSince = rev, nil, time.Time{}
+	}
+}
+
+// changeGap is how long a revision may lack its change row (its writer
+// between its two calls, or dead) before the relay re-reads everything.
+const changeGap = 2 * time.Second
+
+// follow applies the changes after r.seen up to revision now, one
+// document each: a PUT costs a relay one read of what changed, however
+// many graphs are stored. A change row that does not appear within
+// changeGap, or a failed read, falls back to a full pass.
+func (r *Relay) follow(ctx context.Context, now int64) {
+	if now < r.seen {
+		// The signal went backwards (the kv namespace was reset).
+		r.fullPass(ctx)
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	changes, err := r.store.Changes(cctx, r.seen)
+	cancel()
+	if err != nil {
+		if unanswered(err) {
+			r.brokerDown = true
+		}
+		r.fullPass(ctx)
+		return
+	}
+	changed := false
+	for _, c := range changes {
+		if r.ahead[c.Rev] {
+			continue
+		}
+		did, err := r.declareOne(ctx, c.App, c.Graph)
+		if err != nil {
+			r.fullPass(ctx)
+			return
+		}
+		changed = changed || did
+		if r.ahead == nil {
+			r.ahead = map[int64]bool{}
+		}
+		r.ahead[c.Rev] = true
+	}
+	for r.ahead[r.seen+1] {
+		delete(r.ahead, r.seen+1)
+		r.seen++
+	}
+	if changed {
+		r.signalChanged()
+	}
+	if r.seen >= now {
+		r.gapSince = time.Time{}
+		return
+	}
+	if r.gapSince.IsZero() {
+		r.gapSince = r.cfg.Clock.Now()
+		return
+	}
+	if r.cfg.Clock.Since(r.gapSince) >= changeGap {
+		r.fullPass(ctx)
+	}
+}
+
+// declareOne reads app/graph's stored document and runs it (or stops the
+// graph when it is gone); did says what runs changed.
+func (r *Relay) declareOne(ctx context.Context, app, graph string) (did bool, err error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	doc, found, err := r.store.Get(cctx, app, graph)
+	cancel()
+	if err != nil {
+		return false, err
+	}
+	k := graphKey(app, graph)
+	r.mu.Lock()
+	old := r.graphs[k]
+	r.mu.Unlock()
+	if !found {
+		if old == nil {
+			return false, nil
+		}
+		r.mu.Lock()
+		delete(r.graphs, k)
+		r.mu.Unlock()
+		r.stop(old)
+		r.log.Info("graph removed from the store; stopped", "app", app, "graph", graph)
+		return true, nil
+	}
+	if old != nil && old.running.Load() && bytes.Equal(old.body, doc.Body) {
+		return false, nil
+	}
+	r.declare(ctx, k, old, doc)
+	return true, nil
 }
 
 // probe proves (again) that the broker applies transaction riders: at
@@ -308,10 +442,11 @@ func graphKey(app, graph string) string { return app + "/" + graph }
 
 // reconcile is one pass: read the whole store (a failed read changes
 // nothing), re-declare changed or not-running graphs, stop graphs deleted
-// from a complete listing, start stored graphs not running here.
-func (r *Relay) reconcile(ctx context.Context) {
+// from a complete listing, start stored graphs not running here. ok is
+// false when the store could not be read or the pass was cut short.
+func (r *Relay) reconcile(ctx context.Context) (ok bool) {
 	if ctx.Err() != nil {
-		return
+		return false
 	}
 	changed := false
 	defer func() {
@@ -330,10 +465,10 @@ func (r *Relay) reconcile(ctx context.Context) {
 			// The ERROR line already says why (a broker without kv
 			// answers every store read 404): probe again, quietly.
 			r.probeCapabilities(ctx)
-			return
+			return false
 		}
 		r.log.Warn("reading the store failed; keeping what runs", "error", err)
-		return
+		return false
 	}
 	if rep, ok := r.Capabilities(); r.brokerDown || (ok && !rep.OK()) {
 		r.brokerDown = false
@@ -372,7 +507,7 @@ func (r *Relay) reconcile(ctx context.Context) {
 	sort.Strings(names)
 	for _, k := range names {
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		doc := stored[k]
 		r.mu.Lock()
@@ -384,6 +519,7 @@ func (r *Relay) reconcile(ctx context.Context) {
 		r.declare(ctx, k, old, doc)
 		changed = true
 	}
+	return true
 }
 
 // declare starts doc, swapping out old. A document that does not compile

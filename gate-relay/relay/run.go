@@ -84,7 +84,7 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 	} else {
 		log.Info("GATE_NATS_URL is not set: no live fan-out; status is shared through kv only")
 	}
-	pub := status.New(status.Config{Store: st, Source: r, Period: cfg.StatusPeriod, NATS: nc, Logger: log, Changed: r.Changed()})
+	pub := status.New(status.Config{Store: st, Source: r, Period: cfg.StatusPeriod, NATS: nc, Logger: log, Changed: r.Changed(), Written: r.StatusWritten})
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

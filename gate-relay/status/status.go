@@ -62,6 +62,10 @@ type Config struct {
 	// (the relay signals it when what runs changed, so a new version is
 	// visible at once); nil publishes on the period only.
 	Changed <-chan struct{}
+	// Written, when non-nil, is told the outcome of every status write (nil
+	// when every row was stored), so /health and /metrics can say a write
+	// the broker refuses.
+	Written func(error)
 	// Clock times the period (nil is the wall clock); Logger defaults to
 	// slog.Default().
 	Clock  clock.Clock
@@ -78,7 +82,8 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Publisher writes the status document and the NATS fan-out. Build it
+// Publisher writes the status rows (store.StatusWriter) and the NATS
+// fan-out. Build it
 // with New; Start publishes at once and then every Period (and on
 // Changed) until Stop or the end of Start's context, when it withdraws the
 // status document.
@@ -114,10 +119,18 @@ func (p *Publisher) loop(ctx context.Context, tick <-chan time.Time) {
 	period, log := p.cfg.Period, p.cfg.Logger
 	var cursor uint64
 	failing := false
+	// One writer for the publisher's life: it writes a graph's row only
+	// when the graph's status changed (or the row nears its TTL).
+	var w *store.StatusWriter
 	publish := func() {
 		st := p.cfg.Source.Snapshot()
+		if w == nil {
+			w = p.cfg.Store.NewStatusWriter(st.Replica)
+		}
+		// A writer's calls are bounded by the period each, so a slow
+		// broker delays the next publish by at most a few periods.
 		cctx, cancel := context.WithTimeout(ctx, period)
-		err := p.cfg.Store.PutStatus(cctx, st, 3*period)
+		_, err := w.Write(cctx, st, 3*period, p.cfg.Clock.Now())
 		cancel()
 		switch {
 		case err != nil && !failing:
@@ -126,6 +139,9 @@ func (p *Publisher) loop(ctx context.Context, tick <-chan time.Time) {
 		case err == nil && failing:
 			log.Info("writing the relay status works again")
 			failing = false
+		}
+		if p.cfg.Written != nil && ctx.Err() == nil {
+			p.cfg.Written(err)
 		}
 		if p.cfg.NATS != nil {
 			cursor = p.fanOut(st, cursor, log)
@@ -136,7 +152,7 @@ func (p *Publisher) loop(ctx context.Context, tick <-chan time.Time) {
 		select {
 		case <-ctx.Done():
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
-			_ = p.cfg.Store.DeleteStatus(cctx, p.cfg.Source.Snapshot().Replica)
+			_ = w.Withdraw(cctx)
 			cancel()
 			return
 		case <-tick:

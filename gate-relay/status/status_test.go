@@ -219,7 +219,17 @@ func TestAFailingStatusWriteIsLoggedOnceAndSoIsItsRecovery(t *testing.T) {
 	// An unbuffered Changed: a send returns once the publisher took it,
 	// so the publish before it has finished.
 	changed := make(chan struct{})
-	r := newRig(t, Config{Changed: changed})
+	var mu sync.Mutex
+	var outcomes []error
+	r := newRig(t, Config{Changed: changed, Written: func(err error) { mu.Lock(); outcomes = append(outcomes, err); mu.Unlock() }})
+	lastOutcome := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(outcomes) == 0 {
+			t.Fatal("no write outcome was reported")
+		}
+		return outcomes[len(outcomes)-1]
+	}
 	signal := func() {
 		t.Helper()
 		select {
@@ -236,6 +246,9 @@ func TestAFailingStatusWriteIsLoggedOnceAndSoIsItsRecovery(t *testing.T) {
 	if n := r.logs.Count("writing the relay status failed"); n != 1 {
 		t.Fatalf("four failed writes logged %d warnings, want 1", n)
 	}
+	if err := lastOutcome(); queen.StatusOf(err) != 500 {
+		t.Fatalf("the failed write was reported as %v, want the broker's 500", err)
+	}
 	if _, ok := r.mini.KV(ns, "relay:"+replica); ok {
 		t.Fatal("a status document was written while every kv call failed")
 	}
@@ -245,6 +258,9 @@ func TestAFailingStatusWriteIsLoggedOnceAndSoIsItsRecovery(t *testing.T) {
 	r.publishedAt("the recovery")
 	if n := r.logs.Count("writing the relay status works again"); n != 1 {
 		t.Fatalf("the recovery was logged %d times, want once", n)
+	}
+	if err := lastOutcome(); err != nil {
+		t.Fatalf("the write after the recovery was reported as %v, want nil", err)
 	}
 	if n := r.logs.Count("writing the relay status failed"); n != 1 {
 		t.Fatalf("%d failure warnings after the recovery, want still 1", n)

@@ -74,18 +74,17 @@ func (s *Store) Breakers(ctx context.Context, p *plan.Plan) (map[string]Breaker,
 	return out, nil
 }
 
-// RecentBreakers lists every live breaker record of the namespace (the
-// first ListLimit keys under plan.BreakerPrefix), newest first.
+// RecentBreakers lists every live breaker record of the namespace (every
+// key under plan.BreakerPrefix, page by page), newest first.
 func (s *Store) RecentBreakers(ctx context.Context) ([]Breaker, error) {
-	rows, err := s.oneAnswer(ctx, queen.KVGetPrefix(s.ns, plan.BreakerPrefix, queen.PrefixOpts{Limit: ListLimit}), "listing the breaker records from the broker")
-	if err != nil {
-		return nil, err
-	}
 	out := []Breaker{}
-	for _, r := range rows {
+	err := s.eachRow(ctx, plan.BreakerPrefix, func(r queen.KVRow) {
 		if b, ok := decodeBreaker(r); ok {
 			out = append(out, b)
 		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the breaker records from the broker failed: %w", err)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At > out[j].At })
 	return out, nil

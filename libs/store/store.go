@@ -8,18 +8,73 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 )
 
-// ListLimit is the most documents read per key prefix; a longer listing is
-// reported as incomplete, never silently cut.
-const ListLimit = 1000
+// PageLimit is the most rows one getPrefix page asks for (the broker's
+// clamp); every listing reads page after page until one is not truncated.
+const PageLimit = 1000
 
 // revisionKey is the change signal: an integer bumped on every document
 // write or delete, so a relay notices a declaration within one short poll.
 const revisionKey = "rev:graphs"
+
+// changePrefix starts the change rows: "chg:{revision}" (20 digits, so
+// byte order is numeric order) names the graph the write of that revision
+// changed, so a relay reads only what changed since the revision it has.
+const changePrefix = "chg:"
+
+// ChangeTTL is how long a change row lives: a relay that falls further
+// behind re-reads every document (its safety net) instead.
+const ChangeTTL = 10 * time.Minute
+
+// changeKey is the key of the change row of revision n.
+func changeKey(n int64) string { return fmt.Sprintf("%s%020d", changePrefix, n) }
+
+// Change is one document write or delete: the revision it bumped the
+// change signal to, and the graph it changed.
+type Change struct {
+	Rev   int64  `json:"rev"`
+	App   string `json:"application"`
+	Graph string `json:"graph"`
+}
+
+// noteChange writes the change row of the revision a write's incr
+// answered (res.Results[i]). It is a hint: when it is missing (this call
+// failed, or the process died before it), a relay sees the revision gap
+// and re-reads every document.
+func (s *Store) noteChange(ctx context.Context, res queen.KVResponse, i int, app, graph string) {
+	if i < 0 || i >= len(res.Results) || !res.Results[i].Applied {
+		return
+	}
+	n, err := res.Results[i].Int64()
+	if err != nil || n <= 0 {
+		return
+	}
+	body, _ := json.Marshal(Change{Rev: n, App: app, Graph: graph})
+	_, _ = s.c.KV(ctx, queen.KVPut(s.ns, changeKey(n), body, queen.PutOpts{TTLSeconds: int64(ChangeTTL / time.Second)}))
+}
+
+// Changes reads the change rows after revision rev (exclusive), oldest
+// first, page by page. Revisions a writer bumped without (yet) writing its
+// row are absent: the caller sees the gap.
+func (s *Store) Changes(ctx context.Context, rev int64) ([]Change, error) {
+	var out []Change
+	err := s.eachRowAfter(ctx, changePrefix, changeKey(rev), func(row queen.KVRow) {
+		var c Change
+		if json.Unmarshal(row.Value, &c) != nil || c.Rev <= rev || changeKey(c.Rev) != row.Key || c.App == "" || c.Graph == "" {
+			return
+		}
+		out = append(out, c)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the changes after revision %d: %w", rev, err)
+	}
+	return out, nil
+}
 
 // Store reads and writes Gate's state in one kv namespace. The zero value is
 // not usable; build one with New.
@@ -116,6 +171,7 @@ func (s *Store) Put(ctx context.Context, app, graph string, body json.RawMessage
 	if len(res.Results) < 1 || !res.Results[0].Applied {
 		return fmt.Errorf("storing %s: the broker did not apply the put", key)
 	}
+	s.noteChange(ctx, res, 1, app, graph)
 	return nil
 }
 
@@ -153,6 +209,7 @@ func (s *Store) PutIf(ctx context.Context, app, graph string, body json.RawMessa
 		}
 		return fmt.Errorf("storing %s: the broker did not apply the put", key)
 	}
+	s.noteChange(ctx, res, 1, app, graph)
 	return nil
 }
 
@@ -177,7 +234,8 @@ func (s *Store) DeleteIf(ctx context.Context, app, graph string, legacy bool, ro
 			queen.KVDelete(s.ns, other, queen.DeleteOpts{Expect: queen.Int(0), Required: true}),
 		}
 	}
-	res, err := s.c.KV(ctx, append(ops, queen.KVIncr(s.ns, revisionKey, 1, queen.IncrOpts{Forever: true}))...)
+	ops = append(ops, queen.KVIncr(s.ns, revisionKey, 1, queen.IncrOpts{Forever: true}))
+	res, err := s.c.KV(ctx, ops...)
 	if err != nil {
 		return fmt.Errorf("deleting %s: %w", key, err)
 	}
@@ -193,6 +251,7 @@ func (s *Store) DeleteIf(ctx context.Context, app, graph string, legacy bool, ro
 	if len(res.Results) < 1 || !res.Results[0].Applied {
 		return fmt.Errorf("deleting %s: %w (the broker did not apply the delete)", key, ErrChanged)
 	}
+	s.noteChange(ctx, res, len(ops)-1, app, graph)
 	return nil
 }
 
@@ -235,6 +294,7 @@ func (s *Store) Delete(ctx context.Context, app, graph string) (existed bool, er
 	if len(res.Results) < 1 {
 		return false, fmt.Errorf("deleting %s: the broker answered no results", key)
 	}
+	s.noteChange(ctx, res, 2, app, graph)
 	return res.Results[0].Applied, nil
 }
 
@@ -255,33 +315,69 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// List reads every stored document under "graph:" and "spec:", at most
-// ListLimit of each. Each prefix is its own kv call: a listing counts its
-// limit against the broker's per-call key budget (1024).
+// List reads every stored document under "graph:" and "spec:", page by
+// page (PageLimit rows per kv call: a call counts its limit against the
+// broker's per-call key budget of 1024).
 func (s *Store) List(ctx context.Context) (Listing, error) {
 	out := Listing{Complete: true}
 	for _, prefix := range []string{"graph:", "spec:"} {
-		res, err := s.c.KV(ctx, queen.KVGetPrefix(s.ns, prefix, queen.PrefixOpts{Limit: ListLimit}))
-		if err != nil {
-			return Listing{}, fmt.Errorf("listing stored graphs under %q: %w", prefix, err)
-		}
-		if len(res.Results) != 1 {
-			return Listing{}, fmt.Errorf("listing stored graphs under %q: the broker answered %d results for 1 listing", prefix, len(res.Results))
-		}
-		r := res.Results[0]
-		if r.Truncated {
-			out.Complete = false
-		}
-		for _, row := range r.Rows {
+		err := s.eachRow(ctx, prefix, func(row queen.KVRow) {
 			app, graph, ok := splitDocumentKey(row.Key)
 			if !ok || len(row.Value) == 0 || string(row.Value) == "null" || !json.Valid(row.Value) {
 				out.Complete = false
-				continue
+				return
 			}
 			out.Documents = append(out.Documents, Document{App: app, Graph: graph, Key: row.Key, Legacy: prefix == "spec:", Body: row.Value, Row: row.Version})
+		})
+		if err != nil {
+			return Listing{}, fmt.Errorf("listing stored graphs under %q: %w", prefix, err)
 		}
 	}
 	return out, nil
+}
+
+// ErrPaging is a listing whose pages did not advance: a truncated page
+// without rows, or a cursor that went backwards.
+var ErrPaging = errors.New("the broker's getPrefix pages did not advance")
+
+// eachRow calls fn with every live row under prefix, in byte order, page
+// by page (PageLimit rows, or fewer when the broker's 4 MiB read budget cuts
+// a page), following nextAfter until a page is not truncated. A broker
+// that answers truncated without nextAfter is followed from the last key
+// it returned.
+func (s *Store) eachRow(ctx context.Context, prefix string, fn func(queen.KVRow)) error {
+	return s.eachRowAfter(ctx, prefix, "", fn)
+}
+
+// eachRowAfter is eachRow from the exclusive cursor after.
+func (s *Store) eachRowAfter(ctx context.Context, prefix, after string, fn func(queen.KVRow)) error {
+	for {
+		res, err := s.c.KV(ctx, queen.KVGetPrefix(s.ns, prefix, queen.PrefixOpts{After: after, Limit: PageLimit}))
+		if err == nil && res.Refused() {
+			err = res.Err()
+		}
+		if err != nil {
+			return err
+		}
+		if len(res.Results) != 1 {
+			return fmt.Errorf("the broker answered %d results for 1 listing", len(res.Results))
+		}
+		r := res.Results[0]
+		for _, row := range r.Rows {
+			fn(row)
+		}
+		if !r.Truncated {
+			return nil
+		}
+		next := r.NextAfter
+		if next == "" && len(r.Rows) > 0 {
+			next = r.Rows[len(r.Rows)-1].Key
+		}
+		if next == "" || next <= after {
+			return fmt.Errorf("%w (after %q, next %q)", ErrPaging, after, next)
+		}
+		after = next
+	}
 }
 
 // splitDocumentKey parses "graph:{app}:{graph}" or "spec:{app}:{name}".

@@ -288,3 +288,50 @@ func TestDeleteIfTakesTheLegacyRowWithIt(t *testing.T) {
 		t.Fatalf("after the lost legacy delete: %s", got.Body)
 	}
 }
+
+// Every document write and delete leaves a change row naming its graph
+// under the revision it bumped the signal to, so a reader asks for what
+// changed after the revision it has, oldest first.
+func TestEveryWriteNamesWhatItChangedUnderItsRevision(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	doc := json.RawMessage(`{"version":1}`)
+	if err := s.Put(ctx, "shop", "a", doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutIf(ctx, "shop", "b", doc, 0); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := s.Get(ctx, "shop", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteIf(ctx, "shop", "b", false, got.Row); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(ctx, "shop", "a"); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := s.Revision(ctx)
+	if err != nil || rev != 4 {
+		t.Fatalf("revision %d (%v), want 4 after four writes", rev, err)
+	}
+	all, err := s.Changes(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Change{{1, "shop", "a"}, {2, "shop", "b"}, {3, "shop", "b"}, {4, "shop", "a"}}
+	if len(all) != len(want) {
+		t.Fatalf("changes %+v, want %+v", all, want)
+	}
+	for i := range want {
+		if all[i] != want[i] {
+			t.Fatalf("changes %+v, want %+v", all, want)
+		}
+	}
+	late, err := s.Changes(ctx, 2)
+	if err != nil || len(late) != 2 || late[0].Rev != 3 {
+		t.Fatalf("changes after revision 2: %+v (%v), want revisions 3 and 4", late, err)
+	}
+}

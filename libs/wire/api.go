@@ -170,6 +170,16 @@ type ObservedBudget struct {
 type BackoffBody struct {
 	RetryAfterSeconds int64  `json:"retryAfterSeconds"`
 	By                string `json:"by,omitempty"`
+	// Reason is why the node is held (optional, at most 512 bytes): it is
+	// recorded with By in the graph's annotations (Traffic over time).
+	Reason string `json:"reason,omitempty"`
+}
+
+// BackoffLiftBody is DELETE …/nodes/{node}/backoff's optional body: who
+// lifts the hold and why, recorded in the graph's annotations.
+type BackoffLiftBody struct {
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Backoff is the 200 answer of POST …/nodes/{node}/backoff.
@@ -303,4 +313,85 @@ type MetricsPath struct {
 	WaitingForBudget int64    `json:"waiting_for_budget"`
 	AdmittedPerSec   *float64 `json:"admitted_per_sec"`
 	DrainETASeconds  *int64   `json:"drain_eta_seconds"`
+}
+
+// Explanation is GET …/nodes/{node}/explain?scope=&op=&path=&partition=:
+// why an item with that scope value and op waits at the node, and when it
+// can go. It reads the broker only (no PostgreSQL).
+type Explanation struct {
+	At          int64  `json:"at"`
+	Application string `json:"application"`
+	Graph       string `json:"graph"`
+	Node        string `json:"node"`
+	// Path is the path the item is judged on (its ceilings are the path's
+	// share of each budget).
+	Path string `json:"path"`
+	// Scope and Op are the item asked about (null when not given).
+	Scope *string `json:"scope"`
+	Op    *string `json:"op"`
+	// Cost is the cost the item is judged at: the node's cost.default.
+	Cost int64 `json:"cost"`
+	// Counters are every counter the item would charge, in the node's
+	// budget order.
+	Counters []ExplainCounter `json:"counters"`
+	// Unjudged are the scoped budgets not judged because no scope value
+	// was given.
+	Unjudged []string `json:"unjudged"`
+	// Backoff is a backoff holding the node (null when none).
+	Backoff *ExplainBackoff `json:"backoff"`
+	// Binding is the budget whose counter holds the item longest (null
+	// when every counter has room).
+	Binding *string `json:"binding"`
+	// Partition is the partition asked about (null: none given). Ahead is
+	// the items pending before the item in it, AheadMax (without a
+	// partition) the most pending in any partition of the node's queue:
+	// the item is behind at most that many. Null when unreadable.
+	Partition *string `json:"partition"`
+	Ahead     *int64  `json:"ahead"`
+	AheadMax  *int64  `json:"aheadMax"`
+	// EarliestAdmission is a bound (no earlier than, epoch ms): every
+	// refusing counter's window over, any backoff over, and the items
+	// ahead through the unscoped counters at one ceiling per window.
+	EarliestAdmission int64 `json:"earliestAdmission"`
+	WaitSeconds       int64 `json:"waitSeconds"`
+	// Sentence is the answer in one sentence (the console shows it).
+	Sentence string `json:"sentence"`
+	Assumes  string `json:"assumes"`
+}
+
+// ExplainCounter is one counter an item would charge.
+type ExplainCounter struct {
+	Budget string `json:"budget"`
+	// Kind is "unscoped", "scoped" or "shared".
+	Kind  string `json:"kind"`
+	Key   string `json:"key"`
+	Value int64  `json:"value"`
+	// Ceiling is the item's path's ceiling; Widest the widest path's;
+	// Shares every path's ceiling.
+	Ceiling       int64          `json:"ceiling"`
+	Widest        int64          `json:"widest"`
+	Shares        []ExplainShare `json:"shares"`
+	WindowSeconds int64          `json:"windowSeconds"`
+	// FreesAt is the end of the live window (epoch ms; null: none live).
+	FreesAt *int64 `json:"freesAt"`
+	// Fits says an item of Cost would be charged now; Reason why not
+	// ("ceiling", "share" or "backoff"; null when it fits).
+	Fits   bool    `json:"fits"`
+	Reason *string `json:"reason"`
+	// Binds marks the binding counter.
+	Binds bool `json:"binds"`
+}
+
+// ExplainShare is one path's ceiling on a counter.
+type ExplainShare struct {
+	Path    string `json:"path"`
+	Ceiling int64  `json:"ceiling"`
+}
+
+// ExplainBackoff is a backoff record holding a node.
+type ExplainBackoff struct {
+	// Until is when it lifts by itself (epoch ms).
+	Until             int64  `json:"until"`
+	RetryAfterSeconds int64  `json:"retryAfterSeconds"`
+	By                string `json:"by,omitempty"`
 }

@@ -1,8 +1,10 @@
 package wire
 
 // RelayHealth is a gate-relay's GET /health (on GATE_RELAY_BIND): 200 with
-// Status "ok", or 503 with Status "unavailable" when the broker does not
-// answer; the body is the same report either way.
+// Status "ok", 200 with Status "degraded" while its status rows are not
+// stored (StatusWrite says why; its graphs still run and limit), or 503
+// with Status "unavailable" when the broker does not answer; the body is
+// the same report either way.
 type RelayHealth struct {
 	Status  string `json:"status"`
 	Replica string `json:"replica"`
@@ -10,7 +12,21 @@ type RelayHealth struct {
 	Broker *RelayBroker `json:"broker,omitempty"`
 	// Admission is the path claims charge by now.
 	Admission *RelayAdmission `json:"admission,omitempty"`
-	Graphs    []RelayGraph    `json:"graphs"`
+	// StatusWrite is present while the relay's status rows are not being
+	// stored (Status is then "degraded"): gate-api cannot see what this
+	// replica runs.
+	StatusWrite *RelayStatusWrite `json:"statusWrite,omitempty"`
+	Graphs      []RelayGraph      `json:"graphs"`
+}
+
+// RelayStatusWrite is RelayHealth's failing status write.
+type RelayStatusWrite struct {
+	// Error is the last failed write's cause (the broker's answer).
+	Error string `json:"error"`
+	// Since is epoch milliseconds of the first failure in a row.
+	Since int64 `json:"since"`
+	// Failures is how many writes failed since the relay started.
+	Failures int64 `json:"failures"`
 }
 
 // RelayBroker is RelayHealth's broker check.

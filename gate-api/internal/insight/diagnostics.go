@@ -44,6 +44,7 @@ func (in *Insight) insightRoutes(r *httpapi.Router) {
 	add("timeline", http.MethodGet, "/timeline", in.timeline)
 	add("simulate", http.MethodGet, "/simulate", in.simulate)
 	add("simulate-candidate", http.MethodPost, "/simulate", in.simulateCandidate)
+	add("explain", http.MethodGet, "/nodes/{node}/explain", in.explain)
 }
 
 // sinceBook remembers, per replica, when each finding was first seen.

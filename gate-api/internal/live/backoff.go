@@ -1,10 +1,15 @@
 package live
 
 import (
+	"bytes"
+	"context"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/queen-mq/gate/gate-api/internal/plane"
 	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/httpapi"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/store"
@@ -16,12 +21,48 @@ const (
 	minBackoffSeconds = 1
 	maxBackoffSeconds = 3600
 	maxBy             = 256
+	maxReason         = 512
+	// annotateTimeout bounds recording a backoff annotation: the hold or
+	// the lift never waits long on (or fails because of) history.
+	annotateTimeout = 2 * time.Second
 )
 
 type backoffBody struct {
 	RetryAfterSeconds *int64  `json:"retryAfterSeconds"`
 	RefundCost        *int64  `json:"refundCost"`
 	By                *string `json:"by"`
+	Reason            *string `json:"reason"`
+}
+
+type liftBody struct {
+	By     *string `json:"by"`
+	Reason *string `json:"reason"`
+}
+
+// text reads an optional bounded text field of a backoff body.
+func text(field string, v *string, limit int) (string, *httpapi.Refusal) {
+	if v == nil {
+		return "", nil
+	}
+	if bad := plane.CheckText(field, *v, limit); bad != nil {
+		return "", bad
+	}
+	return strings.TrimSpace(*v), nil
+}
+
+// annotate records a backoff annotation (who held or lifted the node and
+// why) in the graph's history, when there is one; a failure is logged as
+// skipped, never returned: the hold itself is in kv already.
+func (l *Live) annotate(ctx context.Context, e *plane.Entry, ch history.Change) {
+	db := l.p.History()
+	if db == nil {
+		return
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), annotateTimeout)
+	defer cancel()
+	if err := db.AddConfigEvent(actx, history.ConfigEvent{App: e.App, Graph: e.Graph, At: l.p.Clock.Now().UnixMilli(), Change: ch}); err != nil {
+		l.p.Log.Warn("backoff annotation skipped: history is unavailable", "app", e.App, "graph", e.Graph, "node", ch.Node, "label", ch.Label, "error", err)
+	}
 }
 
 // backoffNode resolves the graph and node of a backoff route (a stopped
@@ -57,12 +98,13 @@ func (l *Live) backoff(q *httpapi.Request) *httpapi.Refusal {
 	if b.RefundCost != nil && *b.RefundCost < 0 {
 		return httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidField, "refundCost is %d: send the cost units the refused calls had spent (≥ 0), or leave it out", *b.RefundCost).Field("refundCost")
 	}
-	by := ""
-	if b.By != nil {
-		by = *b.By
-		if bad := plane.CheckText("by", by, maxBy); bad != nil {
-			return bad
-		}
+	by, bad := text("by", b.By, maxBy)
+	if bad != nil {
+		return bad
+	}
+	reason, bad := text("reason", b.Reason, maxReason)
+	if bad != nil {
+		return bad
 	}
 	e, n, bad := l.backoffNode(q)
 	if bad != nil {
@@ -77,7 +119,8 @@ func (l *Live) backoff(q *httpapi.Request) *httpapi.Refusal {
 	if bad != nil {
 		return bad
 	}
-	l.p.Log.Warn("backoff: node held", "app", e.App, "graph", e.Graph, "node", n.Name, "retryAfterSeconds", seconds, "by", by, "keys", keys)
+	l.p.Log.Warn("backoff: node held", "app", e.App, "graph", e.Graph, "node", n.Name, "retryAfterSeconds", seconds, "by", by, "reason", reason, "keys", keys)
+	l.annotate(q.Context(), e, history.Change{Label: history.LabelBackoffApplied, Version: e.Plan.Version, Mode: mode(e), Node: n.Name, By: by, Reason: reason, Seconds: seconds})
 	httpapi.WriteJSON(q.W, http.StatusOK, wire.Backoff{
 		OK: true, Node: n.Name, RetryAfterSeconds: seconds, Until: rec.Until(),
 		Keys: plane.NonNil(keys), Refunded: refund,
@@ -114,6 +157,28 @@ func (l *Live) hold(q *httpapi.Request, e *plane.Entry, n *plan.Node, seconds, r
 // counter and the breaker record in one batch, so the next admission starts
 // a fresh window.
 func (l *Live) liftBackoff(q *httpapi.Request) *httpapi.Refusal {
+	// The body is optional: a DELETE without one (no Content-Type, no
+	// length) lifts as before; one with a body must be JSON.
+	var b liftBody
+	if q.R.ContentLength != 0 || q.R.Header.Get("Content-Type") != "" {
+		raw, bad := q.ReadRaw()
+		if bad != nil {
+			return bad
+		}
+		if len(bytes.TrimSpace(raw)) > 0 {
+			if bad := httpapi.DecodeStrict(raw, &b, "the lift body"); bad != nil {
+				return bad
+			}
+		}
+	}
+	by, bad := text("by", b.By, maxBy)
+	if bad != nil {
+		return bad
+	}
+	reason, bad := text("reason", b.Reason, maxReason)
+	if bad != nil {
+		return bad
+	}
 	e, n, bad := l.backoffNode(q)
 	if bad != nil {
 		return bad
@@ -123,7 +188,16 @@ func (l *Live) liftBackoff(q *httpapi.Request) *httpapi.Refusal {
 	if err := l.p.Limiter().Lift(q.Context(), counters, n.BreakerKey); err != nil {
 		return httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "lifting the backoff of node '%s' failed: %v; the node stays held until its window expires, retry", n.Name, err)
 	}
-	l.p.Log.Info("backoff lifted", "app", e.App, "graph", e.Graph, "node", n.Name)
+	l.p.Log.Info("backoff lifted", "app", e.App, "graph", e.Graph, "node", n.Name, "by", by, "reason", reason)
+	l.annotate(q.Context(), e, history.Change{Label: history.LabelBackoffLifted, Version: e.Plan.Version, Mode: mode(e), Node: n.Name, By: by, Reason: reason})
 	httpapi.WriteJSON(q.W, http.StatusOK, wire.BackoffLifted{OK: true, Node: n.Name, Cleared: cleared})
 	return nil
+}
+
+// mode is the graph's mode as an annotation names it.
+func mode(e *plane.Entry) string {
+	if e.Plan.Watching {
+		return history.ModeWatch
+	}
+	return history.ModeEnforce
 }

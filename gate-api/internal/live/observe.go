@@ -1,7 +1,6 @@
 package live
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -98,10 +97,12 @@ func (l *Live) observe(q *httpapi.Request) *httpapi.Refusal {
 		if err != nil {
 			return httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "applying the vendor's answer to budget '%s' of node '%s' failed: %v; nothing was lowered, retry", mb.ID, n.Name, err)
 		}
-		if got.Started {
-			l.annotate(q, e, fmt.Sprintf("Budget %s of node %s: %s", mb.ID, n.Name, got.Note))
-		} else if got.Cleared {
-			l.annotate(q, e, fmt.Sprintf("Budget %s of node %s: %s again", mb.ID, n.Name, got.Note))
+		// A vendor's new limit, and its end, go on the timeline.
+		switch {
+		case got.Started:
+			l.annotate(ctx, e, history.Change{Label: fmt.Sprintf("Budget %s of node %s: %s", mb.ID, n.Name, got.Note), Version: e.Plan.Version, Mode: mode(e), Node: n.Name, By: "observe"})
+		case got.Cleared:
+			l.annotate(ctx, e, history.Change{Label: fmt.Sprintf("Budget %s of node %s: %s again", mb.ID, n.Name, got.Note), Version: e.Plan.Version, Mode: mode(e), Node: n.Name, By: "observe"})
 		}
 		ob.Policy, ob.Applied, ob.ResetRule = r.Policy, true, string(r.ResetRule)
 		ob.Ceiling, ob.Lowered, ob.Counter, ob.RaisedTo, ob.Note = got.Ceiling, got.Lowered, got.Counter, got.RaisedTo, got.Note
@@ -114,33 +115,17 @@ func (l *Live) observe(q *httpapi.Request) *httpapi.Refusal {
 	}
 	if retry > 0 {
 		seconds := min(max(int64((retry+time.Second-1)/time.Second), minBackoffSeconds), maxBackoffSeconds)
-		rec, keys, bad := l.hold(q, e, n, seconds, 0, "observe: vendor answered "+http.StatusText(*b.Status))
+		by := "observe: vendor answered " + http.StatusText(*b.Status)
+		rec, keys, bad := l.hold(q, e, n, seconds, 0, by)
 		if bad != nil {
 			return bad
 		}
+		l.annotate(ctx, e, history.Change{Label: history.LabelBackoffApplied, Version: e.Plan.Version, Mode: mode(e), Node: n.Name, By: by, Seconds: seconds})
 		out.Backoff = &wire.Backoff{OK: true, Node: n.Name, RetryAfterSeconds: seconds, Until: rec.Until(), Keys: plane.NonNil(keys)}
 	}
 	httpapi.WriteJSON(q.W, http.StatusOK, out)
 	return nil
 }
-
-// annotate puts a vendor's new limit on the graph's timeline (with
-// PostgreSQL; best effort: a failure is logged, the observation stands).
-func (l *Live) annotate(q *httpapi.Request, e *plane.Entry, label string) {
-	db := l.p.History()
-	if db == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(q.Context()), annotateTimeout)
-	defer cancel()
-	ev := history.ConfigEvent{App: e.App, Graph: e.Graph, At: l.p.Clock.Now().UnixMilli(), Change: history.Change{Label: label, Version: e.Plan.Version, Mode: history.ModeEnforce}}
-	if err := db.AddConfigEvent(ctx, ev); err != nil {
-		l.p.Log.Warn("observe: the timeline annotation was skipped", "app", e.App, "graph", e.Graph, "error", err)
-	}
-}
-
-// annotateTimeout bounds the timeline write of an observation.
-const annotateTimeout = 2 * time.Second
 
 // mirroredBudgets returns the budgets of n that mirror a vendor meter, or
 // the one named id.

@@ -240,6 +240,20 @@ export interface ObservedBudget {
 export interface BackoffBody {
   retryAfterSeconds: number;
   by?: string;
+  /**
+   * Reason is why the node is held (optional, at most 512 bytes): it is
+   * recorded with By in the graph's annotations (Traffic over time).
+   */
+  reason?: string;
+}
+
+/**
+ * BackoffLiftBody is DELETE …/nodes/{node}/backoff's optional body: who
+ * lifts the hold and why, recorded in the graph's annotations.
+ */
+export interface BackoffLiftBody {
+  by?: string;
+  reason?: string;
 }
 
 /** Backoff is the 200 answer of POST …/nodes/{node}/backoff. */
@@ -383,6 +397,105 @@ export interface MetricsPath {
   waiting_for_budget: number;
   admitted_per_sec: number | null;
   drain_eta_seconds: number | null;
+}
+
+/**
+ * Explanation is GET …/nodes/{node}/explain?scope=&op=&path=&partition=:
+ * why an item with that scope value and op waits at the node, and when it
+ * can go. It reads the broker only (no PostgreSQL).
+ */
+export interface Explanation {
+  at: number;
+  application: string;
+  graph: string;
+  node: string;
+  /**
+   * Path is the path the item is judged on (its ceilings are the path's
+   * share of each budget).
+   */
+  path: string;
+  /** Scope and Op are the item asked about (null when not given). */
+  scope: string | null;
+  op: string | null;
+  /** Cost is the cost the item is judged at: the node's cost.default. */
+  cost: number;
+  /**
+   * Counters are every counter the item would charge, in the node's
+   * budget order.
+   */
+  counters: ExplainCounter[];
+  /**
+   * Unjudged are the scoped budgets not judged because no scope value
+   * was given.
+   */
+  unjudged: string[];
+  /** Backoff is a backoff holding the node (null when none). */
+  backoff: ExplainBackoff | null;
+  /**
+   * Binding is the budget whose counter holds the item longest (null
+   * when every counter has room).
+   */
+  binding: string | null;
+  /**
+   * Partition is the partition asked about (null: none given). Ahead is
+   * the items pending before the item in it, AheadMax (without a
+   * partition) the most pending in any partition of the node's queue:
+   * the item is behind at most that many. Null when unreadable.
+   */
+  partition: string | null;
+  ahead: number | null;
+  aheadMax: number | null;
+  /**
+   * EarliestAdmission is a bound (no earlier than, epoch ms): every
+   * refusing counter's window over, any backoff over, and the items
+   * ahead through the unscoped counters at one ceiling per window.
+   */
+  earliestAdmission: number;
+  waitSeconds: number;
+  /** Sentence is the answer in one sentence (the console shows it). */
+  sentence: string;
+  assumes: string;
+}
+
+/** ExplainCounter is one counter an item would charge. */
+export interface ExplainCounter {
+  budget: string;
+  /** Kind is "unscoped", "scoped" or "shared". */
+  kind: string;
+  key: string;
+  value: number;
+  /**
+   * Ceiling is the item's path's ceiling; Widest the widest path's;
+   * Shares every path's ceiling.
+   */
+  ceiling: number;
+  widest: number;
+  shares: ExplainShare[];
+  windowSeconds: number;
+  /** FreesAt is the end of the live window (epoch ms; null: none live). */
+  freesAt: number | null;
+  /**
+   * Fits says an item of Cost would be charged now; Reason why not
+   * ("ceiling", "share" or "backoff"; null when it fits).
+   */
+  fits: boolean;
+  reason: string | null;
+  /** Binds marks the binding counter. */
+  binds: boolean;
+}
+
+/** ExplainShare is one path's ceiling on a counter. */
+export interface ExplainShare {
+  path: string;
+  ceiling: number;
+}
+
+/** ExplainBackoff is a backoff record holding a node. */
+export interface ExplainBackoff {
+  /** Until is when it lifts by itself (epoch ms). */
+  until: number;
+  retryAfterSeconds: number;
+  by?: string;
 }
 
 /**
@@ -1129,6 +1242,13 @@ export interface WatchSummary {
   nodes: WatchNode[];
   /** ResolutionSeconds is 60: the summary is per complete minute. */
   resolutionSeconds: number;
+  /**
+   * EndedAt is set when the graph has left Watch (limits configured):
+   * the summary is of its last finished session, read back from the
+   * change history, up to when the revision that ended it was stored
+   * (Unix ms). Null while the graph is in Watch.
+   */
+  endedAt: number | null;
 }
 
 /** WatchNode is one node of a Watch summary. */
@@ -1342,6 +1462,15 @@ export interface ConfigChange {
   label: string;
   version: number;
   mode: string;
+  /**
+   * Node, By, Reason and Seconds are set on a backoff annotation
+   * ("Backoff applied" / "Backoff lifted"): the node, who held or lifted
+   * it, the reason they gave (optional) and the hold in seconds.
+   */
+  node?: string;
+  by?: string;
+  reason?: string;
+  seconds?: number;
 }
 
 /** IncomingSeries is a node's incoming estimate. */
@@ -1755,6 +1884,26 @@ export interface TargetRow {
   /** Backlog is Σ first-hop stage group pending. */
   backlog: number;
   at: number;
+  /**
+   * Mode is "watch" or "enforce"; WatchEndsAt is when a Watch ends (Unix
+   * ms; null when enforcing or not started) and ReadyForReview is true
+   * once it has: still relaying in Watch until limits are configured.
+   */
+  mode: string;
+  watchEndsAt: number | null;
+  readyForReview: boolean;
+  /**
+   * Held are the nodes a live backoff (breaker record) holds now, in
+   * name order; empty when none does or when the broker could not be
+   * read (then BrokerRead is false).
+   */
+  held: string[];
+  /**
+   * BrokerRead is false when this row's live reads from the broker
+   * failed: its live numbers (worst budget, backlog, held) are unknown,
+   * not zero or none.
+   */
+  brokerRead: boolean;
 }
 
 /** NameOnly is {name}. */
@@ -1773,6 +1922,26 @@ export interface GraphRow {
   paths: ViewPath[];
   /** Forwarded is Σ forwarded at the graph's last hops. */
   forwarded: number;
+  /**
+   * Mode is "watch" or "enforce"; WatchEndsAt is when a Watch ends (Unix
+   * ms; null when enforcing or not started) and ReadyForReview is true
+   * once it has: still relaying in Watch until limits are configured.
+   */
+  mode: string;
+  watchEndsAt: number | null;
+  readyForReview: boolean;
+  /**
+   * Held are the nodes a live backoff (breaker record) holds now, in
+   * name order; empty when none does or when the broker could not be
+   * read (then BrokerRead is false).
+   */
+  held: string[];
+  /**
+   * BrokerRead is false when this row's live reads from the broker
+   * failed: its live numbers (worst budget, backlog, held) are unknown,
+   * not zero or none.
+   */
+  brokerRead: boolean;
 }
 
 /** GraphRowNode is one node of a GraphRow. */
@@ -1955,8 +2124,10 @@ export interface ResolvedDestination {
 
 /**
  * RelayHealth is a gate-relay's GET /health (on GATE_RELAY_BIND): 200 with
- * Status "ok", or 503 with Status "unavailable" when the broker does not
- * answer; the body is the same report either way.
+ * Status "ok", 200 with Status "degraded" while its status rows are not
+ * stored (StatusWrite says why; its graphs still run and limit), or 503
+ * with Status "unavailable" when the broker does not answer; the body is
+ * the same report either way.
  */
 export interface RelayHealth {
   status: string;
@@ -1965,7 +2136,23 @@ export interface RelayHealth {
   broker?: RelayBroker | null;
   /** Admission is the path claims charge by now. */
   admission?: RelayAdmission | null;
+  /**
+   * StatusWrite is present while the relay's status rows are not being
+   * stored (Status is then "degraded"): gate-api cannot see what this
+   * replica runs.
+   */
+  statusWrite?: RelayStatusWrite | null;
   graphs: RelayGraph[];
+}
+
+/** RelayStatusWrite is RelayHealth's failing status write. */
+export interface RelayStatusWrite {
+  /** Error is the last failed write's cause (the broker's answer). */
+  error: string;
+  /** Since is epoch milliseconds of the first failure in a row. */
+  since: number;
+  /** Failures is how many writes failed since the relay started. */
+  failures: number;
 }
 
 /** RelayBroker is RelayHealth's broker check. */
@@ -2103,6 +2290,8 @@ export interface ViewBudget {
   key: string;
   scopeBy: string | null;
   sharedKey: string | null;
+  /** WhenOp are the ops the budget applies to (empty: every op). */
+  whenOp: string[];
   count: number;
   timeMs: number;
   subWindows: number;

@@ -1,0 +1,230 @@
+package scenario
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/queen-mq/gate/gate-bench/stats"
+	"github.com/queen-mq/gate/libs/wire"
+)
+
+// scaleSample is how many graphs of each step are declared one at a time
+// and watched until a push says a relay runs them (PUT → running).
+const scaleSample = 20
+
+// scale declares two-node graphs in steps up to each of BENCH_SCALE_GRAPHS
+// (cumulative) and reports, per step: PUT p50/p99 of the step's PUTs, the
+// time from the step's last PUT until a push to it answers running, PUT →
+// running p99 over a sample, the relay's /health, and at idle its
+// goroutines per stage, RSS and CPU, and the broker's RSS and CPU. Every
+// graph is deleted at the end.
+func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
+	t := stats.Table{Title: "scale — N two-node graphs on one relay (PUT cost, PUT → running, idle cost)",
+		Header: []string{"graphs", "PUT p50 ms", "PUT p99 ms", "last PUT → running s", "PUT → running p99 ms", "relay /health",
+			"relay goroutines/stage", "relay RSS MB", "relay idle CPU %", "broker RSS MB", "broker idle CPU %"}}
+	var declared []string
+	defer func() {
+		for _, g := range declared {
+			b.forget(g)
+		}
+	}()
+	doc := func(i int, graph string) map[string]any {
+		return map[string]any{"version": 1, "nodes": map[string]any{
+			"in":  map[string]any{"ingress": true, "budgets": []any{map[string]any{"id": "in", "count": 100, "timeMs": 1000}}},
+			"out": map[string]any{"budgets": []any{map[string]any{"id": "out", "count": 50, "timeMs": 1000}}, "egress": b.egressQueue(graph, "")},
+		}, "paths": []any{map[string]any{"name": "main", "nodes": []any{"in", "out"}}}}
+	}
+	put := func(i int) (time.Duration, string, error) {
+		graph := b.graphName("scale-" + strconv.Itoa(i))
+		c, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		t0 := time.Now()
+		_, err := b.api.Declare(c, b.cfg.App, graph, doc(i, graph))
+		if err != nil {
+			return 0, graph, fmt.Errorf("declaring %s: %w", graph, err)
+		}
+		declared = append(declared, graph)
+		return time.Since(t0), graph, nil
+	}
+	running := func(graph string) bool {
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		p, err := b.api.Push(c, b.cfg.App, graph, "in", wire.PushBody{Payload: json.RawMessage(`{"scale":1}`)})
+		return err == nil && p.Running
+	}
+	for _, n := range b.cfg.ScaleGraphs {
+		var lat []time.Duration
+		last := ""
+		for i := len(declared); i < n-scaleSample; i++ {
+			d, g, err := put(i)
+			if err != nil {
+				return []stats.Table{t}, err
+			}
+			lat, last = append(lat, d), g
+		}
+		t0 := time.Now()
+		lastRunning := "-"
+		if last != "" {
+			if waitFor(ctx, 60*time.Second, func() bool { return running(last) }) {
+				lastRunning = stats.Num(time.Since(t0).Seconds())
+			} else {
+				lastRunning = "not in 60 s"
+			}
+		}
+		var toRun []time.Duration
+		never := false
+		for i := len(declared); i < n; i++ {
+			d, g, err := put(i)
+			if err != nil {
+				return []stats.Table{t}, err
+			}
+			lat = append(lat, d)
+			if never {
+				continue
+			}
+			t1 := time.Now()
+			if waitFor(ctx, 30*time.Second, func() bool { return running(g) }) {
+				toRun = append(toRun, time.Since(t1)+d)
+			} else {
+				// One graph that never runs says it for the rest.
+				never = true
+			}
+		}
+		toRunP99 := ms(quantile(toRun, 0.99))
+		if never {
+			toRunP99 = "not in 30 s"
+		}
+		health := b.relayHealth(ctx)
+		time.Sleep(5 * time.Second)
+		gor, rss := b.relayProcess(ctx)
+		relayCPU := startCPU(b.relayPid())
+		brokerCPU := startCPU(b.queenPid())
+		wall := time.Now()
+		select {
+		case <-ctx.Done():
+			return []stats.Table{t}, ctx.Err()
+		case <-time.After(b.cfg.IdleSeconds):
+		}
+		secs := time.Since(wall).Seconds()
+		pct := func(m *cpuMeter) string {
+			d, ok := m.stop()
+			if !ok || len(d) == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.1f", 100*d[0].Seconds()/secs)
+		}
+		perStage := "-"
+		if gor > 0 {
+			perStage = fmt.Sprintf("%.2f", float64(gor)/float64(2*n))
+		}
+		t.Add(strconv.Itoa(n), ms(quantile(lat, 0.5)), ms(quantile(lat, 0.99)), lastRunning, toRunP99, health,
+			perStage, mb(rss), pct(relayCPU), mb(rssOf(b.queenPid())), pct(brokerCPU))
+		t.Figure(fmt.Sprintf("put p99 ms at %d", n), float64(quantile(lat, 0.99).Microseconds())/1000)
+	}
+	t.Note("PUT → running: a PUT of a sample of %d graphs per step, then pushes until one answers running (the relay's status as gate-api reads it)", scaleSample)
+	t.Note("idle figures over BENCH_IDLE_SECONDS after a 5 s settle; goroutines per stage = the relay's go_goroutines ÷ (2 × graphs)")
+	return []stats.Table{t}, ctx.Err()
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(int(q*float64(len(s))), len(s)-1)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
+
+func mb(bytes int64) string {
+	if bytes <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", float64(bytes)/(1<<20))
+}
+
+// relayHealth is the embedded relay's /health status word ("-" without
+// one).
+func (b *Bench) relayHealth(ctx context.Context) string {
+	if b.relay == nil {
+		return "-"
+	}
+	body, err := get(ctx, b.relay.p.HealthURL+"/health")
+	if err != nil {
+		return "unreachable"
+	}
+	var h wire.RelayHealth
+	if json.Unmarshal(body, &h) != nil {
+		return "unreadable"
+	}
+	return h.Status
+}
+
+// relayProcess reads go_goroutines and process_resident_memory_bytes from
+// the embedded relay's /metrics.
+func (b *Bench) relayProcess(ctx context.Context) (goroutines int, rss int64) {
+	if b.relay == nil {
+		return 0, 0
+	}
+	body, err := get(ctx, b.relay.p.HealthURL+"/metrics")
+	if err != nil {
+		return 0, 0
+	}
+	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(l, "go_goroutines "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			goroutines = int(f)
+		}
+		if v, ok := strings.CutPrefix(l, "process_resident_memory_bytes "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			rss = int64(f)
+		}
+	}
+	return goroutines, rss
+}
+
+func get(ctx context.Context, url string) ([]byte, error) {
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(c, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+}
+
+// rssOf is a process's resident set in bytes (VmRSS of /proc/PID/status;
+// 0 when unknown).
+func rssOf(pid int) int64 {
+	if pid <= 0 {
+		return 0
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
