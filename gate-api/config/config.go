@@ -71,8 +71,8 @@ type Config struct {
 	// re-read from kv (GATE_API_REFRESH_MS, 100..60000).
 	Refresh time.Duration
 	// MeterHold is how long a limit a vendor stated (observe) stays in
-	// force after its last answer when its reset is sooner
-	// (GATE_METER_HOLD_SECONDS, 1..86400).
+	// force when its reset is sooner; a restatement extends it once less
+	// than half is left (GATE_METER_HOLD_SECONDS, 1..86400).
 	MeterHold time.Duration
 	// DeclareWait bounds how long a PUT waits, after storing the document,
 	// for some relay replica to report running the stored version

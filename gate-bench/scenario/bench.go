@@ -181,6 +181,8 @@ func (b *Bench) scenario(ctx context.Context, name string) ([]stats.Table, error
 		return b.peers(ctx)
 	case "watch":
 		return b.watch(ctx)
+	case "observe":
+		return b.observe(ctx)
 	case "scale":
 		return b.scale(ctx)
 	}

@@ -191,9 +191,6 @@ func (r *runner) vendor(ctx context.Context) (Report, error) {
 	total := cfg.Rate * int(phases) * len(cfg.VendorLimits) * 11 / 10
 	fmt.Fprintf(cfg.Log, "gate-e2e: vendor on %s/%s: declared %d/s, the vendor allows %v per second for %d s each; observe %v; queueing %d items\n",
 		cfg.App, r.graph, cfg.Rate, cfg.VendorLimits, phases, cfg.VendorObserve, total)
-	if err := r.fill(ctx, ingress, total); err != nil {
-		return Report{}, fmt.Errorf("%w: %w", ErrSetup, err)
-	}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -213,13 +210,18 @@ func (r *runner) vendor(ctx context.Context) (Report, error) {
 	var observed, fails atomic.Int64
 	var wg sync.WaitGroup
 	hc := &http.Client{Timeout: 5 * time.Second}
-	time.Sleep(time.Until(time.Unix(startSec, 0)))
+	// The workers wait on the empty egress; the backlog is queued when the
+	// first phase starts, so nothing Gate forwards waits for a worker.
 	for range VendorWorkers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r.vendorWorker(runCtx, hc, egress, vendorURL, &observed, &fails)
 		}()
+	}
+	time.Sleep(time.Until(time.Unix(startSec, 0)))
+	if err := r.fill(ctx, ingress, total); err != nil {
+		return Report{}, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	end := time.Unix(startSec+phases*int64(len(cfg.VendorLimits)), 0)
 	select {

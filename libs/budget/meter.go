@@ -46,7 +46,8 @@ type MeterRow struct {
 	// Declared is the budget's count when the row was written.
 	Declared int64 `json:"declared"`
 	// Since is when the vendor first stated this limit (epoch ms); At when
-	// it last did; Until when the row lapses.
+	// the row was last written (an answer restating the limit rewrites it
+	// only once less than half the hold is left); Until when it lapses.
 	Since int64 `json:"since"`
 	At    int64 `json:"at"`
 	Until int64 `json:"until"`
@@ -98,8 +99,10 @@ type Observed struct {
 	// Row is the meter row written (nil: none written or deleted).
 	Row *MeterRow
 	// Lowered says the effective ceiling is below the plan's; Cleared that
-	// a row was deleted because the vendor allows what is declared.
-	Lowered, Cleared bool
+	// a row was deleted because the vendor allows what is declared;
+	// Started that this answer stated a new limit (none, or another, was
+	// in force).
+	Lowered, Cleared, Started bool
 	// Ceiling is the effective widest ceiling after the observation.
 	Ceiling int64
 	// RaisedTo is the counter's value after a raise (0: not raised), and
@@ -111,9 +114,9 @@ type Observed struct {
 
 // ObserveOptions say how long a stated limit holds.
 type ObserveOptions struct {
-	// Hold is how long after the last answer a stated limit stays in force
-	// when the vendor's reset is sooner (a vendor restates it on every
-	// answer). Zero is DefaultMeterHold.
+	// Hold is how long a stated limit stays in force when the vendor's
+	// reset is sooner; an answer restating it extends it once less than
+	// half the hold is left. Zero is DefaultMeterHold.
 	Hold time.Duration
 }
 
@@ -146,10 +149,12 @@ func (l *Limiter) Observe(ctx context.Context, b *plan.Budget, r vendormeter.Rea
 		return out, fmt.Errorf("%w: reading the vendor meter of budget %q: %w", ErrCall, b.ID, err)
 	}
 	var prev *MeterRow
+	var prevVersion int64
 	var cur Reading
 	for _, row := range res.Results[0].Rows {
 		switch row.Key {
 		case mk:
+			prevVersion = row.Version
 			var m MeterRow
 			if json.Unmarshal(row.Value, &m) == nil && m.Limit > 0 {
 				prev = &m
@@ -164,6 +169,7 @@ func (l *Limiter) Observe(ctx context.Context, b *plan.Budget, r vendormeter.Rea
 		}
 	}
 	var ops []queen.KVOp
+	putAt := -1
 	row := prev
 	switch {
 	case r.HasLimit:
@@ -183,7 +189,15 @@ func (l *Limiter) Observe(ctx context.Context, b *plan.Budget, r vendormeter.Rea
 		}
 		if prev != nil && prev.Limit == limit {
 			nr.Since = prev.Since
+			// The same limit restated while more than half the hold is
+			// left: the row stands as it is (one kv call per answer in the
+			// steady state, not two).
+			if time.UnixMilli(prev.Until).Sub(now) > hold/2 && prev.VendorLimit == r.Limit {
+				row, out.Row, out.Note = prev, prev, prev.Sentence()
+				break
+			}
 		}
+		out.Started = prev == nil || prev.Limit != limit
 		until := now.Add(max(hold, r.Reset))
 		nr.Until = until.UnixMilli()
 		raw, err := json.Marshal(nr)
@@ -191,7 +205,15 @@ func (l *Limiter) Observe(ctx context.Context, b *plan.Budget, r vendormeter.Rea
 			return out, fmt.Errorf("encoding the meter row: %w", err)
 		}
 		ttl := max(int64((until.Sub(now)+time.Second-1)/time.Second), 1)
-		ops = append(ops, queen.KVPut(l.NS, mk, raw, queen.PutOpts{TTLSeconds: ttl}))
+		// A new limit is written only over the row this answer read (or
+		// none), so of several workers reporting the change at once one
+		// starts it (and annotates it); a restatement writes over any.
+		po := queen.PutOpts{TTLSeconds: ttl}
+		if out.Started {
+			po.Expect = queen.Int(prevVersion)
+		}
+		putAt = len(ops)
+		ops = append(ops, queen.KVPut(l.NS, mk, raw, po))
 		row = &nr
 		out.Row = &nr
 		out.Note = nr.Sentence()
@@ -224,6 +246,11 @@ func (l *Limiter) Observe(ctx context.Context, b *plan.Budget, r vendormeter.Rea
 	}
 	if err != nil {
 		return out, fmt.Errorf("%w: writing the vendor meter of budget %q: %w", ErrCall, b.ID, err)
+	}
+	if putAt >= 0 && !res.Results[putAt].Applied {
+		// Another answer wrote the row first: it stands, and this one
+		// started nothing.
+		out.Started = false
 	}
 	last := res.Results[len(res.Results)-1]
 	if last.Op == queen.OpIncr && last.Applied {
@@ -289,8 +316,8 @@ func NewMeters(kv KV, ns string, c clock.Clock, every time.Duration) *Meters {
 
 // Ceiling is the effective ceiling of a path whose plan ceiling on the
 // mirrored budget b is planCeiling: lowered by the budget's live meter
-// row, never raised. A budget that mirrors nothing, or a failed read, is
-// the plan's ceiling (a read error keeps the last rows known).
+// row, never raised. A budget that mirrors nothing is the plan's ceiling;
+// a failed read keeps the last rows known for another period.
 func (m *Meters) Ceiling(ctx context.Context, b *plan.Budget, planCeiling int64) int64 {
 	if m == nil || b.VendorMeter == nil {
 		return planCeiling
@@ -316,8 +343,11 @@ func (m *Meters) Ceiling(ctx context.Context, b *plan.Budget, planCeiling int64)
 		rows, err := ReadMeters(ctx, m.kv, m.ns, keys)
 		m.mu.Lock()
 		m.reading = false
+		// A failed read keeps the last rows and waits a period before the
+		// next try, so a broker in trouble is not asked on every claim.
+		m.read = now
 		if err == nil {
-			m.rows, m.read = rows, now
+			m.rows = rows
 		}
 		m.mu.Unlock()
 	}

@@ -219,3 +219,119 @@ func TestMeterCeilingArithmetic(t *testing.T) {
 		}
 	}
 }
+
+// countingKV counts the kv calls a limiter makes.
+type countingKV struct {
+	next  budget.KV
+	calls int
+}
+
+func (c *countingKV) KV(ctx context.Context, ops ...queen.KVOp) (queen.KVResponse, error) {
+	c.calls++
+	return c.next.KV(ctx, ops...)
+}
+
+// A limit restated while most of its hold is left costs one kv call (the
+// read); the row is rewritten once less than half the hold is left.
+func TestARestatedLimitIsOneCall(t *testing.T) {
+	t.Parallel()
+	l, _, vc := meterRig(t)
+	ctx := context.Background()
+	b := mirrored()
+	ck := &countingKV{next: l.KV}
+	l.KV = ck
+	r := vendormeter.Reading{Status: 200, Limit: 20, HasLimit: true}
+	first, err := l.Observe(ctx, b, r, vc.Now(), budget.ObserveOptions{})
+	if err != nil || !first.Started || ck.calls != 2 {
+		t.Fatalf("first answer: %+v %v after %d calls, want started in 2", first, err, ck.calls)
+	}
+	vc.Advance(budget.DefaultMeterHold / 4)
+	again, err := l.Observe(ctx, b, r, vc.Now(), budget.ObserveOptions{})
+	if err != nil || again.Started || again.Ceiling != 20 || ck.calls != 3 || again.Row.Until != first.Row.Until {
+		t.Fatalf("restated: %+v %v after %d calls, want the row as it was in 1 call", again, err, ck.calls)
+	}
+	vc.Advance(budget.DefaultMeterHold / 2)
+	late, err := l.Observe(ctx, b, r, vc.Now(), budget.ObserveOptions{})
+	if err != nil || late.Started || ck.calls != 5 || late.Row.Until <= first.Row.Until || late.Row.Since != first.Row.Since {
+		t.Fatalf("restated late: %+v %v after %d calls, want the row rewritten with its since kept", late, err, ck.calls)
+	}
+}
+
+type failKV struct{ calls int }
+
+func (f *failKV) KV(context.Context, ...queen.KVOp) (queen.KVResponse, error) {
+	f.calls++
+	return queen.KVResponse{}, context.DeadlineExceeded
+}
+
+// A relay whose meter read fails keeps what it knew (the plan's ceiling
+// here) and asks again only after a period, not on every claim.
+func TestAFailedMeterReadKeepsThePlanAndWaitsAPeriod(t *testing.T) {
+	t.Parallel()
+	vc := clock.NewVirtual(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
+	f := &failKV{}
+	m := budget.NewMeters(f, meterNS, vc, 0)
+	b := mirrored()
+	for range 5 {
+		if c := m.Ceiling(context.Background(), b, 50); c != 50 {
+			t.Fatalf("ceiling %d after a failed read, want the plan's 50", c)
+		}
+	}
+	if f.calls != 1 {
+		t.Fatalf("%d reads within one period, want 1", f.calls)
+	}
+	vc.Advance(budget.MeterRefresh)
+	m.Ceiling(context.Background(), b, 50)
+	if f.calls != 2 {
+		t.Fatalf("%d reads after a period, want 2", f.calls)
+	}
+}
+
+// raceKV lets another writer put the meter row between an observation's
+// read and its write.
+type raceKV struct {
+	next  budget.KV
+	calls int
+	other func()
+}
+
+func (r *raceKV) KV(ctx context.Context, ops ...queen.KVOp) (queen.KVResponse, error) {
+	r.calls++
+	if r.calls == 2 && r.other != nil {
+		r.other()
+	}
+	return r.next.KV(ctx, ops...)
+}
+
+// Of two workers reporting a new limit at once, one starts it: the other
+// writes nothing over it and says it started nothing (so the timeline
+// gets one event).
+func TestANewLimitIsStartedOnceWhenTwoAnswersRace(t *testing.T) {
+	t.Parallel()
+	l, mq, vc := meterRig(t)
+	ctx := context.Background()
+	b := mirrored()
+	first := &budget.Limiter{KV: l.KV, NS: meterNS}
+	rk := &raceKV{next: l.KV}
+	var won budget.Observed
+	var wonVersion int64
+	rk.other = func() {
+		var err error
+		if won, err = first.Observe(ctx, b, vendormeter.Reading{Status: 200, Limit: 20, HasLimit: true}, vc.Now(), budget.ObserveOptions{}); err != nil {
+			t.Error(err)
+		}
+		e, _ := mq.KV(meterNS, b.VendorMeter.Key)
+		wonVersion = e.Version
+	}
+	l.KV = rk
+	lost, err := l.Observe(ctx, b, vendormeter.Reading{Status: 200, Limit: 20, HasLimit: true}, vc.Now(), budget.ObserveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !won.Started || lost.Started {
+		t.Fatalf("started: the first %v, the racing one %v; want exactly the first", won.Started, lost.Started)
+	}
+	if e, ok := mq.KV(meterNS, b.VendorMeter.Key); !ok || e.Version != wonVersion {
+		t.Fatalf("meter row version %d, want the first writer's %d untouched", e.Version, wonVersion)
+	}
+}

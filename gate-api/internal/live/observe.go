@@ -2,6 +2,7 @@ package live
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/queen-mq/gate/gate-api/internal/plane"
 	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/httpapi"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/vendormeter"
@@ -95,6 +97,13 @@ func (l *Live) observe(q *httpapi.Request) *httpapi.Refusal {
 		if err != nil {
 			return httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "applying the vendor's answer to budget '%s' of node '%s' failed: %v; nothing was lowered, retry", mb.ID, n.Name, err)
 		}
+		// A vendor's new limit, and its end, go on the timeline.
+		switch {
+		case got.Started:
+			l.annotate(ctx, e, history.Change{Label: fmt.Sprintf("Budget %s of node %s: %s", mb.ID, n.Name, got.Note), Version: e.Plan.Version, Mode: mode(e), Node: n.Name, By: "observe"})
+		case got.Cleared:
+			l.annotate(ctx, e, history.Change{Label: fmt.Sprintf("Budget %s of node %s: %s again", mb.ID, n.Name, got.Note), Version: e.Plan.Version, Mode: mode(e), Node: n.Name, By: "observe"})
+		}
 		ob.Policy, ob.Applied, ob.ResetRule = r.Policy, true, string(r.ResetRule)
 		ob.Ceiling, ob.Lowered, ob.Counter, ob.RaisedTo, ob.Note = got.Ceiling, got.Lowered, got.Counter, got.RaisedTo, got.Note
 		if got.Row != nil {
@@ -106,10 +115,12 @@ func (l *Live) observe(q *httpapi.Request) *httpapi.Refusal {
 	}
 	if retry > 0 {
 		seconds := min(max(int64((retry+time.Second-1)/time.Second), minBackoffSeconds), maxBackoffSeconds)
-		rec, keys, bad := l.hold(q, e, n, seconds, 0, "observe: vendor answered "+http.StatusText(*b.Status))
+		by := "observe: vendor answered " + http.StatusText(*b.Status)
+		rec, keys, bad := l.hold(q, e, n, seconds, 0, by)
 		if bad != nil {
 			return bad
 		}
+		l.annotate(ctx, e, history.Change{Label: history.LabelBackoffApplied, Version: e.Plan.Version, Mode: mode(e), Node: n.Name, By: by, Seconds: seconds})
 		out.Backoff = &wire.Backoff{OK: true, Node: n.Name, RetryAfterSeconds: seconds, Until: rec.Until(), Keys: plane.NonNil(keys)}
 	}
 	httpapi.WriteJSON(q.W, http.StatusOK, out)

@@ -172,3 +172,25 @@ func TestObserveRefusesBadInputNamingTheField(t *testing.T) {
 		}
 	}
 }
+
+// A new limit from the vendor goes on the graph's timeline (with
+// PostgreSQL), once per limit, and so does its end.
+func TestObserveAnnotatesTheTimeline(t *testing.T) {
+	t.Parallel()
+	h := apitest.New(t)
+	h.WithHistory(t)
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("v"), mirroredTarget(h, "v", "x-ratelimit")), http.StatusOK)
+	url := h.GraphURL("v") + "/nodes/limit/observe"
+	for range 3 {
+		h.Expect(h.Do(http.MethodPost, url, map[string]any{"status": 200, "headers": map[string]any{"X-RateLimit-Limit": "10"}}), http.StatusOK)
+	}
+	h.Expect(h.Do(http.MethodPost, url, map[string]any{"status": 200, "headers": map[string]any{"X-RateLimit-Limit": "50"}}), http.StatusOK)
+	a := h.Expect(h.Do(http.MethodGet, h.GraphURL("v")+"/timeline", nil), http.StatusOK)
+	raw := string(a.Raw)
+	if n := strings.Count(raw, "the vendor enforces 10 where 50 is declared"); n != 1 {
+		t.Fatalf("%d timeline events for the vendor's 10, want 1: %s", n, raw)
+	}
+	if !strings.Contains(raw, "the vendor allows 50 where 50 is declared: Gate keeps 50 again") {
+		t.Fatalf("the timeline does not say the vendor's limit ended: %s", raw)
+	}
+}
