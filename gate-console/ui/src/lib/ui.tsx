@@ -4,6 +4,17 @@ import { ApiError } from "./api";
 import { navigate } from "./router";
 
 export const MeContext = createContext<Me | null>(null);
+/**
+ * Whether the broker answers (GET /api/version's live probe, every 10 s):
+ * null until known. Every page reads it, so a number that comes from the
+ * broker reads "unknown" while it is down, never "none" or 0.
+ */
+export const BrokerContext = createContext<boolean | null>(null);
+export const useBrokerUp = () => useContext(BrokerContext);
+/** An unknown live value, said as such. */
+export function Unknown({ why = "the broker is not answering" }: { why?: string }) {
+  return <span className="muted" title={why} data-testid="unknown">unknown</span>;
+}
 export const useMe = () => useContext(MeContext);
 /** Write controls are rendered for admins only; the server refuses viewers anyway. */
 export const useCanWrite = () => useContext(MeContext)?.role === "admin";

@@ -2,8 +2,8 @@ import { api, useLoad } from "../lib/api";
 import { TimeChart, type Series } from "../lib/chart";
 import { Pager, SearchField, usePaged } from "../lib/pager";
 import { graphHref, useQueryParam } from "../lib/router";
-import { Empty, ErrorState, fmt, Link, Loading, Stat, when } from "../lib/ui";
-import { NO_RELAY } from "./targets";
+import { Empty, ErrorState, fmt, Link, Loading, Stat, Unknown, when } from "../lib/ui";
+import { ModeBadges, NO_RELAY } from "./targets";
 
 const colors = ["var(--chart-1)", "var(--chart-2)", "var(--chart-3)", "var(--chart-4)", "var(--chart-5)"];
 
@@ -91,8 +91,8 @@ function FindGraph() {
               <tbody>{d.items.map((r) => (
                 <tr key={r.application + "/" + r.name}>
                   <td><Link to={graphHref(r.application, r.graph)}>{r.application}/{r.name}</Link></td>
-                  <td>{!r.running ? <span className="badge warn" title={NO_RELAY}>queued, no relay</span> : r.state === "pacing" ? <span className="badge warn">pacing</span> : <span className="badge good">flowing</span>}</td>
-                  <td className="num">{fmt(r.backlog)}</td>
+                  <td>{!r.running ? <span className="badge warn" title={NO_RELAY}>queued, no relay</span> : r.state === "pacing" ? <span className="badge warn">pacing</span> : <span className="badge good">flowing</span>}<ModeBadges r={r} /></td>
+                  <td className="num">{r.brokerRead ? fmt(r.backlog) : <Unknown />}</td>
                 </tr>
               ))}</tbody>
             </table></div>

@@ -111,6 +111,10 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await pg.getByTestId("w-next").click();
     assert.match(await pg.getByTestId("w-review-json").innerText(), /"count": 20/);
     await pg.getByTestId("w-create").click();
+    // Every create is reviewed first: the server's dry run of a new graph.
+    await pg.getByTestId("review").waitFor();
+    assert.match(await pg.getByTestId("diff").innerText(), /New graph at version 1/);
+    await pg.getByTestId("confirm-save").click();
     await pg.waitForURL(`**/graphs/${app}/mailer/guide?created=1`);
     await pg.getByTestId("created").waitFor();
     const ingress = await pg.getByTestId("guide-ingress").first().innerText();
@@ -169,8 +173,19 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.equal(await pg.locator('[data-at="/nodes/limit/budgets/0/id"]').inputValue(), "renamed");
     assert.equal(await pg.locator('[data-at="/nodes/limit/cost/path"]').inputValue(), "payload.size");
     assert.equal(await pg.getByTestId("egress-queue").inputValue(), `${app}.mailer.out`);
+    // The server needs a higher version for a renamed budget: the console
+    // says so and offers to raise it; it never raises it on its own.
     p.allow(/status of 409/);
     await pg.getByTestId("save").click();
+    await pg.getByTestId("raise-version").waitFor();
+    assert.match(await pg.getByTestId("save-summary").innerText(), /version/);
+    assert.equal((await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`)).json.version, 1, "a refused save stored something");
+    await pg.getByTestId("raise-version").click();
+    assert.equal(await pg.getByTestId("f-version").inputValue(), "2");
+    await pg.getByTestId("save").click();
+    await pg.getByTestId("review").waitFor();
+    assert.match(await pg.getByTestId("diff").innerText(), /Version 1 → 2/);
+    await pg.getByTestId("confirm-save").click();
     await pg.waitForURL(`**/graphs/${app}/mailer?saved=1`);
     const v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
     assert.equal(v.json.version, 2, "the version was not bumped");
@@ -208,6 +223,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.equal(await pg.locator('[data-at="/nodes/limit/egress/queue"][aria-invalid="true"]').count(), 1);
     await pg.getByTestId("egress-queue").fill(`${app}.copy.out`);
     await pg.getByTestId("save").click();
+    await pg.getByTestId("confirm-save").click();
     await pg.waitForURL(`**/graphs/${app}/mailer-copy/guide?created=1`);
     const v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer-copy`);
     assert.equal(v.json.version, 1);
@@ -223,6 +239,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await pg.getByTestId("backoff-none").waitFor();
     await pg.getByTestId("backoff-seconds").fill("120");
     await pg.getByTestId("backoff").click();
+    await pg.getByTestId("backoff-confirm-button").click();
     await pg.getByTestId("backoff-active").waitFor();
     let v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
     assert.ok(v.json.nodes[0].breaker && v.json.nodes[0].breaker.retryAfterSeconds === 120);
@@ -233,6 +250,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.match(await finding.innerText(), /node limit/);
     await pg.goto(stack.console + `/graphs/${app}/mailer`);
     await pg.getByTestId("lift").click();
+    await pg.getByTestId("backoff-confirm-button").click();
     await pg.getByTestId("backoff-none").waitFor();
     v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
     assert.equal(v.json.nodes[0].breaker, null);
@@ -425,6 +443,9 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.equal(await pg.getByTestId("budget-count").inputValue(), "2");
     await pg.getByTestId("budget-count").fill("25");
     await pg.getByTestId("save").click();
+    await pg.getByTestId("diff-mode").waitFor();
+    assert.match(await pg.getByTestId("diff-mode").innerText(), /Limits activated/);
+    await pg.getByTestId("confirm-save").click();
     await pg.waitForURL(`**/graphs/${app}/trial?saved=1`);
     await pg.getByText("enforcing", { exact: true }).waitFor();
     const v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/trial`);
