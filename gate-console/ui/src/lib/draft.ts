@@ -29,7 +29,7 @@ export function readDraft(app: string, graph: string, base: number, s?: DraftSto
   if (!st) return null;
   const raw = st.getItem(key(app, graph));
   if (raw === null) return null;
-  let d: Draft | null = null;
+  let d: Draft | null;
   try { d = JSON.parse(raw) as Draft; } catch { d = null; }
   if (!d || typeof d.base !== "number" || typeof d.at !== "number" || d.doc === null || typeof d.doc !== "object" || d.base !== base) {
     st.removeItem(key(app, graph));

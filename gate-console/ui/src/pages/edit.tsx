@@ -62,7 +62,6 @@ function Editor({ view, etag, clone }: { view: GraphView | null; etag: string | 
   });
   useEffect(() => {
     if (clone && view) { const c = cloneDoc(view.spec as GraphDoc, ""); setCloneNote({ shared: c.sharedKeys, egress: c.egressNodes }); }
-    if (mode === "enforce" && view && (view.spec as GraphDoc).watch && tried && !restored) setNotes((n) => [...n, `Limits start from your last “Try a limit”: ${tried.count} per ${tried.timeMs} ms${tried.subWindows ? ` in ${tried.subWindows} sub-windows` : ""} on node ${tried.node}. Review them before saving.`]);
     if (mode === "enforce" && view && (view.spec as GraphDoc).watch) setNotes((n) => [`Enforcement selected; version bumped to ${Math.max((view.spec as GraphDoc).version, view.version) + 1} because leaving Watch needs a higher version. Enter limits and save to activate them.`, ...n]);
   }, []); // eslint-disable-line react-hooks/exhaustive-deps
   const [text, setText] = useState(() => JSON.stringify(formToDoc(model), null, 2));
@@ -142,8 +141,8 @@ function Editor({ view, etag, clone }: { view: GraphView | null; etag: string | 
       <div className="spread">
         <div><h1>{title}</h1><p className="sub">One draft, two views: the guided form and the JSON document. Switching keeps every field.</p></div>
         <div className="row" role="tablist" aria-label="editor view">
-          <button type="button" role="tab" aria-selected={viewKind === "form"} aria-pressed={viewKind === "form"} onClick={toForm} data-testid="view-form">Form</button>
-          <button type="button" role="tab" aria-selected={viewKind === "json"} aria-pressed={viewKind === "json"} onClick={toJSON} data-testid="view-json">JSON</button>
+          <button type="button" role="tab" aria-selected={viewKind === "form"} onClick={toForm} data-testid="view-form">Form</button>
+          <button type="button" role="tab" aria-selected={viewKind === "json"} onClick={toJSON} data-testid="view-json">JSON</button>
         </div>
       </div>
       {fromAI ? (
@@ -164,6 +163,9 @@ function Editor({ view, etag, clone }: { view: GraphView | null; etag: string | 
         </div>
       ) : null}
       {notes.map((n, i) => <div key={i} className="notice" data-testid="version-note">{n}</div>)}
+      {mode === "enforce" && view && (view.spec as GraphDoc).watch && tried && !restored ? (
+        <div className="notice" data-testid="tried-note">Limits start from your last “Try a limit”: {tried.count} per {tried.timeMs} ms{tried.subWindows ? ` in ${tried.subWindows} sub-windows` : ""} on node {tried.node}. Review them before saving.</div>
+      ) : null}
       {view && !clone && view.running === false ? <div className="notice warn">No relay runs this graph right now: pushes are queued and wait in the ingress queue; saving stores it and a relay starts it when one runs.</div> : null}
       {saveErr ? (
         <div className="notice bad" role="alert" data-testid="save-error">

@@ -18,7 +18,8 @@ type Sub = "" | "edit" | "clone" | "guide" | "watch" | "why" | "traffic" | "hist
 export function GraphPages({ app, graph, sub }: { app: string; graph: string; sub: Sub }) {
   const tagged = useLoad(() => api.graphTagged(app, graph), [app, graph], 5000);
   const view = { ...tagged, data: tagged.data?.view ?? null };
-  const tabs: [Sub, string][] = [["", "Detail"], ["guide", "Integration guide"], ["watch", "Watch"], ["why", "Why is traffic waiting?"], ["traffic", "Traffic over time"], ["history", "History"], ["edit", "Edit"], ["clone", "Clone"]];
+  const isWatch = !!(view.data?.spec as { watch?: unknown } | undefined)?.watch;
+  const tabs: [Sub, string][] = [["", "Detail"], ["guide", "Integration guide"], ...(isWatch || sub === "watch" || readSaved(app, graph)?.endedWatch ? [["watch", "Watch"] as [Sub, string]] : []), ["why", "Why is traffic waiting?"], ["traffic", "Traffic over time"], ["history", "History"], ["edit", "Edit"], ["clone", "Clone"]];
   const tabName = tabs.find(([s]) => s === sub)?.[1] ?? "Detail";
   useEffect(() => { document.title = `Gate · ${app}/${graph} · ${tabName}`; }, [app, graph, tabName]);
   return (
@@ -67,9 +68,10 @@ function GraphState({ v }: { v: GraphView }) {
 /** The last save's warnings stay on the graph's pages until dismissed. */
 function SavedNotice({ app, graph }: { app: string; graph: string }) {
   const [note, setNote] = useState(() => readSaved(app, graph));
-  if (!note || !note.warnings.length) return null;
+  if (!note || (!note.warnings.length && !note.endedWatch)) return null;
   return (
     <div data-testid="saved-warnings">
+      {note.endedWatch ? <div className="notice" data-testid="watch-ended-note">Limits are active. The summary of the Watch session they replaced stays readable: <Link to={graphHref(app, graph, "watch")}>Watch summary</Link>.</div> : null}
       <Warnings warnings={note.warnings} testid="kept-warnings" title={`Saved version ${note.version} ${ago(note.at)}; Gate warned`} />
       <button type="button" className="small" onClick={() => { dropSaved(app, graph); setNote(null); }} data-testid="dismiss-warnings">Dismiss the warnings</button>
     </div>

@@ -5,7 +5,7 @@
 // ask first, the history restores, and a broker outage reads "unknown".
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { apiCall, cleanPage, launch, missing, requireLive, shot, startStack, until } from "./lib.mjs";
+import { apiCall, assertAccessible, cleanPage, launch, missing, requireLive, shot, startStack, until } from "./lib.mjs";
 
 const why = await missing();
 const skip = why && !requireLive ? why : false;
@@ -72,6 +72,7 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     assert.equal(v.json.nodes[0].budgets[0].count, 5, "the wizard replaced the live limit");
     assert.equal(v.json.nodes[0].egressQueue, `${app}.payments.out`, "the wizard replaced the live queue");
     await shot(pg, "safe-wizard-name-exists");
+    await assertAccessible(pg, "the wizard's name-exists refusal");
     // Leaving the typed work asks first (it stays in this tab); go.
     pg.once("dialog", (d) => { void d.accept(); });
     await exists.getByRole("link").click();
@@ -87,6 +88,8 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     await pg.getByTestId("f-application").fill(app);
     await pg.getByTestId("f-graph").fill("payments");
     await pg.getByTestId("egress-queue").fill(`${app}.x.out`);
+    // The draft's own dry run (the form's hints) compares against what is stored: 409 here.
+    p.allow(/status of 409/);
     p.allow(/status of 412/);
     await pg.getByTestId("save").click();
     await pg.getByTestId("name-exists").waitFor();
@@ -119,6 +122,7 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     assert.match(await warnings.innerText(), /window-sub-second/);
     assert.match(await pg.getByTestId("diff").innerText(), /enforced as 10 per 1 s/);
     await shot(pg, "safe-review-warnings");
+    await assertAccessible(pg, "the review of a create");
     await pg.getByTestId("confirm-save").click();
     await pg.waitForURL(`**/graphs/${app}/subsec/guide?created=1`);
     const kept = pg.getByTestId("kept-warnings");
@@ -153,6 +157,7 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     assert.match(await pg.getByTestId("diff").innerText(), /7 per 1 s.*→.*50 per 1 s/s, "the difference against their version");
     assert.equal((await get("stale")).json.nodes[0].budgets[0].count, 7, "nothing is stored before the confirmation");
     await shot(pg, "safe-overtaken");
+    await assertAccessible(pg, "an overtaken edit");
     await pg.getByTestId("confirm-save").click();
     await pg.waitForURL(`**/graphs/${app}/stale?saved=1`);
     assert.equal((await get("stale")).json.nodes[0].budgets[0].count, 50);
@@ -179,6 +184,7 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     assert.match(await pg.getByTestId("restore-diff").innerText(), /50 per 1 s.*→.*5 per 1 s/s);
     assert.equal((await get("stale")).json.nodes[0].budgets[0].count, 50, "the review stored something");
     await shot(pg, "safe-history-restore");
+    await assertAccessible(pg, "the restore review");
     await pg.getByTestId("restore-confirm").click();
     await pg.waitForURL(`**/graphs/${app}/stale?saved=1`);
     const v = await get("stale");
@@ -233,6 +239,7 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     assert.equal((await get("held")).json.nodes[0].breaker, null, "one click held the node");
     await pg.getByTestId("backoff-reason").fill("vendor 429 storm, INC-7");
     await shot(pg, "safe-backoff-confirm");
+    await assertAccessible(pg, "the backoff confirmation");
     await pg.getByTestId("backoff-confirm-button").click();
     await pg.getByTestId("backoff-active").waitFor();
     await pg.getByTestId("held-badge").waitFor();
@@ -278,12 +285,36 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     await pg.getByTestId("delete-typed").fill(`${app}/doomed`);
     assert.equal(await button.isDisabled(), false);
     await shot(pg, "safe-delete-confirm");
+    await assertAccessible(pg, "the delete confirmation");
     await button.click();
     await pg.waitForURL(`**/graphs?deleted=*`);
     await pg.getByTestId("deleted-note").waitFor();
     assert.equal((await get("doomed")).status, 404);
     p.assertClean();
     await p.close();
+  });
+
+  test("axe-core: no serious or critical accessibility violation on any page, in both themes", async () => {
+    const watching = target(10, `${app}.observed.out`);
+    watching.nodes.limit.budgets = [];
+    watching.watch = { durationSeconds: 900 };
+    await put("observed", watching);
+    const pages = ["/", "/targets", "/targets/new", "/targets/new?step=2", "/targets/new?step=3", "/targets/new?step=4", "/graphs", "/graphs/new",
+      ...["", "/guide", "/why", "/traffic", "/history", "/edit", "/clone"].map((s) => `/graphs/${app}/payments${s}`),
+      `/graphs/${app}/observed`, `/graphs/${app}/observed/watch`];
+    const failures = [];
+    for (const theme of ["light", "dark"]) {
+      const p = await cleanPage(browser.browser, { theme });
+      for (const path of pages) {
+        await p.page.goto(stack.console + path);
+        await p.page.locator("main h1").first().waitFor();
+        await p.page.waitForLoadState("networkidle").catch(() => {});
+        try { await assertAccessible(p.page, `${theme} ${path}`); } catch (e) { failures.push(e.message); }
+      }
+      p.assertClean();
+      await p.close();
+    }
+    assert.deepEqual(failures, []);
   });
 
   test("broker down: a banner on every page, 'unknown' where a number cannot be read, never 'none' or 'enforcing'", async () => {
@@ -308,6 +339,7 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     await pg.getByTestId("backoff-unknown").waitFor();
     assert.equal(await pg.getByTestId("backoff-none").count(), 0, "Detail says 'No backoff' while the broker is down");
     await shot(pg, "safe-broker-down-detail");
+    await assertAccessible(pg, "Detail with the broker down");
     await pg.goto(stack.brokerDown + "/graphs");
     await pg.getByTestId("broker-banner").waitFor({ timeout: 30000 });
     const up = await fetch(stack.brokerSwitch + "/up", { method: "POST" });
