@@ -1,4 +1,4 @@
-import { createContext, useContext, type ReactNode } from "react";
+import { createContext, useContext, useState, type ReactNode } from "react";
 import type { Me } from "../wire";
 import { ApiError } from "./api";
 import { navigate } from "./router";
@@ -106,4 +106,26 @@ export function BudgetBar({ value }: { value: number | null }) {
       <div className={value >= 1 ? "full" : ""} style={{ width: `${w * 100}%` }} />
     </div>
   );
+}
+
+/** "1 target", "2 targets". */
+export const plural = (n: number, one: string, many = `${one}s`) => `${fmt(n)} ${n === 1 ? one : many}`;
+
+/** Copy a snippet, a queue name or a key; says "Copied" for a moment. */
+export function CopyButton({ text, what = "" }: { text: string | null | undefined; what?: string }) {
+  const [done, setDone] = useState<"" | "ok" | "failed">("");
+  if (!text) return null;
+  const copy = () => {
+    navigator.clipboard.writeText(text).then(() => setDone("ok"), () => setDone("failed")).finally(() => window.setTimeout(() => setDone(""), 1500));
+  };
+  return (
+    <button type="button" className="copy" onClick={copy} aria-label={`Copy${what ? ` ${what}` : ""}`} data-testid="copy">
+      {done === "ok" ? "Copied" : done === "failed" ? "Copy failed" : "Copy"}
+    </button>
+  );
+}
+
+/** A code snippet with its copy button. */
+export function Snippet({ text, testid }: { text: string; testid?: string }) {
+  return <div className="snippet"><CopyButton text={text} what="snippet" /><pre data-testid={testid}>{text}</pre></div>;
 }

@@ -6,7 +6,7 @@ import { stageKey, useLiveCounters } from "../lib/live";
 import { graphHref, navigate, useQueryParam } from "../lib/router";
 import { dropSaved, readSaved, storedBy } from "../lib/save";
 import { Warnings } from "../lib/diffview";
-import { ago, BudgetBar, Empty, ErrorState, fmt, Link, Loading, pct, Unknown, useBrokerUp, useCanWrite, useMe, when, windowText } from "../lib/ui";
+import { ago, BudgetBar, CopyButton, Empty, ErrorState, fmt, Link, Loading, pct, Unknown, useBrokerUp, useCanWrite, useMe, when, windowText } from "../lib/ui";
 import { HistoryPage } from "./history";
 import { EditPage } from "./edit";
 import { Guide } from "./guide";
@@ -269,9 +269,9 @@ function Plan({ v }: { v: GraphView }) {
     <section className="card" style={{ marginTop: 14 }} data-testid="plan">
       <h2>Compiled plan</h2>
       <div className="grid2">
-        <div><h3>Queues</h3><div className="tablewrap"><table><tbody>{[...queues].map(([q, k]) => <tr key={q}><td><code>{q}</code></td><td className="muted">{k}</td></tr>)}</tbody></table></div></div>
+        <div><h3>Queues</h3><div className="tablewrap"><table><tbody>{[...queues].map(([q, k]) => <tr key={q}><td><code>{q}</code><CopyButton text={q} what={`queue ${q}`} /></td><td className="muted">{k}</td></tr>)}</tbody></table></div></div>
         <div><h3>Consumer groups</h3><div className="tablewrap"><table><tbody>{v.stages.map((s) => <tr key={stageKey(s)}><td><code>{s.group}</code></td><td className="muted small">on {s.source} · batch {s.batch} · {s.concurrency} worker{s.concurrency === 1 ? "" : "s"}</td></tr>)}</tbody></table></div></div>
-        <div><h3>kv keys</h3><div className="tablewrap"><table><tbody>{v.nodes.flatMap((n) => n.budgets.map((b) => <tr key={n.node + b.id}><td><code>{b.key}</code></td><td className="muted small">{n.node} · {b.id}{b.scopeBy ? " (+ per-key suffix)" : ""}</td></tr>))}</tbody></table></div>
+        <div><h3>kv keys</h3><div className="tablewrap"><table><tbody>{v.nodes.flatMap((n) => n.budgets.map((b) => <tr key={n.node + b.id}><td><code>{b.key}</code><CopyButton text={b.key} what={`key ${b.key}`} /></td><td className="muted small">{n.node} · {b.id}{b.scopeBy ? " (+ per-key suffix)" : ""}</td></tr>))}</tbody></table></div>
           <p className="small muted">namespace {v.namespace}{v.counters ? ` · roll-ups every ${v.counters} s` : " · roll-ups off"}</p></div>
       </div>
     </section>
