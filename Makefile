@@ -5,7 +5,7 @@ MODULES := $(shell sed -n 's/^[[:space:]]*\.\/\([^[:space:]]*\).*/\1/p' go.work)
 PKGS := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: browser image-build-check test vet fmt-check unit run e2e bench miniqueen console-load wire ui ui-check ui-test
+.PHONY: browser image-build-check test vet fmt-check unit run e2e bench miniqueen console-load wire ui ui-check ui-lint ui-test
 
 ## test: the README's test command and what CI runs: gofmt and vet, the committed web app checked
 ## against its source, the image build replayed, the race-enabled tests of every module, then the
@@ -60,8 +60,12 @@ ui-check: ui
 browser:
 	@command -v chromium >/dev/null 2>&1 || { echo "installing chromium (Debian package)"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
-## ui-test: the web app's component tests and its browser tests (chromium, against a real stack)
-ui-test: browser
+## ui-lint: the web app type-checks (tsc --noEmit) and lints clean (ESLint: typescript-eslint, react-hooks)
+ui-lint:
+	cd $(UI) && npm run typecheck && npm run lint
+
+## ui-test: the web app's type check and lint, its component tests and its browser tests (chromium, against a real stack; an axe-core scan of every page)
+ui-test: browser ui-lint
 	cd $(UI) && npm run test:unit && npm run test:browser
 
 ## console-load: gate-console's read-route latency at 200 req/s and SSE fan-out to 200 clients, on an embedded stack

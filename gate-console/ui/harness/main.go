@@ -61,6 +61,11 @@ type URLs struct {
 	Signin     string `json:"signin"`
 	SigninUser string `json:"signinUser"`
 	Schema     string `json:"schema"`
+	// BrokerDown is an admin console that reaches the stack's Queen only
+	// through a switchable proxy (outage.go); BrokerSwitch takes POST /down
+	// and POST /up to take the broker away from it and give it back.
+	BrokerDown   string `json:"brokerDown"`
+	BrokerSwitch string `json:"brokerSwitch"`
 }
 
 // FlushMs is the recorder's flush period in the harness (the knob's
@@ -137,7 +142,27 @@ func run() error {
 		return fmt.Errorf("sign-in console: %w", err)
 	}
 	defer stopSignin()
-	out, _ := json.Marshal(URLs{Console: st.ConsoleURL(), Viewer: viewerURL, API: st.GateURL(), Queen: st.QueenURL(),
+	// A console whose broker the tests can take away (and give back).
+	out0, err := newOutage(st.QueenURL())
+	if err != nil {
+		return err
+	}
+	switchURL, stopSwitch, err := out0.control()
+	if err != nil {
+		return err
+	}
+	defer stopSwitch()
+	downBase := append([]string{"GATE_STATUS_SECONDS=1", "QUEEN_URL=" + out0.URL(), "GATE_NATS_URL=" + st.NATSURL()}, aiEnv...)
+	if hist != nil {
+		downBase = append(append(downBase, hist...), histEnv...)
+	}
+	downURL, stopDown, err := startConsole(ctx, bin, filepath.Join(logs, "gate-console-broker-down.log"),
+		append(downBase, "GATE_DEV_EMAIL="+stack.DefaultConsoleEmail, "GATE_ADMIN_EMAILS="+stack.DefaultConsoleEmail))
+	if err != nil {
+		return fmt.Errorf("broker-down console: %w", err)
+	}
+	defer stopDown()
+	out, _ := json.Marshal(URLs{BrokerDown: downURL, BrokerSwitch: switchURL, Console: st.ConsoleURL(), Viewer: viewerURL, API: st.GateURL(), Queen: st.QueenURL(),
 		NATS: st.NATSURL(), Admin: stack.DefaultConsoleEmail, Logs: logs, FakeAI: ai.url, Signin: signinURL, SigninUser: SigninUser,
 		History: st.HistoryNote(), Schema: schema})
 	fmt.Println(string(out))
@@ -160,13 +185,15 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-func waitHealthy(ctx context.Context, url string) error {
+// waitHealthy waits for url to answer 200, or, with answered, any status
+// (a console whose broker is down answers /health with 503).
+func waitHealthy(ctx context.Context, url string, answered bool) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if res, err := http.DefaultClient.Do(req); err == nil {
 			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
+			if res.StatusCode == http.StatusOK || answered {
 				return nil
 			}
 		}
@@ -209,6 +236,12 @@ func dropSchema(env []string, schema string, log *slog.Logger) {
 // startConsole starts one more gate-console on a free port with env (on top
 // of the harness's environment) and waits for its /health; stop ends it.
 func startConsole(ctx context.Context, bin, logPath string, env []string) (string, func(), error) {
+	return startConsoleAnswering(ctx, bin, logPath, env, false)
+}
+
+// startConsoleAnswering is startConsole; with answered it waits for any
+// answer of /health instead of a healthy one.
+func startConsoleAnswering(ctx context.Context, bin, logPath string, env []string, answered bool) (string, func(), error) {
 	bind, err := freeAddr()
 	if err != nil {
 		return "", nil, err
@@ -237,7 +270,7 @@ func startConsole(ctx context.Context, bin, logPath string, env []string) (strin
 		}
 		lf.Close()
 	}
-	if err := waitHealthy(ctx, u+"/health"); err != nil {
+	if err := waitHealthy(ctx, u+"/health", answered); err != nil {
 		stop()
 		return "", nil, fmt.Errorf("%w (log: %s)", err, logPath)
 	}

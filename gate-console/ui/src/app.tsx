@@ -1,7 +1,7 @@
 import { useEffect, useState } from "react";
 import { api, useLoad } from "./lib/api";
 import { match, useLocation } from "./lib/router";
-import { ErrorState, Link, MeContext } from "./lib/ui";
+import { BrokerContext, ErrorState, Link, MeContext } from "./lib/ui";
 import { Overview } from "./pages/overview";
 import { Targets } from "./pages/targets";
 import { NewTarget } from "./pages/wizard";
@@ -22,6 +22,8 @@ export function App() {
   const [theme, setTheme] = useState<Theme>(initialTheme);
   useEffect(() => { document.documentElement.dataset.theme = theme; localStorage.setItem("gate-theme", theme); }, [theme]);
   const me = useLoad(api.me, []);
+  const version = useLoad(api.version, [], 10000);
+  const brokerUp = version.data ? version.data.queen.reachable : null;
   const { path, search } = useLocation();
   const agent = useAgent();
   const route = match(path);
@@ -42,7 +44,7 @@ export function App() {
   else body = <div className="empty"><strong>No such page</strong><Link to="/">Back to the overview</Link></div>;
 
   return (
-    <MeContext.Provider value={me.data}>
+    <MeContext.Provider value={me.data}><BrokerContext.Provider value={brokerUp}>
       <a className="skip" href="#main">Skip to content</a>
       {me.data?.dev_bypass || me.data?.actor === "dev" ? (
         <div className="banner" role="note" data-testid="dev-banner">Sign-in is bypassed: every request is {me.data.email} (GATE_DEV_EMAIL). Never expose this console.</div>
@@ -63,12 +65,17 @@ export function App() {
           {me.data && (me.data.actor === "google" || me.data.actor === "oidc") ? <form method="post" action="/api/auth/logout" onSubmit={() => clearAgent()}><button type="submit">Sign out</button></form> : null}
         </div>
       </header>
+      {brokerUp === false && version.data ? (
+        <div className="banner bad" role="alert" data-testid="broker-banner">
+          The broker ({version.data.queen.url}) is not answering: nothing is relayed, pushes are refused, and live numbers on every page read “unknown” until it answers. Checked every 10 s.
+        </div>
+      ) : null}
       <main id="main" tabIndex={-1}>
         {me.error && !me.data && me.error.status !== 401 ? <ErrorState error={me.error} what="your session" /> : null}
         {body}
       </main>
       {agent.open ? <AgentPanel /> : null}
-    </MeContext.Provider>
+    </BrokerContext.Provider></MeContext.Provider>
   );
 }
 

@@ -39,7 +39,7 @@ async function requestTagged<T>(method: string, url: string, body?: unknown, pre
     throw new ApiError(0, `the console server did not answer (${(e as Error).message})`, null);
   }
   const text = await res.text();
-  let parsed: unknown = null;
+  let parsed: unknown;
   try { parsed = text ? JSON.parse(text) : null; } catch { parsed = null; }
   if (!res.ok) {
     const eb = parsed && typeof parsed === "object" && "error" in (parsed as object) ? (parsed as W.ErrorBody) : null;

@@ -36,6 +36,10 @@ export function TimeChart({ series, markers = [], from, to, stepMs, height = 180
   const ticks = [0, nice / 2, nice];
   const xt = 4;
   const hasData = series.some((s) => s.points.some((p) => p.v !== null));
+  // A range over 12 h crosses midnight: its ticks carry the date.
+  const dated = to - from > 12 * 3600000;
+  const tick = (t: number) => (dated ? `${new Date(t).toLocaleDateString("en-CA", { month: "2-digit", day: "2-digit" })} ${clock(t)}` : clock(t));
+  const zone = new Intl.DateTimeFormat("en-US", { timeZoneName: "short" }).formatToParts(new Date(to)).find((p) => p.type === "timeZoneName")?.value ?? "";
   return (
     <div ref={ref} className="chart" role="img" aria-label={label}>
       <svg width={width} height={height}>
@@ -46,7 +50,7 @@ export function TimeChart({ series, markers = [], from, to, stepMs, height = 180
           </g>
         ))}
         {Array.from({ length: xt + 1 }, (_, i) => from + ((to - from) * i) / xt).map((t, i) => (
-          <g key={i} className="axis"><text x={x(t)} y={height - 6} textAnchor={i === 0 ? "start" : i === xt ? "end" : "middle"}>{clock(t)}</text></g>
+          <g key={i} className="axis"><text x={x(t)} y={height - 6} textAnchor={i === 0 ? "start" : i === xt ? "end" : "middle"}>{tick(t)}</text></g>
         ))}
         {markers.filter((m) => m.t >= from && m.t <= to).map((m, i) => (
           <g key={i} data-testid="chart-marker">
@@ -60,9 +64,15 @@ export function TimeChart({ series, markers = [], from, to, stepMs, height = 180
             ? <circle key={s.name + i} cx={x(seg[0].t)} cy={y(seg[0].v)} r={3} fill={s.color} />
             : <polyline key={s.name + i} points={seg.map((p) => `${x(p.t).toFixed(1)},${y(p.v).toFixed(1)}`).join(" ")} fill="none" stroke={s.color} strokeWidth={1.8} />
         )))}
+        {/* Hover values: each point names its time, series and value. */}
+        {series.map((s) => s.points.filter((p) => p.v !== null && p.t >= from && p.t <= to).map((p) => (
+          <circle key={`h${s.name}${p.t}`} className="hover-point" cx={x(p.t)} cy={y(p.v as number)} r={4} fill="transparent">
+            <title>{`${tick(p.t)} ${zone} · ${s.name}: ${fmt(p.v, 1)}${unit}`}</title>
+          </circle>
+        )))}
         {!hasData ? <text x={pad.l + iw / 2} y={pad.t + ih / 2} textAnchor="middle" className="muted">no data in this range</text> : null}
       </svg>
-      <div className="legend">{series.map((s) => <span key={s.name}><i style={{ background: s.color }} />{s.name}</span>)}</div>
+      <div className="legend">{series.map((s) => <span key={s.name}><i style={{ background: s.color }} />{s.name}</span>)}<span className="muted small">times in {zone}{unit ? ` · values in ${unit.trim()}` : ""}</span></div>
     </div>
   );
 }

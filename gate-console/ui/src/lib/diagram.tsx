@@ -87,7 +87,7 @@ export function Diagram({ view, selected, onSelect, counters }: {
           const lines = nodeLines(n, counters[n.node]);
           return (
             <g key={n.node} className={`node${selected === n.node ? " selected" : ""}${held ? " held" : ""}`} transform={`translate(${p.x},${p.y})`}
-              tabIndex={0} role="button" aria-pressed={selected === n.node} aria-label={`node ${n.node}`} data-node={n.node}
+              tabIndex={0} role="button" aria-pressed={selected === n.node} data-node={n.node}
               onClick={() => onSelect(n.node)} onKeyDown={(e) => key(e, n.node)} style={{ cursor: "pointer" }}>
               <rect width={W} height={p.h} rx={8} />
               <text x={10} y={20} style={{ fontWeight: 700 }}>{n.node}{held ? " — backoff" : ""}</text>

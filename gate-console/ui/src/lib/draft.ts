@@ -29,7 +29,7 @@ export function readDraft(app: string, graph: string, base: number, s?: DraftSto
   if (!st) return null;
   const raw = st.getItem(key(app, graph));
   if (raw === null) return null;
-  let d: Draft | null = null;
+  let d: Draft | null;
   try { d = JSON.parse(raw) as Draft; } catch { d = null; }
   if (!d || typeof d.base !== "number" || typeof d.at !== "number" || d.doc === null || typeof d.doc !== "object" || d.base !== base) {
     st.removeItem(key(app, graph));
@@ -76,4 +76,22 @@ export function keepNew(kind: string, value: unknown, at: number, s?: DraftStore
 
 export function dropNew(kind: string, s?: DraftStore): void {
   store(s)?.removeItem(newKey(kind));
+}
+
+/** The last "Try a limit" the user ran on a graph (kept per tab): Configure limits starts from it. */
+export interface Tried { node: string; count: number; timeMs: number; subWindows: number | null; at: number }
+const triedKey = (app: string, graph: string) => `gate-tried:${app}/${graph}`;
+
+export function keepTried(app: string, graph: string, t: Tried, s?: DraftStore): void {
+  try { store(s)?.setItem(triedKey(app, graph), JSON.stringify(t)); } catch { /* storage refused */ }
+}
+
+export function readTried(app: string, graph: string, s?: DraftStore): Tried | null {
+  const raw = store(s)?.getItem(triedKey(app, graph)) ?? null;
+  if (raw === null) return null;
+  try {
+    const t = JSON.parse(raw) as Tried;
+    const ok = typeof t.node === "string" && Number.isInteger(t.count) && t.count > 0 && Number.isInteger(t.timeMs) && t.timeMs > 0 && (t.subWindows === null || Number.isInteger(t.subWindows));
+    return ok ? t : null;
+  } catch { return null; }
 }

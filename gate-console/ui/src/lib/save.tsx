@@ -160,12 +160,12 @@ export function SavePanel({ flow, verb }: { flow: ReturnType<typeof useSaveFlow>
 
 // Warnings stay visible after saving: the graph's pages show the last
 // save's warnings (kept per tab) until the user dismisses them.
-export interface SavedNote { at: number; version: number; warnings: string[]; running: boolean; runningNote?: string }
+export interface SavedNote { at: number; version: number; warnings: string[]; running: boolean; runningNote?: string; endedWatch?: boolean }
 const savedKey = (app: string, graph: string) => `gate-saved:${app}/${graph}`;
 
 export function keepSaved(app: string, graph: string, res: Declared) {
   try {
-    sessionStorage.setItem(savedKey(app, graph), JSON.stringify({ at: Date.now(), version: res.version, warnings: res.warnings ?? [], running: res.running, runningNote: res.runningNote } satisfies SavedNote));
+    sessionStorage.setItem(savedKey(app, graph), JSON.stringify({ at: Date.now(), version: res.version, warnings: res.warnings ?? [], running: res.running, runningNote: res.runningNote, endedWatch: res.diff?.mode?.from === "watch" } satisfies SavedNote));
   } catch { /* storage refused: the note is lost, the save is not */ }
 }
 

@@ -1,9 +1,20 @@
-import { createContext, useContext, type ReactNode } from "react";
+import { createContext, useContext, useState, type ReactNode } from "react";
 import type { Me } from "../wire";
 import { ApiError } from "./api";
 import { navigate } from "./router";
 
 export const MeContext = createContext<Me | null>(null);
+/**
+ * Whether the broker answers (GET /api/version's live probe, every 10 s):
+ * null until known. Every page reads it, so a number that comes from the
+ * broker reads "unknown" while it is down, never "none" or 0.
+ */
+export const BrokerContext = createContext<boolean | null>(null);
+export const useBrokerUp = () => useContext(BrokerContext);
+/** An unknown live value, said as such. */
+export function Unknown({ why = "the broker is not answering" }: { why?: string }) {
+  return <span className="muted" title={why} data-testid="unknown">unknown</span>;
+}
 export const useMe = () => useContext(MeContext);
 /** Write controls are rendered for admins only; the server refuses viewers anyway. */
 export const useCanWrite = () => useContext(MeContext)?.role === "admin";
@@ -95,4 +106,26 @@ export function BudgetBar({ value }: { value: number | null }) {
       <div className={value >= 1 ? "full" : ""} style={{ width: `${w * 100}%` }} />
     </div>
   );
+}
+
+/** "1 target", "2 targets". */
+export const plural = (n: number, one: string, many = `${one}s`) => `${fmt(n)} ${n === 1 ? one : many}`;
+
+/** Copy a snippet, a queue name or a key; says "Copied" for a moment. */
+export function CopyButton({ text, what = "" }: { text: string | null | undefined; what?: string }) {
+  const [done, setDone] = useState<"" | "ok" | "failed">("");
+  if (!text) return null;
+  const copy = () => {
+    navigator.clipboard.writeText(text).then(() => setDone("ok"), () => setDone("failed")).finally(() => window.setTimeout(() => setDone(""), 1500));
+  };
+  return (
+    <button type="button" className="copy" onClick={copy} aria-label={`Copy${what ? ` ${what}` : ""}`} data-testid="copy">
+      {done === "ok" ? "Copied" : done === "failed" ? "Copy failed" : "Copy"}
+    </button>
+  );
+}
+
+/** A code snippet with its copy button. */
+export function Snippet({ text, testid }: { text: string; testid?: string }) {
+  return <div className="snippet"><CopyButton text={text} what="snippet" /><pre data-testid={testid}>{text}</pre></div>;
 }

@@ -4,8 +4,8 @@
 import { useEffect, useMemo, useState } from "react";
 import type { GraphView, Problem } from "../wire";
 import { api, useLoad } from "../lib/api";
-import { cloneDoc, docToForm, formToDoc, isV1, jsonEqual, type FormModel, type GraphDoc } from "../lib/doc";
-import { dropDraft, dropNew, keepDraft, keepNew, readDraft, readNew } from "../lib/draft";
+import { cloneDoc, docToForm, emptyBudget, formToDoc, isV1, jsonEqual, type FormModel, type GraphDoc } from "../lib/doc";
+import { dropDraft, dropNew, keepDraft, keepNew, readDraft, readNew, readTried, type Tried } from "../lib/draft";
 import { EnforcedContext, GraphForm, ProblemsContext } from "../lib/form";
 import { graphHref, mayLeave, navigate, useLeaveGuard, useQueryParam } from "../lib/router";
 import { graphValidator } from "../lib/schema";
@@ -47,6 +47,7 @@ function Editor({ view, etag, clone }: { view: GraphView | null; etag: string | 
     const d = drafted ? readDraft(drafted.app, drafted.graph, drafted.base) : null;
     return d && !jsonEqual(d.doc, drafted!.spec) ? d : null;
   });
+  const [tried] = useState(() => (view && mode === "enforce" ? readTried(view.application, view.graph) : null));
   const [model, setModel] = useState<FormModel>(() => {
     if (!view) return docToForm((fromAI && reviewDraft()) || readNew<GraphDoc>("graph") || starter);
     const spec = view.spec as GraphDoc;
@@ -54,13 +55,14 @@ function Editor({ view, etag, clone }: { view: GraphView | null; etag: string | 
     const m = docToForm(restored ? restored.doc : spec);
     if (mode === "enforce" && m.mode === "watch") {
       // Configure limits: enforcement selected, and the version bumped because a mode change needs it.
-      return { ...m, mode: "enforce", watchSeconds: null, watchStartedAt: null, version: Math.max(m.version ?? 0, view.version) + 1 };
+      const next: FormModel = { ...m, mode: "enforce", watchSeconds: null, watchStartedAt: null, version: Math.max(m.version ?? 0, view.version) + 1 };
+      return restored ? next : withTried(next, tried);
     }
     return m;
   });
   useEffect(() => {
     if (clone && view) { const c = cloneDoc(view.spec as GraphDoc, ""); setCloneNote({ shared: c.sharedKeys, egress: c.egressNodes }); }
-    if (mode === "enforce" && view && (view.spec as GraphDoc).watch) setNotes([`Enforcement selected; version bumped to ${Math.max((view.spec as GraphDoc).version, view.version) + 1} because leaving Watch needs a higher version. Enter limits and save to activate them.`]);
+    if (mode === "enforce" && view && (view.spec as GraphDoc).watch) setNotes((n) => [`Enforcement selected; version bumped to ${Math.max((view.spec as GraphDoc).version, view.version) + 1} because leaving Watch needs a higher version. Enter limits and save to activate them.`, ...n]);
   }, []); // eslint-disable-line react-hooks/exhaustive-deps
   const [text, setText] = useState(() => JSON.stringify(formToDoc(model), null, 2));
   const [parseErr, setParseErr] = useState<string | null>(null);
@@ -139,8 +141,8 @@ function Editor({ view, etag, clone }: { view: GraphView | null; etag: string | 
       <div className="spread">
         <div><h1>{title}</h1><p className="sub">One draft, two views: the guided form and the JSON document. Switching keeps every field.</p></div>
         <div className="row" role="tablist" aria-label="editor view">
-          <button type="button" role="tab" aria-selected={viewKind === "form"} aria-pressed={viewKind === "form"} onClick={toForm} data-testid="view-form">Form</button>
-          <button type="button" role="tab" aria-selected={viewKind === "json"} aria-pressed={viewKind === "json"} onClick={toJSON} data-testid="view-json">JSON</button>
+          <button type="button" role="tab" aria-selected={viewKind === "form"} onClick={toForm} data-testid="view-form">Form</button>
+          <button type="button" role="tab" aria-selected={viewKind === "json"} onClick={toJSON} data-testid="view-json">JSON</button>
         </div>
       </div>
       {fromAI ? (
@@ -161,6 +163,9 @@ function Editor({ view, etag, clone }: { view: GraphView | null; etag: string | 
         </div>
       ) : null}
       {notes.map((n, i) => <div key={i} className="notice" data-testid="version-note">{n}</div>)}
+      {mode === "enforce" && view && (view.spec as GraphDoc).watch && tried && !restored ? (
+        <div className="notice" data-testid="tried-note">Limits start from your last “Try a limit”: {tried.count} per {tried.timeMs} ms{tried.subWindows ? ` in ${tried.subWindows} sub-windows` : ""} on node {tried.node}. Review them before saving.</div>
+      ) : null}
       {view && !clone && view.running === false ? <div className="notice warn">No relay runs this graph right now: pushes are queued and wait in the ingress queue; saving stores it and a relay starts it when one runs.</div> : null}
       {saveErr ? (
         <div className="notice bad" role="alert" data-testid="save-error">
@@ -198,6 +203,22 @@ function Editor({ view, etag, clone }: { view: GraphView | null; etag: string | 
       </div>
     </ProblemsContext.Provider>
   );
+}
+
+/** Configure limits: the node the user tried a limit on gets that limit (its first unconditional budget, or a new one). */
+function withTried(m: FormModel, t: Tried | null): FormModel {
+  if (!t) return m;
+  return {
+    ...m,
+    nodes: m.nodes.map((n) => {
+      if (n.name !== t.node) return n;
+      const budgets = n.budgets ?? [];
+      const i = budgets.findIndex((b) => !b.scopeBy && !b.whenOp);
+      const tried = { count: t.count, timeMs: t.timeMs, subWindows: t.subWindows };
+      if (i >= 0) return { ...n, budgets: budgets.map((b, j) => (j === i ? { ...b, ...tried } : b)) };
+      return { ...n, budgets: [...budgets, { ...emptyBudget(), id: "global", ...tried, confidence: "inferred" as const }] };
+    }),
+  };
 }
 
 function focusAt(at: string) {

@@ -6,7 +6,7 @@ import { stageKey, useLiveCounters } from "../lib/live";
 import { graphHref, navigate, useQueryParam } from "../lib/router";
 import { dropSaved, readSaved, storedBy } from "../lib/save";
 import { Warnings } from "../lib/diffview";
-import { ago, BudgetBar, Empty, ErrorState, fmt, Link, Loading, pct, useCanWrite, useMe, when, windowText } from "../lib/ui";
+import { ago, BudgetBar, CopyButton, Empty, ErrorState, fmt, Link, Loading, pct, Unknown, useBrokerUp, useCanWrite, useMe, when, windowText } from "../lib/ui";
 import { HistoryPage } from "./history";
 import { EditPage } from "./edit";
 import { Guide } from "./guide";
@@ -16,10 +16,10 @@ import { NO_RELAY } from "./targets";
 type Sub = "" | "edit" | "clone" | "guide" | "watch" | "why" | "traffic" | "history";
 
 export function GraphPages({ app, graph, sub }: { app: string; graph: string; sub: Sub }) {
-  const tagged = useLoad(() => api.graphTagged(app, graph), [app, graph], sub === "" ? 0 : 10000);
+  const tagged = useLoad(() => api.graphTagged(app, graph), [app, graph], 5000);
   const view = { ...tagged, data: tagged.data?.view ?? null };
   const isWatch = !!(view.data?.spec as { watch?: unknown } | undefined)?.watch;
-  const tabs: [Sub, string][] = [["", "Detail"], ["guide", "Integration guide"], ...(isWatch ? [["watch", "Watch"] as [Sub, string]] : []), ["why", "Why is traffic waiting?"], ["traffic", "Traffic over time"], ["history", "History"], ["edit", "Edit"], ["clone", "Clone"]];
+  const tabs: [Sub, string][] = [["", "Detail"], ["guide", "Integration guide"], ...(isWatch || sub === "watch" || readSaved(app, graph)?.endedWatch ? [["watch", "Watch"] as [Sub, string]] : []), ["why", "Why is traffic waiting?"], ["traffic", "Traffic over time"], ["history", "History"], ["edit", "Edit"], ["clone", "Clone"]];
   const tabName = tabs.find(([s]) => s === sub)?.[1] ?? "Detail";
   useEffect(() => { document.title = `Gate · ${app}/${graph} · ${tabName}`; }, [app, graph, tabName]);
   return (
@@ -27,7 +27,7 @@ export function GraphPages({ app, graph, sub }: { app: string; graph: string; su
       <div className="spread" style={{ marginBottom: 4 }}>
         <div>
           <h1>{app}/{graph} {view.data ? <span className="muted small">v{view.data.version}</span> : null}{" "}
-            {view.data ? (!view.data.running ? <span className="badge warn" data-testid="not-running">queued, no relay</span> : isWatch ? <span className="badge info">Watch</span> : <span className="badge good">enforcing</span>) : null}</h1>
+            {view.data ? <GraphState v={view.data} /> : null}</h1>
         </div>
       </div>
       <nav className="tabs" aria-label="graph pages">
@@ -47,12 +47,31 @@ export function GraphPages({ app, graph, sub }: { app: string; graph: string; su
   );
 }
 
+/** The graph's state in the header: never "enforcing" while the broker is down, Watch and its end, ready for review, backoffs holding. */
+function GraphState({ v }: { v: GraphView }) {
+  const brokerUp = useBrokerUp();
+  const w = (v.spec as { watch?: { durationSeconds: number; startedAt?: number } } | undefined)?.watch;
+  const endsAt = w?.startedAt ? w.startedAt + w.durationSeconds * 1000 : null;
+  const now = Date.now();
+  const held = v.nodes.filter((n) => n.breaker && n.breaker.until > now).map((n) => n.node);
+  return (
+    <span data-testid="graph-state">
+      {!v.running ? <span className="badge warn" data-testid="not-running">queued, no relay</span>
+        : brokerUp === false ? <span className="badge bad" data-testid="state-unknown" title="the broker is not answering">state unknown: broker down</span>
+          : w ? <span className="badge info">Watch</span> : <span className="badge good">enforcing</span>}
+      {w && endsAt ? (endsAt <= now ? <> <span className="badge info" data-testid="ready-badge">ready for review</span></> : <> <span className="badge info" title={when(endsAt)}>ends {ago(endsAt)}</span></>) : null}
+      {held.length ? <> <span className="badge bad" data-testid="held-badge">backoff: {held.join(", ")}</span></> : null}
+    </span>
+  );
+}
+
 /** The last save's warnings stay on the graph's pages until dismissed. */
 function SavedNotice({ app, graph }: { app: string; graph: string }) {
   const [note, setNote] = useState(() => readSaved(app, graph));
-  if (!note || !note.warnings.length) return null;
+  if (!note || (!note.warnings.length && !note.endedWatch)) return null;
   return (
     <div data-testid="saved-warnings">
+      {note.endedWatch ? <div className="notice" data-testid="watch-ended-note">Limits are active. The summary of the Watch session they replaced stays readable: <Link to={graphHref(app, graph, "watch")}>Watch summary</Link>.</div> : null}
       <Warnings warnings={note.warnings} testid="kept-warnings" title={`Saved version ${note.version} ${ago(note.at)}; Gate warned`} />
       <button type="button" className="small" onClick={() => { dropSaved(app, graph); setNote(null); }} data-testid="dismiss-warnings">Dismiss the warnings</button>
     </div>
@@ -96,6 +115,7 @@ function Detail({ initial, etag }: { initial: GraphView; etag: string | null }) 
   const [node, setNode] = useQueryParam("node", initial.nodes[0]?.node ?? "");
   const [saved] = useQueryParam("saved", "");
   const canWrite = useCanWrite();
+  const brokerUp = useBrokerUp();
   const live = liveP === "1";
   const stream = useLiveCounters(app, graph, live);
   // Polling: the view (budgets, lag, breaker) every 2 s while live or as the fallback; never while paused.
@@ -120,10 +140,10 @@ function Detail({ initial, etag }: { initial: GraphView; etag: string | null }) 
       {view.error ? <ErrorState error={view.error} what="the graph (showing the last answer)" /> : null}
       <div className="row" style={{ marginBottom: 12 }}>
         <button type="button" aria-pressed={live} onClick={() => setLiveP(live ? "0" : "1")} data-testid="live-toggle">
-          <span className={`live-dot${live ? "" : " off"}`} aria-hidden="true" /> {live ? "Live" : "Paused"}
+          <span className={`live-dot${live && brokerUp !== false ? "" : " off"}`} aria-hidden="true" /> {live ? "Live" : "Paused"}
         </button>
         <span className="small muted" data-testid="live-state">
-          {!live ? "paused: nothing refreshes" : stream.state === "live" ? `streaming stage counters${stream.at ? ` · ${new Date(stream.at).toLocaleTimeString("en-GB")}` : ""}` : stream.state === "connecting" ? "connecting…" : `polling every 2 s${stream.reason ? ` (${stream.reason})` : ""}`}
+          {brokerUp === false ? <strong data-testid="live-unknown">the broker is not answering: budgets, lags and backoffs below are unknown</strong> : !live ? "paused: nothing refreshes" : stream.state === "live" ? `streaming stage counters${stream.at ? ` · ${new Date(stream.at).toLocaleTimeString("en-GB")}` : ""}` : stream.state === "connecting" ? "connecting…" : `polling every 2 s${stream.reason ? ` (${stream.reason})` : ""}`}
         </span>
       </div>
       <section className="card" style={{ marginBottom: 14 }}>
@@ -149,7 +169,7 @@ function Detail({ initial, etag }: { initial: GraphView; etag: string | null }) 
             const c = counters(s);
             return (
               <tr key={stageKey(s)} data-stage={stageKey(s)}>
-                <td>{s.path} · {s.hop}</td><td>{s.node}</td><td className="num">{fmt(s.lag)}</td><td className="num">{fmt(c.popped)}</td><td className="num">{fmt(c.admitted)}</td>
+                <td>{s.path} · {s.hop}</td><td>{s.node}</td><td className="num">{s.lag === null || brokerUp === false ? <Unknown why="the broker could not be read" /> : fmt(s.lag)}</td><td className="num">{fmt(c.popped)}</td><td className="num">{fmt(c.admitted)}</td>
                 <td className="num" data-testid="forwarded">{fmt(c.forwarded)}</td><td className="num">{fmt(c.commits)}</td><td className="num">{c.commits ? fmt(c.forwarded / c.commits, 1) : "—"}</td>
                 <td className="num">{fmt(c.deferred)}</td><td className="num">{fmt(c.parked)}</td><td className="num">{fmt(c.released)}</td>
                 <td className="num">{c.wedged ? <span className="badge bad">{c.wedged}</span> : 0}</td>
@@ -174,6 +194,7 @@ function NodePanel({ view, n, onChanged }: { view: GraphView; n: NodeView; onCha
   // Apply and Lift stop or release traffic: each asks first, with an optional reason recorded in the annotation.
   const [asking, setAsking] = useState<"" | "apply" | "lift">("");
   const [reason, setReason] = useState("");
+  const brokerUp = useBrokerUp();
   const held = n.breaker && n.breaker.until > Date.now() ? n.breaker : null;
   const watching = view.watching || !!(view.spec as { watch?: unknown } | undefined)?.watch;
   const act = async (f: () => Promise<unknown>) => { setBusy(true); setErr(null); try { await f(); setAsking(""); setReason(""); onChanged(); } catch (e) { setErr(e as ApiError); } finally { setBusy(false); } };
@@ -199,16 +220,16 @@ function NodePanel({ view, n, onChanged }: { view: GraphView; n: NodeView; onCha
       <dl className="kv small">
         <dt>incoming</dt><dd>{n.ingressQueue ?? "interior"}{n.ingressQueue ? (n.ingressOwnedByGate ? " (Gate-owned)" : " (yours)") : ""}{n.httpPush ? " · HTTP push" : ""}</dd>
         <dt>outgoing</dt><dd>{n.egressQueue ?? "—"}{n.egressGroup ? ` · group ${n.egressGroup}` : ""}</dd>
-        <dt>waiting</dt><dd>{fmt(n.waiting_for_budget)} for budget · {fmt(n.waiting_for_workers)} for your workers</dd>
+        <dt>waiting</dt><dd>{brokerUp === false ? <Unknown /> : <>{fmt(n.waiting_for_budget)} for budget · {fmt(n.waiting_for_workers)} for your workers</>}</dd>
       </dl>
       <h3>Backoff</h3>
-      {held ? (
+      {brokerUp === false ? <p className="small" data-testid="backoff-unknown">Backoff: <Unknown /> (the broker holds the record and is not answering).</p> : held ? (
         <div className="notice warn" data-testid="backoff-active">Backoff holding until {when(held.until)} ({held.retryAfterSeconds} s{held.by ? `, by ${held.by}` : ""}): every path through {n.node} waits.
           {canWrite && asking !== "lift" ? <div style={{ marginTop: 6 }}><button type="button" className="danger" disabled={busy} onClick={() => setAsking("lift")} data-testid="lift">Lift backoff now…</button></div> : null}
         </div>
       ) : <p className="small muted" data-testid="backoff-none">No backoff. {watching ? "In Watch no budget is enforced, so there is no window to hold: Gate relays everything." : unscoped.length ? "A vendor's Retry-After reported to the backoff route spends this node's window." : n.budgets.length ? "This node has only per-key budgets, so it has no breaker." : "This node has no budgets, so it has no window to hold."}</p>}
       {canWrite && held && asking === "lift" ? confirmBox("lift") : null}
-      {canWrite && !held && unscoped.length && !watching ? (
+      {canWrite && !held && unscoped.length && !watching && brokerUp !== false ? (
         asking === "apply" ? confirmBox("apply") : (
           <div className="row">
             <label className="field"><span className="name">Retry-After (s)</span><input value={secs} onChange={(e) => setSecs(e.target.value)} inputMode="numeric" data-testid="backoff-seconds" style={{ width: 90 }} /></label>
@@ -219,7 +240,7 @@ function NodePanel({ view, n, onChanged }: { view: GraphView; n: NodeView; onCha
       {err ? <ErrorState error={err} what="the backoff" /> : null}
       <ExplainBox view={view} n={n} />
       <h3>Budgets</h3>
-      {n.budgets.length === 0 ? <p className="small muted">No budgets (Watch).</p> : (
+      {n.budgets.length === 0 ? <p className="small muted">{view.watching ? "No budgets are enforced: the graph is in Watch." : "No budgets."}</p> : (
         <div className="tablewrap"><table>
           <thead><tr><th>budget</th><th>limit</th><th>used now</th><th>utilisation</th><th>ceilings per path</th></tr></thead>
           <tbody>{n.budgets.map((b) => (
@@ -227,8 +248,8 @@ function NodePanel({ view, n, onChanged }: { view: GraphView; n: NodeView; onCha
               <td>{b.id} {b.confidence === "assumed" ? <span className="badge warn">assumed</span> : null} {b.sharedKey ? <span className="badge info" title="shared across the application">shared {b.sharedKey}</span> : null}
                 {b.scopeBy ? <div className="small muted">per {b.scopeBy}</div> : null}</td>
               <td>{windowText(b.count, b.timeMs)}<div className="small muted">{fmt(b.countSub)} per {fmt(b.windowSubSeconds, 3)} s × {b.subWindows}</div></td>
-              <td>{b.value === null ? <span className="muted">{b.scopeBy ? "per key" : "—"}</span> : fmt(b.value)}</td>
-              <td><BudgetBar value={b.utilisation} /> <span className="small">{pct(b.utilisation)}</span></td>
+              <td>{b.value === null ? (b.scopeBy ? <span className="muted">per key</span> : <Unknown />) : fmt(b.value)}</td>
+              <td>{b.utilisation === null && !b.scopeBy && brokerUp === false ? <Unknown /> : <><BudgetBar value={b.utilisation} /> <span className="small">{pct(b.utilisation)}</span></>}</td>
               <td className="small">{Object.entries(b.ceilings).map(([p, c]) => `${p}: ${fmt(c)}`).join(", ")}</td>
             </tr>
           ))}</tbody>
@@ -294,9 +315,9 @@ function Plan({ v }: { v: GraphView }) {
     <section className="card" style={{ marginTop: 14 }} data-testid="plan">
       <h2>Compiled plan</h2>
       <div className="grid2">
-        <div><h3>Queues</h3><div className="tablewrap"><table><tbody>{[...queues].map(([q, k]) => <tr key={q}><td><code>{q}</code></td><td className="muted">{k}</td></tr>)}</tbody></table></div></div>
+        <div><h3>Queues</h3><div className="tablewrap"><table><tbody>{[...queues].map(([q, k]) => <tr key={q}><td><code>{q}</code><CopyButton text={q} what={`queue ${q}`} /></td><td className="muted">{k}</td></tr>)}</tbody></table></div></div>
         <div><h3>Consumer groups</h3><div className="tablewrap"><table><tbody>{v.stages.map((s) => <tr key={stageKey(s)}><td><code>{s.group}</code></td><td className="muted small">on {s.source} · batch {s.batch} · {s.concurrency} worker{s.concurrency === 1 ? "" : "s"}</td></tr>)}</tbody></table></div></div>
-        <div><h3>kv keys</h3><div className="tablewrap"><table><tbody>{v.nodes.flatMap((n) => n.budgets.map((b) => <tr key={n.node + b.id}><td><code>{b.key}</code></td><td className="muted small">{n.node} · {b.id}{b.scopeBy ? " (+ per-key suffix)" : ""}</td></tr>))}</tbody></table></div>
+        <div><h3>kv keys</h3><div className="tablewrap"><table><tbody>{v.nodes.flatMap((n) => n.budgets.map((b) => <tr key={n.node + b.id}><td><code>{b.key}</code><CopyButton text={b.key} what={`key ${b.key}`} /></td><td className="muted small">{n.node} · {b.id}{b.scopeBy ? " (+ per-key suffix)" : ""}</td></tr>))}</tbody></table></div>
           <p className="small muted">namespace {v.namespace}{v.counters ? ` · roll-ups every ${v.counters} s` : " · roll-ups off"}</p></div>
       </div>
     </section>

@@ -1,17 +1,20 @@
 import { api } from "../lib/api";
 import { Pager, SearchField, usePaged } from "../lib/pager";
 import { graphHref, useQueryParam } from "../lib/router";
-import { Empty, ErrorState, fmt, Link, Loading, useCanWrite } from "../lib/ui";
-import { AppFilter, NO_RELAY } from "./targets";
+
+import { Empty, ErrorState, fmt, Link, Loading, Unknown, useCanWrite } from "../lib/ui";
+import { AppFilter, ModeBadges, NO_RELAY } from "./targets";
 
 export function Graphs() {
   const [app, setApp] = useQueryParam("app", "");
   const [q, setQ] = useQueryParam("q", "");
   const list = usePaged(api.graphs, { q, app }, 5000);
   const canWrite = useCanWrite();
+  const [deleted] = useQueryParam("deleted", "");
   const d = list.data;
   return (
     <>
+      {deleted ? <div className="notice good" role="status" data-testid="deleted-note">Deleted {deleted}. Its queues and their messages stay on the broker; the History tab of a new graph with the same name shows the deletion.</div> : null}
       <div className="spread">
         <div><h1>Graphs</h1><p className="sub">Nodes where limits apply and the paths messages take through them.</p></div>
         {canWrite ? <Link to="/graphs/new" className="button primary">New graph</Link> : null}
@@ -30,10 +33,10 @@ export function Graphs() {
               <thead><tr><th>graph</th><th>nodes</th><th>paths</th><th className="num">waiting</th><th className="num">forwarded</th><th className="num hide-sm">denied</th></tr></thead>
               <tbody>{d.items.map((g) => (
                 <tr key={g.application + "/" + g.name}>
-                  <td><Link to={graphHref(g.application, g.name)}>{g.application}/{g.name}</Link> <span className="muted small">v{g.version}</span> {!g.running ? <span className="badge warn" title={NO_RELAY} data-testid="no-relay">queued, no relay</span> : null}</td>
+                  <td><Link to={graphHref(g.application, g.name)}>{g.application}/{g.name}</Link> <span className="muted small">v{g.version}</span> {!g.running ? <span className="badge warn" title={NO_RELAY} data-testid="no-relay">queued, no relay</span> : null}<ModeBadges r={g} /></td>
                   <td>{g.nodes.map((n) => n.name).join(", ")}</td>
                   <td>{g.paths.map((p) => `${p.name} (${fmt(p.share ?? 1, 2)})`).join(", ")}</td>
-                  <td className="num">{fmt(g.nodes.reduce((s, n) => s + n.waiting_for_budget, 0))}</td>
+                  <td className="num">{g.brokerRead ? fmt(g.nodes.reduce((s, n) => s + n.waiting_for_budget, 0)) : <Unknown />}</td>
                   <td className="num">{fmt(g.forwarded)}</td>
                   <td className="num hide-sm">{fmt(g.nodes.reduce((s, n) => s + n.denied, 0))}</td>
                 </tr>

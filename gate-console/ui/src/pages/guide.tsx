@@ -2,6 +2,7 @@
 // graph's resolved queues and worker group (never from guesses).
 import type { GraphView } from "../wire";
 import { useQueryParam } from "../lib/router";
+import { CopyButton, Snippet } from "../lib/ui";
 
 export function Guide({ view }: { view: GraphView }) {
   const [created] = useQueryParam("created", "");
@@ -18,30 +19,30 @@ export function Guide({ view }: { view: GraphView }) {
       {entries.map((n) => (
         <section key={n.node} className="card" style={{ marginBottom: 12 }}>
           <h2>Send work to {n.node}</h2>
-          <p className="small muted">Incoming queue <code data-testid="guide-ingress">{n.ingressQueue}</code>{n.ingressOwnedByGate ? " (Gate-owned)" : " (yours)"}. The partition is yours and is kept at every hop: use the account or key whose order matters.</p>
+          <p className="small muted">Incoming queue <code data-testid="guide-ingress">{n.ingressQueue}</code><CopyButton text={n.ingressQueue} what="incoming queue" />{n.ingressOwnedByGate ? " (Gate-owned)" : " (yours)"}. The partition is yours and is kept at every hop: use the account or key whose order matters.</p>
           <h3>JavaScript producer</h3>
-          <pre>{`import { Queen } from 'queen-mq'
+          <Snippet text={`import { Queen } from 'queen-mq'
 
 const queen = new Queen({ url: process.env.QUEEN_URL })   // the broker Gate uses
 
 await queen.queue('${n.ingressQueue}').partition('acct-42').push({
   data: ${JSON.stringify(sample)},
-})`}</pre>
+})`} />
           {n.httpPush ? <>
             <h3>HTTP (gate-api front door)</h3>
-            <pre data-testid="guide-http">{`curl -sS -X POST "$GATE_URL${base}/nodes/${n.node}/push" \\
+            <Snippet testid="guide-http" text={`curl -sS -X POST "$GATE_URL${base}/nodes/${n.node}/push" \\
   -H 'Content-Type: application/json' \\
   -d '${JSON.stringify({ partition: "acct-42", payload: sample })}'
-# GATE_URL is gate-api's GATE_BIND (default http://localhost:8788)`}</pre>
+# GATE_URL is gate-api's GATE_BIND (default http://localhost:8788)`} />
           </> : <p className="small muted">HTTP push is off for this node (its incoming queue is yours); push with your SDK, or declare <code>"http": true</code>.</p>}
         </section>
       ))}
       {exits.map((n) => (
         <section key={n.node} className="card" style={{ marginBottom: 12 }}>
           <h2>Consume what {n.node} admits</h2>
-          <p className="small muted">Outgoing queue <code data-testid="guide-egress">{n.egressQueue}</code>{n.egressGroup ? <>, worker group <code data-testid="guide-group">{n.egressGroup}</code></> : " (no group declared: the queue-level figure counts as worker backlog)"}.</p>
+          <p className="small muted">Outgoing queue <code data-testid="guide-egress">{n.egressQueue}</code><CopyButton text={n.egressQueue} what="outgoing queue" />{n.egressGroup ? <>, worker group <code data-testid="guide-group">{n.egressGroup}</code></> : " (no group declared: the queue-level figure counts as worker backlog)"}.</p>
           <h3>JavaScript consumer</h3>
-          <pre>{`import { Queen } from 'queen-mq'
+          <Snippet text={`import { Queen } from 'queen-mq'
 
 const queen = new Queen({ url: process.env.QUEEN_URL })
 
@@ -56,11 +57,11 @@ await queen.queue('${n.egressQueue}')${n.egressGroup ? `.group('${n.egressGroup}
       })
       throw new Error('throttled')   // not acked: the lease redelivers it
     }
-  })`}</pre>
+  })`} />
           <h3>HTTP: report a vendor throttle, lift it early</h3>
-          <pre>{`curl -sS -X POST "$GATE_URL${base}/nodes/${n.node}/backoff" -H 'Content-Type: application/json' -d '{"retryAfterSeconds":30}'
+          <Snippet text={`curl -sS -X POST "$GATE_URL${base}/nodes/${n.node}/backoff" -H 'Content-Type: application/json' -d '{"retryAfterSeconds":30}'
 curl -sS -X DELETE "$GATE_URL${base}/nodes/${n.node}/backoff"
-curl -sS "$GATE_URL${base}/nodes/${n.node}/eta"   # how long the backlog will wait`}</pre>
+curl -sS "$GATE_URL${base}/nodes/${n.node}/eta"   # how long the backlog will wait`} />
         </section>
       ))}
     </div>

@@ -5,7 +5,7 @@ import type { GraphSimulation, GraphView, Simulation, Snapshot } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
 import { TimeChart, type Series } from "../lib/chart";
 import type { GraphDoc } from "../lib/doc";
-import { readDraft } from "../lib/draft";
+import { keepTried, readDraft } from "../lib/draft";
 import { graphHref, useQueryParam } from "../lib/router";
 import { duration, Empty, ErrorState, fmt, Link, Loading, Stat, useCanWrite, when } from "../lib/ui";
 
@@ -20,15 +20,16 @@ export function WatchPage({ app, graph, view }: { app: string; graph: string; vi
           <p className="sub">Watch for {duration(spec.watch.durationSeconds)}: Gate relays everything and charges no budget; limits in the document stay inactive.</p>
           {canWrite ? <Link to={graphHref(app, graph, "edit", "mode=enforce")} className="button primary" data-testid="configure-limits">Configure limits</Link> : null}
         </div>
-      ) : view ? <div className="notice">This graph is enforcing limits, not in Watch.</div> : null}
+      ) : view && w.data?.endedAt ? <div className="notice" data-testid="watch-ended">Watch ended {when(w.data.endedAt)}, when limits were configured: below is the summary of that session, kept in the change history.</div>
+        : view && !w.loading ? <div className="notice">This graph is enforcing limits, not in Watch.</div> : null}
       {w.error ? <ErrorState error={w.error} what="the Watch summary" /> : null}
       {w.loading && !w.data ? <Loading /> : null}
       {w.data ? (
         <>
           <div>
             <div>
-              <p className="sub">Watching since {when(w.data.startedAt)} until {when(w.data.endsAt)}: {fmt(w.data.minutes)} complete minute{w.data.minutes === 1 ? "" : "s"} so far. Gate relays everything and charges no budget.</p>
-              {w.data.ready ? <div className="notice good" data-testid="watch-ready"><strong>Ready for review.</strong> Recording stopped at the deadline; traffic keeps flowing in Watch until you configure limits.</div> : <span className="badge info" data-testid="watch-recording">recording</span>}
+              <p className="sub">{w.data.endedAt ? `Watched from ${when(w.data.startedAt)} until ${when(Math.min(w.data.endsAt, w.data.endedAt))}` : `Watching since ${when(w.data.startedAt)} until ${when(w.data.endsAt)}`}: {fmt(w.data.minutes)} complete minute{w.data.minutes === 1 ? "" : "s"}{w.data.endedAt ? "" : " so far. Gate relays everything and charges no budget"}.</p>
+              {w.data.endedAt ? null : w.data.ready ? <div className="notice good" data-testid="watch-ready"><strong>Ready for review.</strong> Recording stopped at the deadline; traffic keeps flowing in Watch until you configure limits.</div> : <span className="badge info" data-testid="watch-recording">recording</span>}
             </div>
           </div>
           <div className="card tablewrap">
@@ -72,7 +73,12 @@ function TryLimit({ app, graph, spec, version }: { app: string; graph: string; s
   const [allErr, setAllErr] = useState<ApiError | null>(null);
   const run = async () => {
     setErr(null); setRes(null);
-    try { setRes(await api.simulate(app, graph, { node, count: Number(count), timeMs: Number(timeMs), subWindows: sub ? Number(sub) : undefined, minutes: Number(minutes) })); }
+    try {
+      const q = { node, count: Number(count), timeMs: Number(timeMs), subWindows: sub ? Number(sub) : undefined, minutes: Number(minutes) };
+      setRes(await api.simulate(app, graph, q));
+      // Configure limits starts from the last limit tried here.
+      keepTried(app, graph, { node: q.node, count: q.count, timeMs: q.timeMs, subWindows: q.subWindows ?? null, at: Date.now() });
+    }
     catch (e) { setErr(e as ApiError); }
   };
   const runAll = async () => {
@@ -204,7 +210,7 @@ export function Traffic({ app, graph, view }: { app: string; graph: string; view
   const inc = t?.incoming[node];
   const incoming = (inc?.points ?? []).map((p) => ({ t: p.t, v: p.items }));
   const relayed = (t?.relayed[node] ?? []).map((r) => ({ t: r.t, v: r.total.admitted }));
-  const markers = (t?.events ?? []).map((e) => ({ t: e.at, label: `${e.change.label} v${e.change.version}` }));
+  const markers = (t?.events ?? []).map((e) => ({ t: e.at, label: e.change.node ? `${e.change.label} ${e.change.node}` : `${e.change.label} v${e.change.version}` }));
   return (
     <>
       <div className="row" style={{ marginBottom: 12 }}>
@@ -229,7 +235,7 @@ export function Traffic({ app, graph, view }: { app: string; graph: string; view
             <TimeChart label="oldest pending age" from={from} to={to} stepMs={60000} markers={markers} unit=" s"
               series={[{ name: "oldest pending age", color: "var(--chart-5)", points: val((v) => v.oldestSeconds) }]} /></section>
           <section className="card"><h2>Changes</h2>
-            {t.events.length === 0 ? <Empty title="No configuration change in this range" /> : <ul data-testid="changes">{t.events.map((e, i) => <li key={i}>{when(e.at)} — {e.change.label} (v{e.change.version}, {e.change.mode})</li>)}</ul>}
+            {t.events.length === 0 ? <Empty title="No configuration change in this range" /> : <ul data-testid="changes">{t.events.map((e, i) => <li key={i}>{when(e.at)} — {e.change.label}{e.change.node ? <> on node {e.change.node}{e.change.seconds ? ` for ${e.change.seconds} s` : ""}{e.change.by ? ` by ${e.change.by}` : ""}{e.change.reason ? <>: “{e.change.reason}”</> : null}</> : null} (v{e.change.version}, {e.change.mode})</li>)}</ul>}
             <p className="small muted">Missing samples stay gaps. Annotations are context, not a revision store.</p></section>
         </div>
       ) : null}

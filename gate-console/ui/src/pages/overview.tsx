@@ -2,8 +2,8 @@ import { api, useLoad } from "../lib/api";
 import { TimeChart, type Series } from "../lib/chart";
 import { Pager, SearchField, usePaged } from "../lib/pager";
 import { graphHref, useQueryParam } from "../lib/router";
-import { Empty, ErrorState, fmt, Link, Loading, Stat, when } from "../lib/ui";
-import { NO_RELAY } from "./targets";
+import { Empty, ErrorState, fmt, Link, Loading, plural, Stat, Unknown, when } from "../lib/ui";
+import { ModeBadges, NO_RELAY } from "./targets";
 
 const colors = ["var(--chart-1)", "var(--chart-2)", "var(--chart-3)", "var(--chart-4)", "var(--chart-5)"];
 
@@ -35,7 +35,7 @@ export function Overview() {
         <Stat testid="stat-broker" label="Broker" value={o.queen.reachable ? <span className="badge good">reachable</span> : <span className="badge bad">down</span>}
           hint={`${o.queen.url}${o.queen.version ? ` · Queen ${o.queen.version}` : ""}`} />
         <Stat testid="stat-gate" label="Gate" value={ver.data?.gate ?? "—"} hint="console build" />
-        <Stat testid="stat-graphs" label="Graphs" value={fmt(o.graphs)} hint={`${fmt(o.targets)} targets`} />
+        <Stat testid="stat-graphs" label="Graphs" value={fmt(o.graphs)} hint={plural(o.targets, "target")} />
         <Stat testid="stat-admitted" label="Admitted" value={fmt(o.admitted_total)} hint={o.admitted_per_sec === null ? <span data-testid="rate-reason">rate unknown: {o.admitted_per_sec_reason ?? "the server gave no reason"}</span> : <span data-testid="rate">{fmt(o.admitted_per_sec, 1)}/s now</span>} />
         <Stat testid="stat-denied" label="Denied (waited)" value={fmt(o.denied_total)} hint="windows cut short plus claims released" />
         <Stat testid="stat-budgets" label="Budgets to verify" value={fmt(o.budgets_assumed)} hint={`assumed · ${fmt(o.budgets_stale)} stale (older than 90 days)`} />
@@ -48,7 +48,7 @@ export function Overview() {
           {flow.data && !flow.data.durable ? (
             <Empty title="No history">Admitted-per-minute needs PostgreSQL history (PG_HOST) and graphs with <code>counters</code> on. Limits hold without it.</Empty>
           ) : flow.data ? (
-            <TimeChart label="admitted per minute by application" series={series} from={now - 120 * 60000} to={now} stepMs={60000} />
+            <TimeChart label="admitted per minute by application" unit="/min" series={series} from={now - 120 * 60000} to={now} stepMs={60000} />
           ) : flow.error ? null : <Loading />}
         </section>
         <section className="card" aria-labelledby="br-h">
@@ -91,8 +91,8 @@ function FindGraph() {
               <tbody>{d.items.map((r) => (
                 <tr key={r.application + "/" + r.name}>
                   <td><Link to={graphHref(r.application, r.graph)}>{r.application}/{r.name}</Link></td>
-                  <td>{!r.running ? <span className="badge warn" title={NO_RELAY}>queued, no relay</span> : r.state === "pacing" ? <span className="badge warn">pacing</span> : <span className="badge good">flowing</span>}</td>
-                  <td className="num">{fmt(r.backlog)}</td>
+                  <td>{!r.running ? <span className="badge warn" title={NO_RELAY}>queued, no relay</span> : r.state === "pacing" ? <span className="badge warn">pacing</span> : <span className="badge good">flowing</span>}<ModeBadges r={r} /></td>
+                  <td className="num">{r.brokerRead ? fmt(r.backlog) : <Unknown />}</td>
                 </tr>
               ))}</tbody>
             </table></div>

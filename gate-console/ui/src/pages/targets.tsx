@@ -2,10 +2,23 @@ import { api, useLoad } from "../lib/api";
 import { openAgent } from "../lib/agent";
 import { Pager, SearchField, usePaged } from "../lib/pager";
 import { graphHref, useQueryParam } from "../lib/router";
-import { BudgetBar, Empty, ErrorState, fmt, Link, Loading, useCanWrite } from "../lib/ui";
+import { ago, BudgetBar, Empty, ErrorState, fmt, Link, Loading, Unknown, useCanWrite, when } from "../lib/ui";
 
 /** The words the console, the push door and the diagnostics use for a graph no relay runs. */
 export const NO_RELAY = "queued; no relay runs this graph right now: items wait in the ingress queue";
+
+/** What a graph is doing besides its numbers: Watch, ready for review, a backoff holding, unknown while the broker is down. */
+export function ModeBadges({ r }: { r: { mode: string; readyForReview: boolean; watchEndsAt: number | null; held: string[]; brokerRead: boolean } }) {
+  return (
+    <>
+      {r.mode === "watch" ? (r.readyForReview
+        ? <> <span className="badge info" data-testid="ready-badge" title="the Watch period is over: review the summary and configure limits">ready for review</span></>
+        : <> <span className="badge info" data-testid="watch-badge" title={r.watchEndsAt ? `Watch until ${when(r.watchEndsAt)}` : "Watch"}>Watch{r.watchEndsAt ? ` · ends ${ago(r.watchEndsAt)}` : ""}</span></>) : null}
+      {r.held.length ? <> <span className="badge bad" data-testid="held-badge" title="a backoff holds every path through these nodes">backoff: {r.held.join(", ")}</span></> : null}
+      {!r.brokerRead ? <> <span className="badge" data-testid="unknown-badge" title="the broker did not answer: live state unknown">live state unknown</span></> : null}
+    </>
+  );
+}
 
 /** The applications a filter offers: the first page of /api/apps (the server's largest). */
 export function useAppChoices() {
@@ -65,11 +78,11 @@ export function Targets() {
                   return (
                     <tr key={r.application + "/" + r.name}>
                       <td><Link to={graphHref(r.application, r.graph)}>{r.application}/{r.name}</Link> <span className="muted small">v{r.version}</span></td>
-                      <td>{!r.running ? <><span className="badge warn" data-testid="no-relay">queued, no relay</span><div className="muted small hide-sm">{NO_RELAY}</div></> : r.state === "pacing" ? <span className="badge warn">pacing</span> : <span className="badge good">flowing</span>}</td>
-                      <td>{r.worst_budget_id ? <>{r.worst_budget_id}{r.worst_assumed ? <> <span className="badge warn" title="amount assumed: verify the provider's quota">assumed</span></> : null}</> : <span className="muted">none (scoped only or Watch)</span>}
+                      <td>{!r.running ? <><span className="badge warn" data-testid="no-relay">queued, no relay</span><div className="muted small hide-sm">{NO_RELAY}</div></> : r.state === "pacing" ? <span className="badge warn">pacing</span> : <span className="badge good">flowing</span>}<ModeBadges r={r} /></td>
+                      <td>{r.worst_budget_id ? <>{r.worst_budget_id}{r.worst_assumed ? <> <span className="badge warn" title="amount assumed: verify the provider's quota">assumed</span></> : null}</> : !r.brokerRead ? <Unknown /> : <span className="muted">{r.mode === "watch" ? "none: Watch enforces no budget" : "none: only per-key budgets"}</span>}
                         {r.worst_cap !== null ? <div className="muted small">{fmt(r.worst_used)} of {fmt(r.worst_cap)} per {fmt(r.worst_period_seconds, 3)} s</div> : null}</td>
-                      <td><BudgetBar value={util} /></td>
-                      <td className="num">{fmt(r.backlog)}</td>
+                      <td>{r.brokerRead ? <BudgetBar value={util} /> : <Unknown />}</td>
+                      <td className="num">{r.brokerRead ? fmt(r.backlog) : <Unknown />}</td>
                       <td className="num hide-sm">{fmt(r.admitted)}</td>
                       <td className="num hide-sm">{fmt(r.denied)}</td>
                     </tr>

@@ -79,6 +79,7 @@ describe("AI agent panel in chromium", { skip, timeout: 900000 }, () => {
     assert.equal(doc.nodes.limit.budgets[0].count, 30);
     assert.equal(doc.nodes.limit.egress, `${app}.${graph}.out`);
     await pg.getByTestId("save").click();
+    await pg.getByTestId("confirm-save").click();
     await pg.waitForURL(`**/graphs/${app}/${graph}/guide?created=1`);
     await pg.getByTestId("created").waitFor();
 

@@ -111,6 +111,10 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await pg.getByTestId("w-next").click();
     assert.match(await pg.getByTestId("w-review-json").innerText(), /"count": 20/);
     await pg.getByTestId("w-create").click();
+    // Every create is reviewed first: the server's dry run of a new graph.
+    await pg.getByTestId("review").waitFor();
+    assert.match(await pg.getByTestId("diff").innerText(), /New graph at version 1/);
+    await pg.getByTestId("confirm-save").click();
     await pg.waitForURL(`**/graphs/${app}/mailer/guide?created=1`);
     await pg.getByTestId("created").waitFor();
     const ingress = await pg.getByTestId("guide-ingress").first().innerText();
@@ -153,6 +157,9 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
   test("edit in the form, switch to JSON, change, switch back: nothing is lost; the version is bumped where required", async () => {
     const p = await open(stack.console, `/graphs/${app}/mailer/edit`);
     const pg = p.page;
+    // The draft's dry run (the form's enforced-numbers hint) is refused with
+    // 409 version-bump once the budget is renamed, before the save says so.
+    p.allow(/status of 409/);
     await pg.getByTestId("graph-form").waitFor();
     await pg.getByTestId("budget-count").first().fill("30");
     await pg.getByTestId("view-json").click();
@@ -169,8 +176,18 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.equal(await pg.locator('[data-at="/nodes/limit/budgets/0/id"]').inputValue(), "renamed");
     assert.equal(await pg.locator('[data-at="/nodes/limit/cost/path"]').inputValue(), "payload.size");
     assert.equal(await pg.getByTestId("egress-queue").inputValue(), `${app}.mailer.out`);
-    p.allow(/status of 409/);
+    // The server needs a higher version for a renamed budget: the console
+    // says so and offers to raise it; it never raises it on its own.
     await pg.getByTestId("save").click();
+    await pg.getByTestId("raise-version").waitFor();
+    assert.match(await pg.getByTestId("save-summary").innerText(), /version/);
+    assert.equal((await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`)).json.version, 1, "a refused save stored something");
+    await pg.getByTestId("raise-version").click();
+    assert.equal(await pg.getByTestId("f-version").inputValue(), "2");
+    await pg.getByTestId("save").click();
+    await pg.getByTestId("review").waitFor();
+    assert.match(await pg.getByTestId("diff").innerText(), /Version 1 → 2/);
+    await pg.getByTestId("confirm-save").click();
     await pg.waitForURL(`**/graphs/${app}/mailer?saved=1`);
     const v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
     assert.equal(v.json.version, 2, "the version was not bumped");
@@ -208,6 +225,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.equal(await pg.locator('[data-at="/nodes/limit/egress/queue"][aria-invalid="true"]').count(), 1);
     await pg.getByTestId("egress-queue").fill(`${app}.copy.out`);
     await pg.getByTestId("save").click();
+    await pg.getByTestId("confirm-save").click();
     await pg.waitForURL(`**/graphs/${app}/mailer-copy/guide?created=1`);
     const v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer-copy`);
     assert.equal(v.json.version, 1);
@@ -223,6 +241,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await pg.getByTestId("backoff-none").waitFor();
     await pg.getByTestId("backoff-seconds").fill("120");
     await pg.getByTestId("backoff").click();
+    await pg.getByTestId("backoff-confirm-button").click();
     await pg.getByTestId("backoff-active").waitFor();
     // The node page's explain box answers in the server's sentence: the
     // backoff holds the item, the backoff's spent counter binds.
@@ -240,6 +259,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.match(await finding.innerText(), /node limit/);
     await pg.goto(stack.console + `/graphs/${app}/mailer`);
     await pg.getByTestId("lift").click();
+    await pg.getByTestId("backoff-confirm-button").click();
     await pg.getByTestId("backoff-none").waitFor();
     v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
     assert.equal(v.json.nodes[0].breaker, null);
@@ -382,7 +402,9 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.equal(await pg.getByTestId("f-mode").inputValue(), "enforce");
     assert.equal(await pg.getByTestId("f-version").inputValue(), "4");
     await pg.getByTestId("version-note").waitFor();
-    await pg.getByRole("button", { name: "Add budget" }).click();
+    // Configure limits starts from the last "Try a limit" (5 per second on api).
+    assert.match(await pg.getByTestId("tried-note").innerText(), /5 per 1000 ms on node api/);
+    assert.equal(await pg.getByTestId("budget-count").inputValue(), "5");
     await pg.getByTestId("budget-count").fill("2");
     await pg.locator('[data-at="/nodes/api/budgets/0/timeMs"]').fill("1000");
     await pg.getByTestId("simulate-draft").click();
@@ -397,7 +419,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     const candidate = structuredClone(stored);
     delete candidate.watch;
     candidate.version = 4;
-    candidate.nodes.api.budgets = [{ count: 2, timeMs: 1000, confidence: "assumed" }];
+    candidate.nodes.api.budgets = [{ id: "global", count: 2, timeMs: 1000, confidence: "inferred" }];
     const draftSim = await simPost(candidate);
     assert.equal(draftSim.version, 4);
     assert.ok(draftSim.delayedItems > 0 && draftSim.nodes.find((n) => n.node === "api").delayedItems > 0,
@@ -432,6 +454,9 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.equal(await pg.getByTestId("budget-count").inputValue(), "2");
     await pg.getByTestId("budget-count").fill("25");
     await pg.getByTestId("save").click();
+    await pg.getByTestId("diff-mode").waitFor();
+    assert.match(await pg.getByTestId("diff-mode").innerText(), /Limits activated/);
+    await pg.getByTestId("confirm-save").click();
     await pg.waitForURL(`**/graphs/${app}/trial?saved=1`);
     await pg.getByText("enforcing", { exact: true }).waitFor();
     const v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/trial`);

@@ -111,3 +111,27 @@ export async function apiCall(base, method, path, body) {
   try { json = JSON.parse(text); } catch { /* plain text */ }
   return { status: res.status, json, text };
 }
+
+/**
+ * An axe-core scan of the page as it stands: the serious and critical
+ * violations, each as "rule: help (n nodes: selectors)". axe is evaluated
+ * through the DevTools protocol, so the page's CSP (script-src 'self')
+ * stays as strict as in production.
+ */
+export async function axeViolations(page) {
+  const { readFile } = await import("node:fs/promises");
+  const { createRequire } = await import("node:module");
+  const src = await readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+  if (!(await page.evaluate(() => typeof window.axe === "object"))) await page.evaluate(`${src}\n;0`);
+  const found = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ["violations"] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 5), count: v.nodes.length }));
+  });
+  return found.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.count} node(s): ${v.nodes.join(", ")}`);
+}
+
+/** Fail when the page has a serious or critical accessibility violation. */
+export async function assertAccessible(page, what) {
+  const v = await axeViolations(page);
+  if (v.length) throw new Error(`${what}: axe-core found serious or critical violations:\n${v.join("\n")}`);
+}

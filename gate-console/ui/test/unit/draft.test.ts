@@ -49,3 +49,20 @@ test("a newer keep replaces the older draft", () => {
   assert.deepEqual(readDraft("shop", "trial", 3, s)?.doc, tighter);
   assert.equal(s.size(), 1);
 });
+
+test("the wizard's and New graph's typed work is kept per tab until dropped; a corrupt entry is dropped", async () => {
+  const { readNew, keepNew, dropNew, readTried, keepTried } = await import("../../src/lib/draft");
+  const s = memory();
+  assert.equal(readNew("wizard", s), null);
+  keepNew("wizard", { name: "payments", step: 2 }, 1700000000000, s);
+  assert.deepEqual(readNew("wizard", s), { name: "payments", step: 2 });
+  dropNew("wizard", s);
+  assert.equal(readNew("wizard", s), null);
+  s.setItem("gate-new:graph", "{not json");
+  assert.equal(readNew("graph", s), null);
+  assert.equal(s.size(), 0, "a corrupt draft was kept");
+  keepTried("shop", "trial", { node: "api", count: 5, timeMs: 1000, subWindows: null, at: 1 }, s);
+  assert.deepEqual(readTried("shop", "trial", s), { node: "api", count: 5, timeMs: 1000, subWindows: null, at: 1 });
+  s.setItem("gate-tried:shop/trial", JSON.stringify({ node: "api", count: -1, timeMs: 1000, subWindows: null, at: 1 }));
+  assert.equal(readTried("shop", "trial", s), null, "a negative count was offered as a limit");
+});
