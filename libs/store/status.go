@@ -640,6 +640,21 @@ func (r *StatusReader) Read(ctx context.Context) ([]RelayStatus, error) {
 	return out, nil
 }
 
+// LiveReplicas is the id of every replica whose status header is live,
+// sorted: the members placement hashes over.
+func (s *Store) LiveReplicas(ctx context.Context) ([]string, error) {
+	headers, err := s.statusHeaders(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(headers))
+	for id := range headers {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 func (s *Store) statusHeaders(ctx context.Context) (map[string]statusHeader, error) {
 	headers := map[string]statusHeader{}
 	err := s.eachRow(ctx, statusPrefix, func(row queen.KVRow) {
