@@ -205,7 +205,7 @@ func splitGraphStatusKey(key string) (app, graph, replica string, part int, ok b
 		return "", "", "", 0, false
 	}
 	n, err := strconv.Atoi(rest[i+1:])
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || strconv.Itoa(n) != rest[i+1:] {
 		return "", "", "", 0, false
 	}
 	return app, graph, rest[:i], n, true
