@@ -23,6 +23,8 @@ const (
 	MaxPushBodyBytes        = 64 << 20
 	DefaultBodyBytes        = 2 << 20
 	DefaultRefreshMillis    = 1000
+	DefaultMeterHoldSeconds = 60
+	MaxMeterHoldSeconds     = 86400
 	DefaultDeclareWaitMs    = 5000
 	MaxDeclareWaitMs        = 60000
 	DefaultShutdownSeconds  = 10
@@ -68,6 +70,10 @@ type Config struct {
 	// Refresh is how often the declared graphs and the relays' status are
 	// re-read from kv (GATE_API_REFRESH_MS, 100..60000).
 	Refresh time.Duration
+	// MeterHold is how long a limit a vendor stated (observe) stays in
+	// force after its last answer when its reset is sooner
+	// (GATE_METER_HOLD_SECONDS, 1..86400).
+	MeterHold time.Duration
 	// DeclareWait bounds how long a PUT waits, after storing the document,
 	// for some relay replica to report running the stored version
 	// (GATE_DECLARE_WAIT_MS, clamped 0..60000; 0 = answer at once).
@@ -115,6 +121,7 @@ func Default() Config {
 		MaxPushBodyBytes:  DefaultMaxPushBodyBytes,
 		BodyBytes:         DefaultBodyBytes,
 		Refresh:           DefaultRefreshMillis * time.Millisecond,
+		MeterHold:         DefaultMeterHoldSeconds * time.Second,
 		DeclareWait:       DefaultDeclareWaitMs * time.Millisecond,
 		ShutdownTimeout:   DefaultShutdownSeconds * time.Second,
 		LogLevel:          DefaultLogLevel,
@@ -158,6 +165,9 @@ func Load(getenv func(string) string) (Config, error) {
 	refresh := int(c.Refresh / time.Millisecond)
 	num("GATE_API_REFRESH_MS", &refresh, 100, 60000)
 	c.Refresh = time.Duration(refresh) * time.Millisecond
+	hold := int(c.MeterHold / time.Second)
+	num("GATE_METER_HOLD_SECONDS", &hold, 1, MaxMeterHoldSeconds)
+	c.MeterHold = time.Duration(hold) * time.Second
 	wait := int(c.DeclareWait / time.Millisecond)
 	num("GATE_DECLARE_WAIT_MS", &wait, 0, MaxDeclareWaitMs)
 	c.DeclareWait = time.Duration(wait) * time.Millisecond

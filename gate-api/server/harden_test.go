@@ -73,7 +73,7 @@ func TestUnreadableRequestsGetJSONErrors(t *testing.T) {
 // asserted here.)
 func TestHungBrokerIsAnsweredNamingIt(t *testing.T) {
 	t.Parallel()
-	h := apitest.New(t, func(c *config.Config) { c.BrokerTimeout = 300 * time.Millisecond })
+	h := apitest.New(t, func(c *config.Config) { c.BrokerTimeout = 2 * time.Second })
 	mini := h.Broker.RequireMini(t, "hanging broker routes")
 	h.Expect(h.Do(http.MethodPut, h.GraphURL("shop"), h.Shop()), http.StatusOK)
 	h.Run("relay-1", "shop", 1)

@@ -25,10 +25,12 @@ const (
 	ScenarioChaos Scenario = "chaos"
 	// ScenarioBackoff reports a vendor 429 mid-load.
 	ScenarioBackoff Scenario = "backoff"
+	// ScenarioVendor follows a fake vendor's rate-limit headers.
+	ScenarioVendor Scenario = "vendor"
 )
 
 // Scenarios lists every scenario in help order.
-var Scenarios = []Scenario{ScenarioLoad, ScenarioReplicas, ScenarioChaos, ScenarioBackoff}
+var Scenarios = []Scenario{ScenarioLoad, ScenarioReplicas, ScenarioChaos, ScenarioBackoff, ScenarioVendor}
 
 // ErrUsage wraps every command-line error.
 var ErrUsage = errors.New("usage")
@@ -87,6 +89,13 @@ type Config struct {
 	// BackoffSeconds is the Retry-After of the backoff scenario
 	// (GATE_E2E_BACKOFF_SECONDS, default 4).
 	BackoffSeconds int
+	// VendorLimits are the vendor scenario's real limits per second, one
+	// per phase of Seconds each (GATE_E2E_VENDOR_LIMITS, default 20,10).
+	VendorLimits []int
+	// VendorObserve makes the vendor scenario's workers report every
+	// answer to observe (GATE_E2E_VENDOR_OBSERVE=0 turns it off: the
+	// "before" run).
+	VendorObserve bool
 	// Seed seeds chaos timing (GATE_E2E_SEED; 0 = time-based).
 	Seed int64
 	// Dump, when set, is a file the run's raw observation and params are
@@ -102,7 +111,7 @@ type Config struct {
 const Usage = `usage: gate-e2e [--embedded] [--json] [--direct] [--no-progress] [--exact-name]
                 [SCENARIO] [GRAPH] [RATE] [TOTAL] [SECONDS] [WINDOW_S] [BATCH]
 
-  SCENARIO  load (default), replicas, chaos or backoff; a first word that is
+  SCENARIO  load (default), replicas, chaos, backoff or vendor; a first word that is
             not a scenario is the graph name of a load run
   GRAPH     graph name (default: the scenario name; "-{runId}" is appended unless --exact-name)
   RATE      declared items per second on the shared node (default 50)
@@ -119,6 +128,8 @@ env: GATE_URL (http://127.0.0.1:8788), QUEEN_URL (http://127.0.0.1:6632),
      GATE_E2E_KILLS (2), GATE_E2E_BACKOFF_SECONDS (4), GATE_E2E_SEED,
      GATE_E2E_PRODUCERS (8), GATE_E2E_CONSUMERS (12), GATE_E2E_PARTITIONS (40),
      GATE_E2E_DUMP (a file the raw observation is written to, for replaying a judgement)
+     vendor: GATE_E2E_VENDOR_LIMITS (20,10: the vendor's limit per second, one per
+     phase of SECONDS, default 30), GATE_E2E_VENDOR_OBSERVE (0: workers do not report)
 exit: 0 every gate passed, 1 a gate failed, 2 usage or setup error
 `
 
@@ -214,6 +225,16 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 			*e.dst = n
 		}
 	}
+	cfg.VendorObserve = getenv("GATE_E2E_VENDOR_OBSERVE") != "0"
+	if v := getenv("GATE_E2E_VENDOR_LIMITS"); v != "" {
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 || n > 100000 {
+				return Config{}, fmt.Errorf("%w: GATE_E2E_VENDOR_LIMITS must list whole numbers 1..100000 per second, one per phase, e.g. 20,10; got %q", ErrUsage, v)
+			}
+			cfg.VendorLimits = append(cfg.VendorLimits, n)
+		}
+	}
 	if v := getenv("GATE_E2E_SEED"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -246,6 +267,9 @@ func (c Config) withDefaults() Config {
 		if c.Scenario == ScenarioChaos {
 			c.Seconds = chaosSeconds(c.Total, c.Rate)
 		}
+		if c.Scenario == ScenarioVendor {
+			c.Seconds = 30
+		}
 	}
 	if c.Batch == 0 {
 		c.Batch = 200
@@ -276,6 +300,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BackoffSeconds == 0 {
 		c.BackoffSeconds = 4
+	}
+	if len(c.VendorLimits) == 0 {
+		c.VendorLimits = DefaultVendorLimits
 	}
 	if c.Seed == 0 {
 		c.Seed = time.Now().UnixNano()

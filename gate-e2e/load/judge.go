@@ -142,6 +142,9 @@ type Report struct {
 	// the strict rule applied (every read reported riders).
 	Admission      []AdmissionRead `json:"admission"`
 	ChargeInCommit bool            `json:"chargeInCommit"`
+	// Vendor is the vendor scenario's report (nil for the others, whose
+	// fields above it leaves zero).
+	Vendor *VendorReport `json:"vendor,omitempty"`
 }
 
 // AccountingSummary is window.Accounting without the windows.

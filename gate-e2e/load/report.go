@@ -28,6 +28,11 @@ func WriteJSON(w io.Writer, cfg Config, r Report) error {
 // WriteText writes the human report: the declared ceiling, the figures, a
 // per-second table and each gate with its numbers.
 func WriteText(w io.Writer, cfg Config, r Report) {
+	if r.Vendor != nil {
+		writeVendor(w, r)
+		writeVerdict(w, r)
+		return
+	}
 	p := r.Params
 	fmt.Fprintf(w, "== gate-e2e %s: declared %d per %d s = %d/s, %d sub-windows of %d per %d ms (fast ceiling %d, bulk ceiling %d)\n",
 		cfg.Scenario, p.Count, p.WindowS, p.Rate, p.WindowS, p.CountSub, p.TTLMs, p.FastCeiling, p.BulkCeiling)
@@ -75,6 +80,11 @@ func WriteText(w io.Writer, cfg Config, r Report) {
 		p.WindowS, r.WorstWindow, p.Count, 100*float64(r.WorstWindow)/float64(p.Count), r.SlidingBound, 100*float64(r.SlidingBound)/float64(p.Count))
 	a := r.Accounting
 	fmt.Fprintf(w, "sub-window accounting: %d windows seen, %d judged, %d exact, uncharged %d, lost %d, over ceiling %d\n", a.Windows, a.Judged, a.Exact, a.Uncharged, a.Lost, a.OverCeiling)
+	writeVerdict(w, r)
+}
+
+// writeVerdict writes each gate with its numbers and the verdict.
+func writeVerdict(w io.Writer, r Report) {
 	for _, g := range r.Gates {
 		fmt.Fprintf(w, "%-13s %-22s %s\n", "["+g.Status+"]", g.Name, g.Detail)
 	}

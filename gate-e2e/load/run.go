@@ -60,6 +60,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return Report{}, fmt.Errorf("%w: broker client: %w", ErrSetup, err)
 	}
 	r.q = qc
+	if cfg.Scenario == ScenarioVendor {
+		return r.vendor(ctx)
+	}
 	if (cfg.Scenario == ScenarioReplicas || cfg.Scenario == ScenarioChaos) && st == nil {
 		// Somebody else's stack: add (and, for chaos, kill) relays of our own.
 		st, err = stack.Attach(stack.Config{QueenURL: cfg.QueenURL, RelayCmd: cfg.RelayCmd, Logger: logger}, cfg.GateURL)

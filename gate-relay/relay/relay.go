@@ -150,7 +150,10 @@ func New(cfg Config) (*Relay, error) {
 	return &Relay{
 		admit: stage.NewAdmission(cfg.Admission == knob.AdmissionRiders, cfg.Logger),
 		cfg:   cfg, client: cfg.Client, store: cfg.Store,
-		limiter: &budget.Limiter{KV: cfg.Client, NS: cfg.Store.Namespace(), Observer: cfg.BudgetObserver},
+		limiter: &budget.Limiter{
+			KV: cfg.Client, NS: cfg.Store.Namespace(), Observer: cfg.BudgetObserver,
+			Meters: budget.NewMeters(cfg.Client, cfg.Store.Namespace(), cfg.Clock, 0),
+		},
 		denials: &denial.Ring{}, log: cfg.Logger,
 		graphs: map[string]*runtime{}, lastErrs: map[string]string{},
 		kick: make(chan struct{}, 1), changed: make(chan struct{}, 1),

@@ -119,6 +119,9 @@ type rigOpts struct {
 	scopeBy string
 	riders  bool
 	maxPark time.Duration
+	// mirror declares the budget's vendorMeter and gives the limiter its
+	// meter copy.
+	mirror bool
 	// url, when set, is where the stage's client talks (a proxy in front
 	// of the broker).
 	url func(brokerURL string) string
@@ -145,8 +148,14 @@ func newRig(t *testing.T, o rigOpts) *rig {
 		Destinations: []plan.Destination{{Node: "n", Queue: r.out, DerivesTransactionID: true, Terminal: true, Label: plan.TerminalLabel("a", "g", "main", "n")}}}
 	node := &plan.Node{Name: "n", Cost: cost.Fixed(1), Budgets: []plan.Budget{{ID: "b0", Key: r.key, ScopeBy: o.scopeBy,
 		CountSub: o.ceiling, WindowSubSeconds: o.ttl, SubWindows: 1, Count: o.ceiling, TimeMs: o.ttl * 1000, Ceilings: map[string]int64{"main": o.ceiling}}}}
+	if o.mirror {
+		node.Budgets[0].VendorMeter = &plan.VendorMeter{Headers: "x-ratelimit", Key: plan.MeterKey(r.key)}
+	}
 	r.kv = &countKV{next: c}
 	r.lim = &budget.Limiter{KV: r.kv, NS: r.ns}
+	if o.mirror {
+		r.lim.Meters = budget.NewMeters(c, r.ns, r.clock, 0)
+	}
 	r.admit = NewAdmission(o.riders, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if o.riders {
 		if err := r.admit.Probe(t.Context(), r.lim, c, plan.RiderProbeKey("test")); err != nil || !r.admit.Riders() {

@@ -192,6 +192,8 @@ items:
 					continue items
 				}
 			}
+			// The plan's ceiling; followMeters lowers a mirrored budget's
+			// before each attempt.
 			k := h.batch.Counter(key, b.Ceiling(path), b.WindowSubSeconds, b.ID)
 			h.batch.Counters[k].Widest = max(h.batch.Counters[k].Widest, b.WidestCeiling())
 			touched = append(touched, k)
@@ -201,11 +203,39 @@ items:
 	}
 }
 
-// admit is the admission loop: try the window, and on a refusal cut to the
-// prefix that fits (at most PrefixAttempts times), then wait (park, hold
-// or release). A rider refusal applied nothing; a separate-call refusal is
-// refunded before the prefix is tried. held reports that the claim was
-// passed to the stage's hold.
+// followMeters lowers (or restores, never above the plan) the Max of each
+// counter of a budget that mirrors a vendor meter to what the vendor last
+// stated, before every attempt: a claim that waited for a window (parked
+// or held) charges the ceiling of the window it is admitted in, not the
+// one it was popped in.
+func (h *handler) followMeters() {
+	n := h.s.cfg.Node
+	if !n.Mirrors() || h.s.cfg.Limiter == nil {
+		return
+	}
+	path := h.s.cfg.Stage.Path
+	ctx, cancel := h.call()
+	defer cancel()
+	for i := range n.Budgets {
+		b := &n.Budgets[i]
+		if b.VendorMeter == nil {
+			continue
+		}
+		c := h.s.cfg.Limiter.Ceiling(ctx, b, path)
+		for k := range h.batch.Counters {
+			if h.batch.Counters[k].Key == b.Key {
+				h.batch.Counters[k].Max = c
+			}
+		}
+	}
+}
+
+// admit runs the admission loop of libs/budget (AdmitRound: the window,
+// then the prefix that fits, at most budget.PrefixAttempts times) and
+// waits as budget.Decide says (park, hold or release) between rounds. A
+// rider refusal applied nothing; a separate-call refusal is refunded
+// before the prefix is tried. held reports that the claim was passed to
+// the stage's hold.
 func (h *handler) admit() (held bool) {
 	s := h.s
 	items := len(h.batch.Items)
@@ -213,43 +243,51 @@ func (h *handler) admit() (held bool) {
 		h.settle(items, nil)
 		return false
 	}
-	want, attempts := items, 0
+	want := items
 	for {
-		ch, err, done := h.try(want)
-		if err != nil {
+		r := budget.AdmitRound(&h.batch, want, h.tryN, h.recordRefusal)
+		if r.Prefixed {
+			s.c.deferred.Add(1)
+		}
+		if r.Err != nil {
 			// The broker will never take this claim: narrow to the head,
 			// and nack a head that fails alone (DLQ after the retry limit)
 			// so the rest of the partition flows.
-			if want > 1 {
-				want, attempts = 1, 0
+			if r.N > 1 {
+				want = 1
 				continue
 			}
-			h.poisonHead(err)
+			h.poisonHead(r.Err)
 			return false
 		}
-		if done {
+		if !r.Waits() {
 			return false
 		}
-		h.recordRefusal(ch)
-		n := min(budget.Prefix(&h.batch, ch), want)
-		if n > 0 && attempts < PrefixAttempts {
-			if attempts == 0 {
-				s.c.deferred.Add(1)
-			}
-			attempts++
-			want = n
-			continue
-		}
-		if n == 0 && attempts == 0 && h.settleEnd(0) > 0 {
+		if !r.Prefixed && h.settleEnd(0) > 0 {
+			// Nothing fits, but the claim starts with items that are not
+			// this stage's work: settle those.
 			h.settle(0, nil)
 			return false
 		}
-		retry, held := h.wait(ch)
+		retry, held := h.wait(r.Refused)
 		if !retry {
 			return held
 		}
-		want, attempts = items, 0
+		want = items
 	}
+}
+
+// tryN is try as a budget.Try: the refused charge, nil when the window
+// ended, or the permanent error.
+func (h *handler) tryN(n int) (*budget.Charge, error) {
+	ch, err, done := h.try(n)
+	if err != nil {
+		return nil, err
+	}
+	if done {
+		return nil, nil
+	}
+	return ch, nil
 }
 
 // try admits the first n items: on the rider path one transaction charges
@@ -260,6 +298,7 @@ func (h *handler) admit() (held bool) {
 // itself in a way no retry changes (nothing applied).
 func (h *handler) try(n int) (_ *budget.Charge, permanentErr error, done bool) {
 	s := h.s
+	h.followMeters()
 	if s.cfg.Admission.Riders() {
 		t, end, fwd, foreignN, costSum := h.transaction(n)
 		if ch, ok := s.cfg.Limiter.Riders(t, &h.batch, n); ok {
@@ -494,27 +533,25 @@ func (h *handler) wait(ch *budget.Charge) (retry, held bool) {
 	if h.since.IsZero() {
 		h.since = now
 	}
-	if s.cfg.MaxPark <= 0 {
+	waited := now.Sub(h.since)
+	d := budget.Decide(ch, now, budget.Waiting{MaxPark: s.cfg.MaxPark, Recheck: ParkRecheck, Waited: waited, Parked: h.park.Total, Held: h.held})
+	switch d.Verdict {
+	case budget.Release:
 		s.c.released.Add(1)
 		return false, false
-	}
-	waited := now.Sub(h.since)
-	if waited >= s.cfg.MaxPark {
+	case budget.HandBack:
 		h.release()
 		return false, false
-	}
-	wait := budget.Wait(ch, now)
-	if h.held {
+	case budget.Requeue:
 		h.keep = true
-		h.opens = opensAt(now, wait)
+		h.opens = d.Opens
 		return false, false
-	}
-	if h.park.Total+wait <= ParkRecheck {
+	case budget.Park:
 		// One park sleep is at most ParkRecheck: a claim refused just after
 		// a window opened (its wait close to the sub-window) wakes at its
 		// end, the jitter cut off, instead of up to 200 ms into the next
 		// one with nothing admitted meanwhile.
-		sleep := max(budget.ParkSleep(wait, h.rnd), budget.MinParkSleep)
+		sleep := max(budget.ParkSleep(d.Wait, h.rnd), budget.MinParkSleep)
 		sleep = min(sleep, ParkRecheck, s.cfg.MaxPark-waited)
 		s.c.parked.Add(1)
 		if clock.Sleep(h.ctx, s.cfg.Clock, sleep) != nil {
@@ -525,7 +562,7 @@ func (h *handler) wait(ch *budget.Charge) (retry, held bool) {
 		return true, false
 	}
 	partition := h.msgs[0].Partition
-	if s.hold.add(h, opensAt(now, wait)) {
+	if s.hold.add(h, d.Opens) {
 		return false, true
 	}
 	s.c.released.Add(1)
@@ -534,15 +571,6 @@ func (h *handler) wait(ch *budget.Charge) (retry, held bool) {
 		s.log.Warn("the stage holds as many claims as it may; a refused claim is let go and comes back after its lease", "held", MaxHeld, "partition", partition, "letGo", n)
 	}
 	return false, false
-}
-
-// opensAt is the instant a wait measured at now ends (zero when the window
-// end was unknown: a wait of 0).
-func opensAt(now time.Time, wait time.Duration) time.Time {
-	if wait <= 0 {
-		return time.Time{}
-	}
-	return now.Add(wait)
 }
 
 // release hands a claim refused for the whole park budget back with a

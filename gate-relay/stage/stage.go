@@ -25,8 +25,6 @@ const (
 	// RenewEvery is the lease renewal period while a handler runs; a
 	// shorter lease renews at a third of its length.
 	RenewEvery = 3 * time.Second
-	// PrefixAttempts is the initial prefix charge plus two retries.
-	PrefixAttempts = 3
 	// ParkRecheck is how long a handler parks on its own claim in all
 	// (a window that turns within it: the common sub-window case), and how
 	// often the stage's hold rechecks the claims whose window does not, so

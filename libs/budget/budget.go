@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 )
 
@@ -101,12 +102,41 @@ func (b *Batch) Charges() bool {
 // Deltas returns, per counter, the summed cost of items [from, to).
 func (b *Batch) Deltas(from, to int) []int64 {
 	d := make([]int64, len(b.Counters))
-	for i := max(from, 0); i < to && i < len(b.Items); i++ {
-		for _, c := range b.Items[i].Counters {
-			d[c] += b.Items[i].Cost
-		}
-	}
+	b.addDeltas(d, max(from, 0), min(to, len(b.Items)))
 	return d
+}
+
+// addDeltas adds the summed cost of items [from, to) to d, per counter: a
+// run of items AddN appended (one cost, one shared counter list) is
+// summed once, as cost × its length.
+func (b *Batch) addDeltas(d []int64, from, to int) {
+	for i := from; i < to; {
+		j := b.runEnd(i, to)
+		it := &b.Items[i]
+		for _, c := range it.Counters {
+			d[c] += it.Cost * int64(j-i)
+		}
+		i = j
+	}
+}
+
+// runEnd is the end of the run of items starting at i (before limit):
+// the following items of the same cost touching the same counter list
+// (the one slice AddN shares).
+func (b *Batch) runEnd(i, limit int) int {
+	it := &b.Items[i]
+	j := i + 1
+	for j < limit && sameRun(it, &b.Items[j]) {
+		j++
+	}
+	return j
+}
+
+func sameRun(a, b *Item) bool {
+	if a.Cost != b.Cost || len(a.Counters) != len(b.Counters) {
+		return false
+	}
+	return len(a.Counters) == 0 || &a.Counters[0] == &b.Counters[0]
 }
 
 // State is a counter as the getMany of a charge call read it.
@@ -213,6 +243,19 @@ type Limiter struct {
 	NS string
 	// Observer, when set, sees every applied write.
 	Observer Observer
+	// Meters, when set, lowers the ceiling of every budget that mirrors a
+	// vendor meter to what the vendor last stated (Ceiling).
+	Meters *Meters
+}
+
+// Ceiling is path's ceiling on b as this limiter charges it: the plan's,
+// lowered by the budget's vendor meter row when it mirrors one.
+func (l *Limiter) Ceiling(ctx context.Context, b *plan.Budget, path string) int64 {
+	c := b.Ceiling(path)
+	if b.VendorMeter == nil || l.Meters == nil {
+		return c
+	}
+	return l.Meters.Ceiling(ctx, b, c)
 }
 
 // Charge charges the first n items of b in one kv call per ≤ 255 counters,

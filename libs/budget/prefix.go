@@ -27,18 +27,27 @@ func Prefix(b *Batch, c *Charge) int {
 		remaining[i] = max(0, b.Counters[i].Max-used)
 	}
 	acc := make([]int64, len(b.Counters))
-	for n, it := range b.Items {
-		for _, k := range it.Counters {
-			if remaining[k] == math.MaxInt64 {
-				continue
-			}
-			if acc[k]+it.Cost > remaining[k] {
-				return n
+	// A run of identical items (AddN's) is judged at once: as many of it
+	// fit as the tightest of its counters has room for.
+	for n := 0; n < len(b.Items); {
+		end := b.runEnd(n, len(b.Items))
+		it := &b.Items[n]
+		fit := int64(end - n)
+		if it.Cost > 0 {
+			for _, k := range it.Counters {
+				if remaining[k] == math.MaxInt64 {
+					continue
+				}
+				fit = min(fit, max(remaining[k]-acc[k], 0)/it.Cost)
 			}
 		}
-		for _, k := range it.Counters {
-			acc[k] += it.Cost
+		if fit < int64(end-n) {
+			return n + int(fit)
 		}
+		for _, k := range it.Counters {
+			acc[k] += it.Cost * fit
+		}
+		n = end
 	}
 	return len(b.Items)
 }

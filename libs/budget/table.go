@@ -74,11 +74,7 @@ func (t *Table) charge(c *Charge, b *Batch, n int, now time.Time) *Charge {
 	c.Post = resize(c.Post, k)
 	c.PostKnown = resize(c.PostKnown, k)
 	c.State = resize(c.State, k)
-	for i := 0; i < n; i++ {
-		for _, ci := range b.Items[i].Counters {
-			c.Delta[ci] += b.Items[i].Cost
-		}
-	}
+	b.addDeltas(c.Delta, 0, n)
 	ms := now.UnixMilli()
 	for i, d := range c.Delta {
 		if d <= 0 {
@@ -159,40 +155,39 @@ type Admission struct {
 	Delta []int64
 }
 
-// PrefixAttempts is how many times a handler charges a shrinking prefix
-// after a refusal before it parks (the initial attempt and two retries).
-const PrefixAttempts = 3
-
-// Admit runs one window of b through the relay's admission sequence at
-// now: charge the whole window; on a refusal refund what applied, compute
-// the prefix that fits and charge it (up to PrefixAttempts times, each
-// refusal refunded and the prefix recomputed). The result says how many
-// leading items hold a charge; a window that charges no counter is
-// admitted whole.
+// Admit runs one window of b through the admission loop (AdmitRound) at
+// now, the table standing in for the broker: a try charges its prefix,
+// and a refusal is refunded before the prefix that fits is tried. The
+// result says how many leading items hold a charge; a window that charges
+// no counter is admitted whole.
 func (t *Table) Admit(b *Batch, now time.Time) Admission {
 	items := len(b.Items)
 	if !b.Charges() {
 		return Admission{N: items}
 	}
-	ch := t.charge(&t.scratch[0], b, items, now)
-	if ch.OK() {
-		return Admission{N: items, Delta: ch.Delta}
-	}
-	refunds, _ := ch.Refunds(b, 0)
-	t.Refund(refunds, now)
-	refused := ch.Refused()
-	a := Admission{Refused: b.Counters[refused[0]].BudgetID, RefusedCounters: refused, Wait: Wait(ch, now)}
-	want := Prefix(b, ch)
-	for attempt := 1; attempt <= PrefixAttempts && want > 0; attempt++ {
-		pc := t.charge(&t.scratch[1], b, want, now)
-		if pc.OK() {
-			a.N, a.Delta = want, pc.Delta
-			return a
+	var a Admission
+	tries := 0
+	try := func(n int) (*Charge, error) {
+		// The first refusal is kept for the answer (it names the refusing
+		// budget and the wait); later tries reuse the other buffer.
+		ch := t.charge(&t.scratch[min(tries, 1)], b, n, now)
+		tries++
+		if ch.OK() {
+			a.N, a.Delta = n, ch.Delta
+			return nil, nil
 		}
-		refunds, _ := pc.Refunds(b, 0)
+		refunds, _ := ch.Refunds(b, 0)
 		t.Refund(refunds, now)
-		want = min(Prefix(b, pc), want)
+		return ch, nil
 	}
+	first := true
+	AdmitRound(b, items, try, func(ch *Charge) {
+		if first {
+			first = false
+			refused := ch.Refused()
+			a.Refused, a.RefusedCounters, a.Wait = b.Counters[refused[0]].BudgetID, refused, Wait(ch, now)
+		}
+	})
 	return a
 }
 

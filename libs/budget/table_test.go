@@ -139,3 +139,39 @@ func TestAddNIsNAdds(t *testing.T) {
 		t.Fatalf("AddN %v, Add %v", b.Items, a.Items)
 	}
 }
+
+// A window built with AddN (runs sharing one counter list, judged a run at
+// a time) admits exactly what the same window built item by item admits,
+// charge for charge, over random runs, costs and counter states.
+func TestRunsJudgeLikeItems(t *testing.T) {
+	t.Parallel()
+	rnd := rand.New(rand.NewPCG(3, 5))
+	var runs, items budget.Table
+	now := time.UnixMilli(1_000_000)
+	for round := 0; round < 3000; round++ {
+		now = now.Add(time.Duration(rnd.IntN(400)) * time.Millisecond)
+		var a, b budget.Batch
+		xMax := int64(5 + rnd.IntN(8))
+		for _, bt := range []*budget.Batch{&a, &b} {
+			bt.Counter("x", xMax, 1, "x")
+			bt.Counter("y", 20, 2, "y")
+			bt.Counter("z", 9, 1, "z")
+		}
+		for r := rnd.IntN(5); r >= 0; r-- {
+			cost := int64(rnd.IntN(4))
+			touch := [][]int{{0}, {0, 1}, {1, 2}, {2}, nil}[rnd.IntN(5)]
+			n := rnd.IntN(6)
+			a.AddN(cost, touch, n)
+			for range n {
+				b.Add(cost, touch)
+			}
+		}
+		if len(a.Items) == 0 {
+			continue
+		}
+		ra, rb := runs.Admit(&a, now), items.Admit(&b, now)
+		if ra.N != rb.N || ra.Refused != rb.Refused || fmt.Sprint(ra.Delta) != fmt.Sprint(rb.Delta) || ra.Wait != rb.Wait {
+			t.Fatalf("round %d: runs %+v, items %+v", round, ra, rb)
+		}
+	}
+}

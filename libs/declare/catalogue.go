@@ -73,6 +73,7 @@ const (
 	RuleWhenopEmpty        = "whenop-empty"
 	RuleProvenance         = "provenance"
 	RuleSharedConflict     = "shared-conflict"
+	RuleVendorMeter        = "vendor-meter"
 	RuleShareRange         = "share-range"
 	RuleShareTop           = "share-top"
 	RuleShareOrder         = "share-order"
@@ -135,6 +136,7 @@ var Catalogue = []Rule{
 	{RuleWhenopEmpty, finding.Error, GroupBudgets, 422, false, "whenOp [] would charge nothing"},
 	{RuleProvenance, finding.Error, GroupBudgets, 422, false, "a documented budget names its source and asOf"},
 	{RuleSharedConflict, finding.Error, GroupBudgets, 422, false, "one sharedKey is one counter and must be declared alike everywhere in a document"},
+	{RuleVendorMeter, finding.Error, GroupBudgets, 422, false, "a budget mirrors one vendor meter, named by a known header family, and only an unscoped budget can"},
 	{RuleShareRange, finding.Error, GroupShares, 422, false, "a share is a fraction of the counter in (0, 1]"},
 	{RuleShareTop, finding.Error, GroupShares, 422, false, "a top-priority path at a node must have share 1, or headroom belongs to nobody"},
 	{RuleShareOrder, finding.Error, GroupShares, 422, false, "a less important path must not have a larger share than a more important one"},

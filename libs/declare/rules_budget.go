@@ -2,10 +2,12 @@ package declare
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/graph"
 	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/vendormeter"
 )
 
 // Budget limits of the declare rules.
@@ -144,6 +146,9 @@ func (c *checker) nodeBudgets(name string, n *graph.Node, shared map[string]shar
 			}
 			c.add(RuleProvenance, budgetAt(name, i), fmt.Sprintf("budget %q of node %q is confidence documented but has no %s: a documented limit says where it was read and when; add %s, or mark it inferred or assumed", id, name, missing, missing), nil)
 		}
+		if m := b.VendorMeter; m != nil {
+			c.vendorMeter(name, i, id, b, m)
+		}
 		if b.SharedKey != nil && valid && !watching {
 			k := *b.SharedKey
 			if first, ok := shared[k]; !ok {
@@ -155,3 +160,24 @@ func (c *checker) nodeBudgets(name string, n *graph.Node, shared map[string]shar
 		}
 	}
 }
+
+// vendorMeter checks a budget's vendorMeter: a known header family, a name
+// the headers can carry, an unscoped budget (one vendor answer speaks for
+// one counter) and a meter row key that fits the broker.
+func (c *checker) vendorMeter(node string, i int, id string, b *graph.Budget, m *graph.VendorMeter) {
+	if !vendormeter.Known(vendormeter.Family(m.Headers)) {
+		c.add(RuleVendorMeter, budgetAt(node, i, "vendorMeter", "headers"), fmt.Sprintf("budget %q of node %q mirrors headers %q: Gate reads \"ratelimit\" (IETF RateLimit and RateLimit-Policy), \"x-ratelimit\" (X-RateLimit-Limit, -Remaining, -Reset) or \"github\" (the same with -Used and -Resource); name the one your vendor sends", id, node, m.Headers), nil)
+	}
+	if len(m.Name) > maxMeterName || strings.ContainsAny(m.Name, "\",;\\ \t\r\n") {
+		c.add(RuleVendorMeter, budgetAt(node, i, "vendorMeter", "name"), fmt.Sprintf("budget %q of node %q mirrors the meter named %q: a policy or resource name is at most %d bytes without quotes, commas, semicolons or spaces; copy it from the vendor's RateLimit-Policy or X-RateLimit-Resource", id, node, m.Name, maxMeterName), nil)
+	}
+	if b.ScopeBy != nil || b.WhenOp != nil {
+		c.add(RuleVendorMeter, budgetAt(node, i, "vendorMeter"), fmt.Sprintf("budget %q of node %q mirrors a vendor meter but is scoped or op-filtered: one vendor answer speaks for one counter, so only a budget with neither scopeBy nor whenOp can mirror it; move vendorMeter to the node's unscoped budget", id, node), nil)
+	}
+	if key := plan.MeterKey(plan.KeyOf(c.doc.Application, c.doc.Graph, node, b, i)); len(key) > plan.MaxKVKeyBytes {
+		c.add(RuleVendorMeter, budgetAt(node, i, "vendorMeter"), fmt.Sprintf("budget %q of node %q mirrors a vendor meter whose kv row key would be %d bytes, over the broker's %d; shorten the application, graph, node or budget id", id, node, len(key), plan.MaxKVKeyBytes), nil)
+	}
+}
+
+// maxMeterName is the longest vendor meter name.
+const maxMeterName = 64

@@ -283,6 +283,12 @@ func baseRuleCases() []ruleCase {
 			budgetOf(d, "in", 0)["asOf"] = "2026-11-01"
 		})},
 		{name: "assumed without source", rule: RuleProvenance, doc: with(func(d m) { budgetOf(d, "in", 0)["confidence"] = "assumed" })},
+		{name: "a vendor meter of an unknown family", rule: RuleVendorMeter, fire: true, doc: with(func(d m) { budgetOf(d, "in", 0)["vendorMeter"] = m{"headers": "x-rate-limit"} }), at: "/nodes/in/budgets/0/vendorMeter/headers", msg: []string{`"x-rate-limit"`, `"x-ratelimit"`}},
+		{name: "a vendor meter on a scoped budget", rule: RuleVendorMeter, fire: true, doc: with(func(d m) {
+			nodeOf(d, "in")["budgets"] = append(nodeOf(d, "in")["budgets"].(a), m{"id": "k", "count": 10, "timeMs": 1000, "scopeBy": "payload.key", "vendorMeter": m{"headers": "ratelimit"}})
+		}), at: "/nodes/in/budgets/1/vendorMeter", msg: []string{"only a budget with neither scopeBy nor whenOp"}},
+		{name: "a vendor meter name with a comma", rule: RuleVendorMeter, fire: true, doc: with(func(d m) { budgetOf(d, "in", 0)["vendorMeter"] = m{"headers": "ratelimit", "name": "a,b"} }), at: "/nodes/in/budgets/0/vendorMeter/name"},
+		{name: "a GitHub core meter", rule: RuleVendorMeter, doc: with(func(d m) { budgetOf(d, "in", 0)["vendorMeter"] = m{"headers": "github", "name": "core"} })},
 		{name: "one shared key, two counts", rule: RuleSharedConflict, fire: true, doc: crossWith(func(d m) {
 			budgetOf(d, "a", 0)["sharedKey"] = "ip"
 			budgetOf(d, "b", 0)["sharedKey"] = "ip"

@@ -192,6 +192,22 @@ type Budget struct {
 	Confidence string
 	// Source and AsOf document where the number came from; "" is absent.
 	Source, AsOf string
+	// VendorMeter declares that the budget mirrors the vendor's own meter:
+	// the vendor's answers, reported to observe, may lower its ceiling and
+	// raise its counter (never the other way). nil mirrors nothing.
+	VendorMeter *VendorMeter
+}
+
+// VendorMeter names the response headers that speak for the vendor's
+// meter a budget mirrors.
+type VendorMeter struct {
+	// Headers is the family: "ratelimit" (IETF RateLimit and
+	// RateLimit-Policy), "x-ratelimit" (X-RateLimit-Limit, -Remaining,
+	// -Reset) or "github" (the same with -Used and -Resource).
+	Headers string
+	// Name is the IETF policy or GitHub resource mirrored; "" takes the
+	// first policy the vendor lists, or any resource.
+	Name string
 }
 
 // Scoped reports whether the budget keeps one counter per scope value.

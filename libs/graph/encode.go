@@ -246,6 +246,19 @@ func (w *writer) budget(b *Budget) {
 		w.key("asOf")
 		w.str(b.AsOf)
 	}
+	if m := b.VendorMeter; m != nil {
+		w.comma()
+		w.key("vendorMeter")
+		w.raw('{')
+		w.key("headers")
+		w.str(m.Headers)
+		if m.Name != "" {
+			w.comma()
+			w.key("name")
+			w.str(m.Name)
+		}
+		w.raw('}')
+	}
 	w.raw('}')
 }
 

@@ -444,7 +444,7 @@ func (r *reader) egress(at string, v *value) *Egress {
 
 func (r *reader) budget(at string, v *value) Budget {
 	f, ok := r.fields(at, "a budget (a JSON object)", v,
-		"id", "count", "timeMs", "subWindows", "scopeBy", "sharedKey", "whenOp", "confidence", "source", "asOf")
+		"id", "count", "timeMs", "subWindows", "scopeBy", "sharedKey", "whenOp", "confidence", "source", "asOf", "vendorMeter")
 	b := Budget{Confidence: DefaultConfidence}
 	if !ok {
 		return b
@@ -489,7 +489,25 @@ func (r *reader) budget(at string, v *value) Budget {
 	if s := r.optStr(f, at, "asOf"); s != nil {
 		b.AsOf = *s
 	}
+	if mv := present(f, "vendorMeter"); mv != nil {
+		b.VendorMeter = r.vendorMeter(Pointer(at, "vendorMeter"), mv)
+	}
 	return b
+}
+
+func (r *reader) vendorMeter(at string, v *value) *VendorMeter {
+	f, ok := r.fields(at, `a vendor meter (a JSON object like {"headers": "x-ratelimit"})`, v, "headers", "name")
+	m := &VendorMeter{}
+	if !ok {
+		return m
+	}
+	if hv := r.required(f, at, "headers", `"ratelimit", "x-ratelimit" or "github"`); hv != nil {
+		m.Headers, _ = r.str(Pointer(at, "headers"), hv)
+	}
+	if s := r.optStr(f, at, "name"); s != nil {
+		m.Name = *s
+	}
+	return m
 }
 
 func (r *reader) path(at string, v *value) Path {

@@ -249,3 +249,30 @@ func TestIsTarget(t *testing.T) {
 		t.Error("a two-node document is not a target")
 	}
 }
+
+func TestVendorMeterParsesAndRoundTrips(t *testing.T) {
+	t.Parallel()
+	body := strings.Replace(minimal, `"timeMs":1000}`, `"timeMs":1000,"vendorMeter":{"headers":"github","name":"core"}}`, 1)
+	d, err := Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := d.Nodes["limit"].Budgets[0].VendorMeter
+	if m == nil || m.Headers != "github" || m.Name != "core" {
+		t.Fatalf("vendorMeter: %+v", m)
+	}
+	out, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Parse(out)
+	if err != nil || !reflect.DeepEqual(again.Nodes["limit"].Budgets[0].VendorMeter, m) {
+		t.Fatalf("round trip: %s %v", out, err)
+	}
+	for _, bad := range []string{`{"name":"core"}`, `{"headers":"github","extra":1}`, `"github"`} {
+		_, err := Parse([]byte(strings.Replace(minimal, `"timeMs":1000}`, `"timeMs":1000,"vendorMeter":`+bad+`}`, 1)))
+		if err == nil || !strings.Contains(err.Error(), "/nodes/limit/budgets/0/vendorMeter") {
+			t.Errorf("vendorMeter %s: %v, want an error naming the pointer", bad, err)
+		}
+	}
+}

@@ -157,3 +157,37 @@ func (db *DB) pruneVersions(ctx context.Context, cut int64) (int64, error) {
 	}
 	return tag.RowsAffected(), nil
 }
+
+// WatchSession is a finished Watch read back from the change history: the
+// session's start and period as its document declared them, and when the
+// revision after it (the one that left Watch) was stored.
+type WatchSession struct {
+	StartedAt, DurationSeconds, EndedAt int64
+	// Revision is the history revision whose document held the session.
+	Revision int64
+}
+
+// LastWatch finds the graph's newest recorded Watch session that a later
+// revision ended (limits configured, or the graph deleted): found is false
+// when the history holds none. It reads one row through the index of the
+// graph's revisions; the documents are decoded by PostgreSQL, only the
+// matched one's watch fields come back.
+func (db *DB) LastWatch(ctx context.Context, app, graph string) (s WatchSession, found bool, err error) {
+	row := db.pool.QueryRow(ctx, `SELECT g.revision,
+			(convert_from(g.document, 'UTF8')::jsonb #>> '{watch,startedAt}')::bigint,
+			(convert_from(g.document, 'UTF8')::jsonb #>> '{watch,durationSeconds}')::bigint,
+			n.at
+		FROM graph_versions g
+		JOIN LATERAL (SELECT at FROM graph_versions x WHERE x.application = g.application AND x.graph = g.graph AND x.revision > g.revision
+			AND (x.document IS NULL OR NOT (convert_from(x.document, 'UTF8')::jsonb ? 'watch')) ORDER BY x.revision LIMIT 1) n ON true
+		WHERE g.application = $1 AND g.graph = $2 AND g.document IS NOT NULL
+			AND jsonb_typeof(convert_from(g.document, 'UTF8')::jsonb #> '{watch,startedAt}') = 'number'
+		ORDER BY g.revision DESC LIMIT 1`, app, graph)
+	if err := row.Scan(&s.Revision, &s.StartedAt, &s.DurationSeconds, &s.EndedAt); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return WatchSession{}, false, nil
+		}
+		return WatchSession{}, false, fmt.Errorf("history: reading the last Watch session of %s/%s: %w", app, graph, err)
+	}
+	return s, true, nil
+}

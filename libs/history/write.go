@@ -316,6 +316,9 @@ const (
 	LabelWatchStarted    = "Watch started"
 	LabelLimitsActivated = "Limits activated"
 	LabelUpdated         = "Configuration updated"
+	// A node held or released by hand (the backoff route), with who and why.
+	LabelBackoffApplied = "Backoff applied"
+	LabelBackoffLifted  = "Backoff lifted"
 )
 
 // Annotation modes.
@@ -329,6 +332,13 @@ type Change struct {
 	Label   string `json:"label"`
 	Version uint32 `json:"version"`
 	Mode    string `json:"mode"`
+	// Node, By, Reason and Seconds describe a backoff annotation: the
+	// node held or released, who did it, the optional reason they gave
+	// and the hold in seconds (absent on configuration changes).
+	Node    string `json:"node,omitempty"`
+	By      string `json:"by,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Seconds int64  `json:"seconds,omitempty"`
 }
 
 // ConfigEvent is one configuration annotation.

@@ -195,6 +195,9 @@ func buildNode(d *graph.Document, name string, n *graph.Node, shares map[string]
 		if b.SharedKey != nil {
 			cb.SharedKey, cb.Shared = *b.SharedKey, true
 		}
+		if m := b.VendorMeter; m != nil {
+			cb.VendorMeter = &VendorMeter{Headers: m.Headers, Name: m.Name, Key: MeterKey(cb.Key)}
+		}
 		for path, share := range e.Shares {
 			cb.Ceilings[path] = Ceiling(w.CountSub, share)
 		}

@@ -69,6 +69,13 @@ func SharedBudgetKey(app, sharedKey string) string {
 	return "b:" + app + ":shared:" + sharedKey
 }
 
+// MeterPrefix starts every vendor meter row's kv key.
+const MeterPrefix = "vm:"
+
+// MeterKey is the kv key of the vendor meter row of the budget whose
+// counter is budgetKey: what the vendor last said about its limit.
+func MeterKey(budgetKey string) string { return MeterPrefix + budgetKey }
+
 // MaxKVKeyBytes is the broker's longest kv key, in bytes.
 const MaxKVKeyBytes = 512
 

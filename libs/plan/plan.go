@@ -144,6 +144,20 @@ type Budget struct {
 	// Ceilings maps each visiting path to round(CountSub × share): the max
 	// every kv.incr of that path carries.
 	Ceilings map[string]int64 `json:"ceilings"`
+	// VendorMeter is the vendor meter the budget mirrors; nil mirrors
+	// nothing.
+	VendorMeter *VendorMeter `json:"vendorMeter,omitempty"`
+}
+
+// VendorMeter is a mirrored vendor meter as the plan carries it.
+type VendorMeter struct {
+	// Headers is the header family: "ratelimit", "x-ratelimit" or "github".
+	Headers string `json:"headers"`
+	// Name is the IETF policy or GitHub resource; "" is the first or any.
+	Name string `json:"name,omitempty"`
+	// Key is the kv key of the meter row observe writes and every relay
+	// reads (MeterKey of the budget's key).
+	Key string `json:"key"`
 }
 
 // Ceiling is the path's ceiling on the budget's counter, as the plan
@@ -158,6 +172,16 @@ func (b *Budget) WidestCeiling() int64 {
 		c = max(c, v)
 	}
 	return c
+}
+
+// Mirrors reports whether some budget of the node mirrors a vendor meter.
+func (n *Node) Mirrors() bool {
+	for i := range n.Budgets {
+		if n.Budgets[i].VendorMeter != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Unconditional reports whether the budget charges every item (neither

@@ -543,7 +543,7 @@ func (r *replay) run() {
 		cursor[path] = 0
 	}
 	r.in = in
-	start, end := floorTo(in.Start, 1000), floorTo(in.End, 1000)
+	start, end := floorTo(in.Start, 1000), ceilTo(in.End, 1000)
 	r.start = start
 	for t := start; t < end; t += 1000 {
 		r.arrive(t, cursor)

@@ -128,10 +128,19 @@ type CoverageResult struct {
 
 // Coverage computes the replayed range of recorders over [since, until):
 // recorders with Through before Started are ignored; Start is the later of
-// since and the earliest start, rounded up to the second; End the earlier
-// of until and the latest Through (never before Start); gaps are the time
-// in [Start, End) no recorder span covers (span starts rounded up to the
-// second). With no recorder the whole range is a gap.
+// since and the earliest start, rounded down to the second; End the earlier
+// of until and the latest Through, rounded up to the second (never before
+// Start); gaps are the time in [Start, End) no recorder span covers (span
+// starts rounded down, ends up, to the second). With no recorder the whole
+// range is a gap.
+//
+// A recorder's samples are whole seconds: the items of the second it
+// started in are recorded under that second's start, and a recorder that
+// stops mid-second (its Watch ended) has handed over the items of that
+// second too. Rounding the start down and the end up therefore replays
+// every recorded item; rounding the start up (as the ranges once did)
+// dropped the recorder's first second, and with it every item of a short
+// Watch.
 func Coverage(recs []Recorder, since, until int64) CoverageResult {
 	var spans [][2]int64
 	var lost int64
@@ -146,16 +155,16 @@ func Coverage(recs []Recorder, since, until int64) CoverageResult {
 		if len(spans) == 0 || r.Through > maxThrough {
 			maxThrough = r.Through
 		}
-		spans = append(spans, [2]int64{ceilTo(r.Started, 1000), r.Through})
+		spans = append(spans, [2]int64{floorTo(r.Started, 1000), ceilTo(r.Through, 1000)})
 		lost += r.Lost
 	}
 	if len(spans) == 0 {
-		start := ceilTo(since, 1000)
-		end := max(floorTo(until, 1000), start)
+		start := floorTo(since, 1000)
+		end := max(ceilTo(until, 1000), start)
 		return CoverageResult{Start: start, End: end, GapSeconds: (end - start) / 1000}
 	}
-	start := ceilTo(max(minStarted, since), 1000)
-	end := max(min(maxThrough, until), start)
+	start := floorTo(max(minStarted, since), 1000)
+	end := max(ceilTo(min(maxThrough, until), 1000), start)
 	sort.Slice(spans, func(i, j int) bool { return spans[i][0] < spans[j][0] })
 	var covered int64
 	cur := start

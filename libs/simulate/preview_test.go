@@ -56,8 +56,11 @@ func TestCoverageGapsAndLostItems(t *testing.T) {
 		start, end, gap, lost int64
 	}{
 		{"one recorder covers all", []Recorder{{Started: 0, Through: 60000}}, 0, 60000, 0, 60000, 0, 0},
-		{"a restart leaves a gap", []Recorder{{Started: 0, Through: 20000, Lost: 3}, {Started: 30500, Through: 60000, Lost: 4}}, 0, 60000, 0, 60000, 11, 7},
-		{"start rounds up to the second", []Recorder{{Started: 1200, Through: 10000}}, 0, 60000, 2000, 10000, 0, 0},
+		{"a restart leaves a gap (the restart's own second is covered)", []Recorder{{Started: 0, Through: 20000, Lost: 3}, {Started: 30500, Through: 60000, Lost: 4}}, 0, 60000, 0, 60000, 10, 7},
+		{"the recorder's first second counts", []Recorder{{Started: 1200, Through: 10000}}, 0, 60000, 1000, 10000, 0, 0},
+		{"a recorder stopped mid-second covers that second", []Recorder{{Started: 0, Through: 4300}}, 0, 60000, 0, 5000, 0, 0},
+		{"since mid-second counts its second", []Recorder{{Started: 0, Through: 60000}}, 30500, 50000, 30000, 50000, 0, 0},
+		{"a restart mid-second leaves no gap in its own second", []Recorder{{Started: 0, Through: 20000}, {Started: 20400, Through: 60000}}, 0, 60000, 0, 60000, 0, 0},
 		{"since after the start", []Recorder{{Started: 0, Through: 60000}}, 30000, 50000, 30000, 50000, 0, 0},
 		{"overlapping replicas", []Recorder{{Started: 0, Through: 40000}, {Started: 10000, Through: 60000}}, 0, 60000, 0, 60000, 0, 0},
 		{"a recorder with through before started is ignored", []Recorder{{Started: 0, Through: 60000}, {Started: 5000, Through: 1000, Lost: 9}}, 0, 60000, 0, 60000, 0, 0},

@@ -108,10 +108,78 @@ type Pushed struct {
 	RunningNote string `json:"runningNote,omitempty"`
 }
 
+// ObserveBody is POST …/nodes/{node}/observe's request body: one vendor
+// answer as the worker saw it.
+type ObserveBody struct {
+	// Status is the answer's HTTP status.
+	Status int `json:"status"`
+	// Headers are its response headers, name to value (a value may be an
+	// array of strings for a header sent on several lines).
+	Headers map[string]string `json:"headers"`
+	// Budget names one mirrored budget of the node; absent observes every
+	// budget of the node that mirrors a vendor meter.
+	Budget string `json:"budget,omitempty"`
+}
+
+// Observed is the 200 answer of POST …/nodes/{node}/observe: what the
+// vendor's answer did to each mirrored budget, and the backoff a 429 or
+// 503 with Retry-After started.
+type Observed struct {
+	OK   bool   `json:"ok"`
+	Node string `json:"node"`
+	// Status is the observed answer's status.
+	Status  int              `json:"status"`
+	Budgets []ObservedBudget `json:"budgets"`
+	// Backoff is the backoff a refusal with Retry-After started (null
+	// otherwise).
+	Backoff *Backoff `json:"backoff"`
+}
+
+// ObservedBudget is one mirrored budget after an observation.
+type ObservedBudget struct {
+	// Budget is the budget's id and Headers the family it mirrors.
+	Budget  string `json:"budget"`
+	Headers string `json:"headers"`
+	// Policy is the IETF policy or GitHub resource the answer spoke for.
+	Policy string `json:"policy,omitempty"`
+	// Applied is false when the answer spoke for another policy or
+	// resource than the one mirrored (Note says which).
+	Applied bool `json:"applied"`
+	// Declared is the plan's widest ceiling; Ceiling the effective one
+	// (at most Declared); Lowered says Ceiling < Declared.
+	Declared int64 `json:"declared"`
+	Ceiling  int64 `json:"ceiling"`
+	Lowered  bool  `json:"lowered"`
+	// VendorLimit is the vendor's stated limit per the budget's window
+	// (0 when unstated); Since and Until bound the lowering (epoch ms, 0
+	// when not lowered).
+	VendorLimit int64 `json:"vendorLimit"`
+	Since       int64 `json:"since"`
+	Until       int64 `json:"until"`
+	// Counter is the counter before; RaisedTo after a raise (0: none).
+	Counter  int64 `json:"counter"`
+	RaisedTo int64 `json:"raisedTo"`
+	// ResetRule says how X-RateLimit-Reset was read: seconds,
+	// epoch-seconds, epoch-ms, or delta (IETF t=).
+	ResetRule string `json:"resetRule,omitempty"`
+	// Note says, in a sentence, what the answer did.
+	Note string `json:"note"`
+}
+
 // BackoffBody is POST …/nodes/{node}/backoff's request body.
 type BackoffBody struct {
 	RetryAfterSeconds int64  `json:"retryAfterSeconds"`
 	By                string `json:"by,omitempty"`
+	// Reason is why the node is held (optional, at most 512 bytes): it is
+	// recorded with By in the graph's annotations (Traffic over time).
+	Reason string `json:"reason,omitempty"`
+}
+
+// BackoffLiftBody is DELETE …/nodes/{node}/backoff's optional body: who
+// lifts the hold and why, recorded in the graph's annotations.
+type BackoffLiftBody struct {
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Backoff is the 200 answer of POST …/nodes/{node}/backoff.
@@ -245,4 +313,85 @@ type MetricsPath struct {
 	WaitingForBudget int64    `json:"waiting_for_budget"`
 	AdmittedPerSec   *float64 `json:"admitted_per_sec"`
 	DrainETASeconds  *int64   `json:"drain_eta_seconds"`
+}
+
+// Explanation is GET …/nodes/{node}/explain?scope=&op=&path=&partition=:
+// why an item with that scope value and op waits at the node, and when it
+// can go. It reads the broker only (no PostgreSQL).
+type Explanation struct {
+	At          int64  `json:"at"`
+	Application string `json:"application"`
+	Graph       string `json:"graph"`
+	Node        string `json:"node"`
+	// Path is the path the item is judged on (its ceilings are the path's
+	// share of each budget).
+	Path string `json:"path"`
+	// Scope and Op are the item asked about (null when not given).
+	Scope *string `json:"scope"`
+	Op    *string `json:"op"`
+	// Cost is the cost the item is judged at: the node's cost.default.
+	Cost int64 `json:"cost"`
+	// Counters are every counter the item would charge, in the node's
+	// budget order.
+	Counters []ExplainCounter `json:"counters"`
+	// Unjudged are the scoped budgets not judged because no scope value
+	// was given.
+	Unjudged []string `json:"unjudged"`
+	// Backoff is a backoff holding the node (null when none).
+	Backoff *ExplainBackoff `json:"backoff"`
+	// Binding is the budget whose counter holds the item longest (null
+	// when every counter has room).
+	Binding *string `json:"binding"`
+	// Partition is the partition asked about (null: none given). Ahead is
+	// the items pending before the item in it, AheadMax (without a
+	// partition) the most pending in any partition of the node's queue:
+	// the item is behind at most that many. Null when unreadable.
+	Partition *string `json:"partition"`
+	Ahead     *int64  `json:"ahead"`
+	AheadMax  *int64  `json:"aheadMax"`
+	// EarliestAdmission is a bound (no earlier than, epoch ms): every
+	// refusing counter's window over, any backoff over, and the items
+	// ahead through the unscoped counters at one ceiling per window.
+	EarliestAdmission int64 `json:"earliestAdmission"`
+	WaitSeconds       int64 `json:"waitSeconds"`
+	// Sentence is the answer in one sentence (the console shows it).
+	Sentence string `json:"sentence"`
+	Assumes  string `json:"assumes"`
+}
+
+// ExplainCounter is one counter an item would charge.
+type ExplainCounter struct {
+	Budget string `json:"budget"`
+	// Kind is "unscoped", "scoped" or "shared".
+	Kind  string `json:"kind"`
+	Key   string `json:"key"`
+	Value int64  `json:"value"`
+	// Ceiling is the item's path's ceiling; Widest the widest path's;
+	// Shares every path's ceiling.
+	Ceiling       int64          `json:"ceiling"`
+	Widest        int64          `json:"widest"`
+	Shares        []ExplainShare `json:"shares"`
+	WindowSeconds int64          `json:"windowSeconds"`
+	// FreesAt is the end of the live window (epoch ms; null: none live).
+	FreesAt *int64 `json:"freesAt"`
+	// Fits says an item of Cost would be charged now; Reason why not
+	// ("ceiling", "share" or "backoff"; null when it fits).
+	Fits   bool    `json:"fits"`
+	Reason *string `json:"reason"`
+	// Binds marks the binding counter.
+	Binds bool `json:"binds"`
+}
+
+// ExplainShare is one path's ceiling on a counter.
+type ExplainShare struct {
+	Path    string `json:"path"`
+	Ceiling int64  `json:"ceiling"`
+}
+
+// ExplainBackoff is a backoff record holding a node.
+type ExplainBackoff struct {
+	// Until is when it lifts by itself (epoch ms).
+	Until             int64  `json:"until"`
+	RetryAfterSeconds int64  `json:"retryAfterSeconds"`
+	By                string `json:"by,omitempty"`
 }

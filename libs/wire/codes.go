@@ -154,6 +154,13 @@ const (
 	// CodeNoUnscopedBudget means a backoff names a node with only scoped
 	// budgets, which has no window to spend.
 	CodeNoUnscopedBudget Code = "no-unscoped-budget"
+	// CodeInvalidHeader means an observed vendor answer carries a header
+	// Gate cannot read: malformed, negative, huge, dated, too long or too
+	// many (field names the header).
+	CodeInvalidHeader Code = "invalid-header"
+	// CodeNoVendorMeter means an observe names a node (or budget) whose
+	// budgets mirror no vendor meter (vendorMeter in the document).
+	CodeNoVendorMeter Code = "no-vendor-meter"
 	// CodeETAUnavailable means the backlog or the counters an ETA needs
 	// could not be read from the broker.
 	CodeETAUnavailable Code = "eta-unavailable"
@@ -364,6 +371,8 @@ var Codes = []CodeStatuses{
 	{CodeScopeValueTooLong, []int{422}},
 	{CodeMaxAttempts, []int{422}},
 	{CodeNoUnscopedBudget, []int{422}},
+	{CodeInvalidHeader, []int{422}},
+	{CodeNoVendorMeter, []int{422}},
 	{CodeETAUnavailable, []int{503}},
 	{CodeGone, []int{410}},
 	{CodeDeclareRefused, []int{409, 422}},

@@ -17,6 +17,11 @@ type WatchSummary struct {
 	Nodes []WatchNode `json:"nodes"`
 	// ResolutionSeconds is 60: the summary is per complete minute.
 	ResolutionSeconds int `json:"resolutionSeconds"`
+	// EndedAt is set when the graph has left Watch (limits configured):
+	// the summary is of its last finished session, read back from the
+	// change history, up to when the revision that ended it was stored
+	// (Unix ms). Null while the graph is in Watch.
+	EndedAt *int64 `json:"endedAt"`
 }
 
 // WatchNode is one node of a Watch summary.

@@ -18,6 +18,9 @@ const (
 	FindingRead    = "read"
 	FindingCursor  = "cursor"
 	FindingBackoff = "backoff"
+	// FindingVendor is a mirrored budget whose vendor stated a lower limit
+	// than the declared one (observe): Gate paces at the vendor's.
+	FindingVendor  = "vendor"
 	FindingBudget  = "budget"
 	FindingRelay   = "relay"
 	FindingWorkers = "workers"
@@ -93,6 +96,13 @@ type ConfigChange struct {
 	Label   string `json:"label"`
 	Version int64  `json:"version"`
 	Mode    string `json:"mode"`
+	// Node, By, Reason and Seconds are set on a backoff annotation
+	// ("Backoff applied" / "Backoff lifted"): the node, who held or lifted
+	// it, the reason they gave (optional) and the hold in seconds.
+	Node    string `json:"node,omitempty"`
+	By      string `json:"by,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Seconds int64  `json:"seconds,omitempty"`
 }
 
 // IncomingSeries is a node's incoming estimate.

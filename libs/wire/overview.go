@@ -113,6 +113,20 @@ type TargetRow struct {
 	// Backlog is Σ first-hop stage group pending.
 	Backlog int64 `json:"backlog"`
 	At      int64 `json:"at"`
+	// Mode is "watch" or "enforce"; WatchEndsAt is when a Watch ends (Unix
+	// ms; null when enforcing or not started) and ReadyForReview is true
+	// once it has: still relaying in Watch until limits are configured.
+	Mode           string `json:"mode"`
+	WatchEndsAt    *int64 `json:"watchEndsAt"`
+	ReadyForReview bool   `json:"readyForReview"`
+	// Held are the nodes a live backoff (breaker record) holds now, in
+	// name order; empty when none does or when the broker could not be
+	// read (then BrokerRead is false).
+	Held []string `json:"held"`
+	// BrokerRead is false when this row's live reads from the broker
+	// failed: its live numbers (worst budget, backlog, held) are unknown,
+	// not zero or none.
+	BrokerRead bool `json:"brokerRead"`
 }
 
 // NameOnly is {name}.
@@ -131,6 +145,20 @@ type GraphRow struct {
 	Paths       []ViewPath     `json:"paths"`
 	// Forwarded is Σ forwarded at the graph's last hops.
 	Forwarded int64 `json:"forwarded"`
+	// Mode is "watch" or "enforce"; WatchEndsAt is when a Watch ends (Unix
+	// ms; null when enforcing or not started) and ReadyForReview is true
+	// once it has: still relaying in Watch until limits are configured.
+	Mode           string `json:"mode"`
+	WatchEndsAt    *int64 `json:"watchEndsAt"`
+	ReadyForReview bool   `json:"readyForReview"`
+	// Held are the nodes a live backoff (breaker record) holds now, in
+	// name order; empty when none does or when the broker could not be
+	// read (then BrokerRead is false).
+	Held []string `json:"held"`
+	// BrokerRead is false when this row's live reads from the broker
+	// failed: its live numbers (worst budget, backlog, held) are unknown,
+	// not zero or none.
+	BrokerRead bool `json:"brokerRead"`
 }
 
 // GraphRowNode is one node of a GraphRow.

@@ -66,16 +66,18 @@ type ViewNode struct {
 
 // ViewBudget is one budget with its live counter.
 type ViewBudget struct {
-	ID               string  `json:"id"`
-	Key              string  `json:"key"`
-	ScopeBy          *string `json:"scopeBy"`
-	SharedKey        *string `json:"sharedKey"`
-	Count            int64   `json:"count"`
-	TimeMs           int64   `json:"timeMs"`
-	SubWindows       int64   `json:"subWindows"`
-	CountSub         int64   `json:"countSub"`
-	WindowSubSeconds int64   `json:"windowSubSeconds"`
-	Confidence       string  `json:"confidence"`
+	ID        string  `json:"id"`
+	Key       string  `json:"key"`
+	ScopeBy   *string `json:"scopeBy"`
+	SharedKey *string `json:"sharedKey"`
+	// WhenOp are the ops the budget applies to (empty: every op).
+	WhenOp           []string `json:"whenOp"`
+	Count            int64    `json:"count"`
+	TimeMs           int64    `json:"timeMs"`
+	SubWindows       int64    `json:"subWindows"`
+	CountSub         int64    `json:"countSub"`
+	WindowSubSeconds int64    `json:"windowSubSeconds"`
+	Confidence       string   `json:"confidence"`
 	// Value is the live counter (null for a scoped budget or when the
 	// broker could not be read).
 	Value *int64 `json:"value"`

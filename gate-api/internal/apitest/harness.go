@@ -89,6 +89,11 @@ func NewWith(t testing.TB, s Setup) *Harness {
 	// Most tests declare without a relay: answer at once. The tests of the
 	// wait itself set it back with a tweak.
 	cfg.DeclareWait = 0
+	// Parallel tests on a loaded two-core machine (the race detector, a
+	// 3 MiB push through miniqueen's scanner) can pass the 10 s default
+	// without anything being wrong; the tests of the deadline itself set
+	// their own.
+	cfg.BrokerTimeout = 30 * time.Second
 	if s.Config != nil {
 		s.Config(&cfg)
 	}

@@ -44,6 +44,7 @@ func (in *Insight) insightRoutes(r *httpapi.Router) {
 	add("timeline", http.MethodGet, "/timeline", in.timeline)
 	add("simulate", http.MethodGet, "/simulate", in.simulate)
 	add("simulate-candidate", http.MethodPost, "/simulate", in.simulateCandidate)
+	add("explain", http.MethodGet, "/nodes/{node}/explain", in.explain)
 }
 
 // sinceBook remembers, per replica, when each finding was first seen.
@@ -98,6 +99,9 @@ type nodeState struct {
 	// in a live window.
 	budgetSpent bool
 	breaker     *store.Breaker
+	// meters are the live vendor meter rows of the node's mirrored
+	// budgets, by budget id.
+	meters map[string]budget.MeterRow
 }
 
 // stageState is one stage summed over the replicas that publish it.
@@ -180,6 +184,21 @@ func (in *Insight) diagnose(ctx context.Context, e *plane.Entry) wire.Diagnostic
 			add(wire.FindingBackoff, n.Name, "", wire.SeverityWarn,
 				fmt.Sprintf("A backoff%s holds node %s until %s (Retry-After %d s)", by, n.Name, time.UnixMilli(ns.breaker.Until()).UTC().Format(time.RFC3339), ns.breaker.RetryAfterSeconds),
 				fmt.Sprintf("Check why the provider throttled (the 429 that was reported); the node resumes by itself at the deadline, or lift it early with DELETE /v1/apps/%s/graphs/%s/nodes/%s/backoff.", e.App, e.Graph, n.Name), nil)
+		}
+	}
+	for i := range p.Nodes {
+		n := &p.Nodes[i]
+		for j := range n.Budgets {
+			b := &n.Budgets[j]
+			row, ok := nodes[n.Name].meters[b.ID]
+			if !ok {
+				continue
+			}
+			id := b.ID
+			add(wire.FindingVendor, n.Name, "", wire.SeverityInfo,
+				fmt.Sprintf("Budget %s of node %s: %s", b.ID, n.Name, row.Sentence()),
+				fmt.Sprintf("Gate paces at the vendor's limit (it last said so at %s) until %s unless the vendor says otherwise; if the vendor's limit is permanent, declare it (count %d), or ask the vendor for more.",
+					time.UnixMilli(row.At).UTC().Format(time.RFC3339), time.UnixMilli(row.Until).UTC().Format(time.RFC3339), row.Limit), &id)
 		}
 	}
 	for i := range p.Nodes {
@@ -291,6 +310,18 @@ func (in *Insight) nodeStates(ctx context.Context, e *plane.Entry, now time.Time
 	if err != nil {
 		problems = append(problems, "the backoff records ("+err.Error()+")")
 	}
+	var meterKeys []string
+	for i := range p.Nodes {
+		for j := range p.Nodes[i].Budgets {
+			if m := p.Nodes[i].Budgets[j].VendorMeter; m != nil {
+				meterKeys = append(meterKeys, m.Key)
+			}
+		}
+	}
+	meters, err := budget.ReadMeters(ctx, in.p.Client, in.p.Cfg.KVNamespace, meterKeys)
+	if err != nil {
+		problems = append(problems, "the vendor meter rows (kv getMany failed)")
+	}
 	for _, st := range p.Stages {
 		if _, ok := in.p.Pending(ctx, st.Source, st.Group); !ok {
 			problems = append(problems, fmt.Sprintf("the backlog of %s for %s", st.Source, st.Group))
@@ -321,6 +352,18 @@ func (in *Insight) nodeStates(ctx context.Context, e *plane.Entry, now time.Time
 		}
 		if b, ok := breakers[n.BreakerKey]; ok {
 			ns.breaker = &b
+		}
+		for j := range n.Budgets {
+			b := &n.Budgets[j]
+			if b.VendorMeter == nil {
+				continue
+			}
+			if row, ok := meters[b.VendorMeter.Key]; ok && row.Until > now.UnixMilli() {
+				if ns.meters == nil {
+					ns.meters = map[string]budget.MeterRow{}
+				}
+				ns.meters[b.ID] = row
+			}
 		}
 		out[n.Name] = ns
 	}

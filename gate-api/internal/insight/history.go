@@ -44,10 +44,29 @@ func (in *Insight) watchSummary(q *httpapi.Request) *httpapi.Refusal {
 	if bad != nil {
 		return bad
 	}
-	if e.Doc == nil || e.Doc.Watch == nil {
-		return httpapi.Refuse(http.StatusConflict, wire.CodeNotWatching, "graph '%s/%s' is not in Watch: it enforces its budgets; declare it with \"watch\": {\"durationSeconds\": N} at a higher version to observe it", e.App, e.Graph).Field("graph")
-	}
 	db := in.p.History()
+	if e.Doc != nil && e.Doc.Watch == nil && db != nil {
+		// Configure limits ended the session: its summary stays readable,
+		// read back from the change history.
+		ctx, cancel := in.p.HistoryContext(q)
+		defer cancel()
+		s, found, err := db.LastWatch(ctx, e.App, e.Graph)
+		if err != nil {
+			return in.p.HistoryRefusal(ctx, err)
+		}
+		if found {
+			sum, err := db.WatchSummary(ctx, e.App, e.Graph, e.Doc.NodeNames(), s.StartedAt, s.DurationSeconds, min(in.p.Clock.Now().UnixMilli(), s.EndedAt))
+			if err != nil {
+				return in.p.HistoryRefusal(ctx, err)
+			}
+			sum.EndedAt = &s.EndedAt
+			httpapi.WriteJSON(q.W, http.StatusOK, sum)
+			return nil
+		}
+	}
+	if e.Doc == nil || e.Doc.Watch == nil {
+		return httpapi.Refuse(http.StatusConflict, wire.CodeNotWatching, "graph '%s/%s' is not in Watch and its history records no finished Watch session: it enforces its budgets; declare it with \"watch\": {\"durationSeconds\": N} at a higher version to observe it", e.App, e.Graph).Field("graph")
+	}
 	if db == nil {
 		return httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeNoHistory, "no history: gate-api runs without PostgreSQL, so nothing was recorded; set PG_HOST (and run gate-recorder) to read a Watch summary")
 	}

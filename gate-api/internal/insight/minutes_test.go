@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/gate-api/internal/apitest"
+	"github.com/queen-mq/gate/libs/clock"
 	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/wire"
 )
@@ -17,9 +18,12 @@ import (
 // anything that is not one whole number is 422 naming minutes.
 func TestMinutesIsClampedOnEveryRoute(t *testing.T) {
 	t.Parallel()
-	h := apitest.New(t)
+	// The server's clock stands still mid-second, so every route reads
+	// the same until, and the recorder has handed over through that
+	// moment: a replay covers exactly the clamped minutes.
+	now := time.Now().Truncate(time.Second).Add(300 * time.Millisecond)
+	h := apitest.NewWith(t, apitest.Setup{Clock: clock.NewVirtual(now)})
 	db := h.WithHistory(t)
-	now := time.Now()
 	until := now.UnixMilli() / 60000 * 60000
 	session := now.Add(-48 * time.Hour).UnixMilli()
 	doc := watchDoc(h, session)
@@ -98,8 +102,12 @@ func containsByte(s string, c byte) bool {
 	return false
 }
 
-// replayedMinutes is a simulation's coverage in minutes, to the nearest
-// minute: coverage runs over whole recorded seconds, so its ends may sit up
-// to a second inside the requested range, which a truncating division would
-// read as a minute short.
-func replayedMinutes(c wire.Coverage) int64 { return (c.Until - c.Since + 30_000) / 60_000 }
+// replayedMinutes is a simulation's coverage in whole minutes; -1 when the
+// coverage is not a whole number of minutes (a second dropped or added at
+// either end).
+func replayedMinutes(c wire.Coverage) int64 {
+	if (c.Until-c.Since)%60_000 != 0 {
+		return -1
+	}
+	return (c.Until - c.Since) / 60_000
+}

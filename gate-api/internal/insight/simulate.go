@@ -114,7 +114,7 @@ func (in *Insight) simulate(q *httpapi.Request) *httpapi.Refusal {
 	}
 	ctx, cancel := in.p.HistoryContext(q)
 	defer cancel()
-	until := min(in.p.Clock.Now().UnixMilli(), endsAt) / 1000 * 1000
+	until := replayUntil(in.p.Clock.Now().UnixMilli(), endsAt)
 	since := max(until-minutes*60000, session)
 	recs, err := db.Recorders(ctx, e.App, e.Graph, n.Name, session)
 	if err != nil {
@@ -147,6 +147,19 @@ func (in *Insight) simulate(q *httpapi.Request) *httpapi.Refusal {
 	}
 	httpapi.WriteJSON(q.W, http.StatusOK, out)
 	return nil
+}
+
+// replayUntil is the end of a replayed range: the last complete second
+// before now, or the end of the Watch session rounded up to the second
+// (the relay hands over the items of the session's last, partial second
+// once that second is over), whichever comes first.
+func replayUntil(now, endsAt int64) int64 {
+	complete := now - now%1000
+	last := endsAt - endsAt%1000
+	if last < endsAt {
+		last += 1000
+	}
+	return min(complete, last)
 }
 
 func toSpans(recs []history.Recorder) []simulate.Recorder {
@@ -196,7 +209,7 @@ func (in *Insight) simulateCandidate(q *httpapi.Request) *httpapi.Refusal {
 	if db == nil {
 		return noHistory("Simulating a candidate")
 	}
-	until := min(in.p.Clock.Now().UnixMilli(), endsAt) / 1000 * 1000
+	until := replayUntil(in.p.Clock.Now().UnixMilli(), endsAt)
 	since := max(until-minutes*60000, session)
 	hctx, cancel := in.p.HistoryContext(q)
 	defer cancel()

@@ -157,6 +157,7 @@ func TestSimulateFromHistory(t *testing.T) {
 	db := h.WithHistory(t)
 	started := (time.Now().Add(-20*time.Minute).UnixMilli()/1000)*1000 + 400
 	s0 := started - 400 + 1000 // the first whole second of the session
+	first := started - 400     // the session's first, partial second
 	storeDoc(h, t, "w", watchDoc(h, started))
 
 	// 25 items at s0, recorded over 3 s: 10 per 1 s, cost 1.
@@ -165,7 +166,7 @@ func TestSimulateFromHistory(t *testing.T) {
 	if got.Items != 25 || got.DelayedItems != 15 || got.PeakBacklog != 15 || got.RemainingBacklog != 0 || got.DrainSeconds != 0 {
 		t.Fatalf("worked check 1: %+v", got)
 	}
-	if got.Coverage.Since != s0 || got.Coverage.Until != s0+3000 || got.HasKnownGaps || got.Effective.Count != 10 || got.Effective.Seconds != 1 || *got.DelayedPercent != 60 {
+	if got.Coverage.Since != first || got.Coverage.Until != s0+3000 || got.HasKnownGaps || got.Effective.Count != 10 || got.Effective.Seconds != 1 || *got.DelayedPercent != 60 {
 		t.Fatalf("worked check 1 coverage/effective: %+v", got)
 	}
 
@@ -191,6 +192,37 @@ func TestSimulateFromHistory(t *testing.T) {
 	}
 	// minutes is clamped, never refused for its size.
 	h.Expect(simulateGET(h, "w", simQuery("node", "costly", "count", "10", "timeMs", "10000", "subWindows", "1", "minutes", "99999")), 200)
+}
+
+// A short Watch replays what it recorded: 25 items relayed in the
+// recorder's first (partial) second and the 3 of the Watch's last, partial
+// second are all replayed, by GET and by POST …/simulate, and the coverage
+// counts both seconds (the first second used to be dropped: items 0).
+func TestShortWatchReplaysItsFirstAndLastSecond(t *testing.T) {
+	t.Parallel()
+	h := apitest.New(t)
+	db := h.WithHistory(t)
+	started := (time.Now().Add(-10*time.Minute).UnixMilli()/1000)*1000 + 700
+	doc := watchDoc(h, started)
+	doc["watch"] = map[string]any{"durationSeconds": 120, "startedAt": started}
+	storeDoc(h, t, "w", doc)
+	first := started - 700
+	ends := started + 120_000 // mid-second: the session's last second is partial
+	last := ends - 700
+	record(h, t, db, "w", "limit", "main", "r-short", started, started+30, ends, 0, [3]int64{first, 25, 25}, [3]int64{last, 3, 3})
+	got := simulation(h, t, simQuery("node", "limit", "count", "100", "timeMs", "1000"))
+	if got.Items != 28 || got.Coverage.Since != first || got.Coverage.Until != last+1000 || got.HasKnownGaps {
+		t.Fatalf("GET simulate of a short Watch: items %d over [%d, %d) gap %d, want 28 over [%d, %d) and no gap",
+			got.Items, got.Coverage.Since, got.Coverage.Until, got.Coverage.GapSeconds, first, last+1000)
+	}
+	a := h.Expect(h.Do("POST", "/api/apps/"+h.App+"/graphs/w/simulate", doc), 200)
+	var gs wire.GraphSimulation
+	if err := json.Unmarshal(a.Raw, &gs); err != nil {
+		t.Fatal(err)
+	}
+	if gs.Items != 28 || gs.Coverage.Since != first || gs.Coverage.Until != last+1000 {
+		t.Fatalf("POST simulate of a short Watch: items %d over [%d, %d), want 28 over [%d, %d)", gs.Items, gs.Coverage.Since, gs.Coverage.Until, first, last+1000)
+	}
 }
 
 // POST …/simulate compiles a candidate with the real compiler and

@@ -66,7 +66,8 @@ func (in *Insight) timeline(q *httpapi.Request) *httpapi.Refusal {
 		byNode[sn.Node] = append(byNode[sn.Node], sn)
 	}
 	for _, ev := range events {
-		out.Events = append(out.Events, wire.TimelineEvent{At: ev.At, Change: wire.ConfigChange{Label: ev.Change.Label, Version: int64(ev.Change.Version), Mode: ev.Change.Mode}})
+		out.Events = append(out.Events, wire.TimelineEvent{At: ev.At, Change: wire.ConfigChange{Label: ev.Change.Label, Version: int64(ev.Change.Version), Mode: ev.Change.Mode,
+			Node: ev.Change.Node, By: ev.Change.By, Reason: ev.Change.Reason, Seconds: ev.Change.Seconds}})
 	}
 	for i := range e.Plan.Nodes {
 		n := &e.Plan.Nodes[i]

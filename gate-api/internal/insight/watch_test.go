@@ -75,8 +75,21 @@ func TestWatchDeclareAnnotationsAndSummary(t *testing.T) {
 	h.Expect(h.Do("PUT", h.GraphURL("w"), h.Target("w", 100)), 409)
 	enforce := h.Target("w", 100)
 	enforce["version"] = 2
+	activated := time.Now().UnixMilli()
 	h.Expect(h.Do("PUT", h.GraphURL("w"), enforce), 200)
-	h.Expect(h.Do("GET", "/api/apps/"+h.App+"/graphs/w/watch", nil), 409)
+	// The finished session's summary stays readable after Configure limits
+	// (it was 409): read back from the change history, ended when the
+	// enforcing revision was stored.
+	ended := h.Expect(h.Do("GET", "/api/apps/"+h.App+"/graphs/w/watch", nil), 200)
+	if ended.Num("startedAt") != float64(stamped) || ended.Num("endsAt") != float64(stamped+900000) || ended.Num("endedAt") < float64(activated) || ended.Num("endedAt") > float64(time.Now().UnixMilli()) {
+		t.Fatalf("the finished session's summary: %s", ended.Raw)
+	}
+	h.Expect(h.Do("GET", "/api/graphs/w/watch", nil), 200)
+	// A graph that never watched has no session to read.
+	h.Expect(h.Do("PUT", h.GraphURL("never"), h.Target("never", 10)), 200)
+	if r := h.Expect(h.Do("GET", "/api/apps/"+h.App+"/graphs/never/watch", nil), 409); r.Str("code") != "not-watching" {
+		t.Fatalf("a graph that never watched: %s", r.Raw)
+	}
 	ev, err := db.ConfigEvents(t.Context(), h.App, "w", 0, 200)
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +112,8 @@ func TestDeclareSucceedsWithHistoryDown(t *testing.T) {
 	db := h.WithHistory(t)
 	db.Close()
 	h.Expect(h.Do("PUT", h.GraphURL("x"), h.Target("x", 100)), 200)
-	h.Expect(h.Do("GET", "/api/apps/"+h.App+"/graphs/x/watch", nil), 409)
+	// Whether x ever watched is in the history, which is down: said so, not guessed.
+	h.Expect(h.Do("GET", "/api/apps/"+h.App+"/graphs/x/watch", nil), 502)
 	w := watchTarget(h, "y", 1, 600)
 	h.Expect(h.Do("PUT", h.GraphURL("y"), w), 200)
 	h.Expect(h.Do("GET", "/api/rollups?target=y.limit", nil), 502)

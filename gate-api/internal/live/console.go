@@ -509,12 +509,18 @@ func (l *Live) targetsList(q *httpapi.Request) *httpapi.Refusal {
 	l.readDepths(ctx, reads)
 	out := wire.TargetPage{Items: make([]wire.TargetRow, 0, len(page)), Next: next, Matched: matched, Total: countListed(sorted)}
 	now := l.p.Clock.Now().UnixMilli()
+	held, heldOK := l.heldNodes(ctx, now)
 	for i, e := range page {
 		running, state, a, d := l.targetState(e)
 		row := wire.TargetRow{
 			Application: e.App, Name: e.Graph, Graph: e.Graph, Version: e.Plan.Version,
 			Running: running, Lanes: []wire.NameOnly{}, Paths: []wire.NameOnly{},
 			Admitted: a, Denied: d, State: state, At: now,
+		}
+		row.Mode, row.WatchEndsAt, row.ReadyForReview = watchState(e, now)
+		row.Held, row.BrokerRead = held.of(e), heldOK && !failed[i]
+		if !row.BrokerRead {
+			row.Held = []string{}
 		}
 		for _, pa := range e.Doc.Paths {
 			row.Paths = append(row.Paths, wire.NameOnly{Name: pa.Name})
@@ -691,6 +697,8 @@ func (l *Live) graphsList(q *httpapi.Request) *httpapi.Refusal {
 	}
 	l.readDepths(ctx, reads)
 	out := wire.GraphPage{Items: make([]wire.GraphRow, 0, len(page)), Next: next, Matched: matched, Total: countListed(sorted)}
+	now := l.p.Clock.Now().UnixMilli()
+	held, heldOK := l.heldNodes(ctx, now)
 	r := 0 // reads are in page, then stage order
 	for _, e := range page {
 		t := l.totalsOf(e)
@@ -699,6 +707,11 @@ func (l *Live) graphsList(q *httpapi.Request) *httpapi.Refusal {
 		row := wire.GraphRow{
 			Application: e.App, Name: e.Graph, Version: e.Plan.Version, Running: running,
 			Nodes: []wire.GraphRowNode{}, Edges: edges(e.Plan), Paths: viewPaths(e), Forwarded: fwd,
+		}
+		row.Mode, row.WatchEndsAt, row.ReadyForReview = watchState(e, now)
+		row.Held, row.BrokerRead = held.of(e), heldOK
+		if !heldOK {
+			row.Held = []string{}
 		}
 		// A node's waiting_for_budget counts each source queue once, at its
 		// largest group backlog (plane.NodeWaiting's rule): several paths'
@@ -835,4 +848,47 @@ func (l *Live) sharedBudgets(q *httpapi.Request) *httpapi.Refusal {
 	})
 	httpapi.WriteJSON(q.W, http.StatusOK, out)
 	return nil
+}
+
+// held is the nodes a live backoff holds, by application and graph.
+type held map[plane.GraphKey][]string
+
+// of is e's held nodes in name order (never nil).
+func (h held) of(e *plane.Entry) []string {
+	out := append([]string{}, h[plane.GraphKey{App: e.App, Graph: e.Graph}]...)
+	slices.Sort(out)
+	return out
+}
+
+// heldNodes reads every live breaker record of the namespace in one
+// listing (store.RecentBreakers) for a page of rows; ok is false when the
+// broker could not be read, so the rows say unknown instead of none.
+func (l *Live) heldNodes(ctx context.Context, now int64) (held, bool) {
+	recs, err := l.p.Store.RecentBreakers(ctx)
+	if err != nil {
+		return held{}, false
+	}
+	out := held{}
+	for _, b := range recs {
+		if b.Until() > now {
+			k := plane.GraphKey{App: b.Application, Graph: b.Graph}
+			if !slices.Contains(out[k], b.Node) {
+				out[k] = append(out[k], b.Node)
+			}
+		}
+	}
+	return out, true
+}
+
+// watchState is a row's mode, when its Watch ends and whether it is ready
+// for review (the Watch period is over; it still relays in Watch).
+func watchState(e *plane.Entry, now int64) (mode string, endsAt *int64, ready bool) {
+	if e.Doc == nil || e.Doc.Watch == nil {
+		return "enforce", nil, false
+	}
+	if e.Doc.Watch.StartedAt == nil {
+		return "watch", nil, false
+	}
+	end := *e.Doc.Watch.StartedAt + e.Doc.Watch.DurationSeconds*1000
+	return "watch", &end, now >= end
 }

@@ -3,6 +3,7 @@ package live_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
+	"github.com/queen-mq/gate/libs/wire"
 )
 
 // Backoff writes every unscoped counter of the node to its ceiling with a
@@ -231,4 +233,55 @@ func TestProductMetrics(t *testing.T) {
 		t.Fatalf("states %v: %.600s", states, a.Raw)
 	}
 	h.Expect(h.Do(http.MethodGet, "/v1/apps/nobody/metrics", nil), http.StatusNotFound)
+}
+
+// Who held or lifted a node by hand, and why, is recorded in the graph's
+// annotations (the markers of Traffic over time); a reason that is too long
+// or not text is refused before anything is held, and a lift without a
+// body still lifts.
+func TestBackoffReasonIsAnnotated(t *testing.T) {
+	t.Parallel()
+	h := apitest.New(t)
+	db := h.WithHistory(t)
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("airbnb"), h.Airbnb(3)), http.StatusOK)
+	url := h.GraphURL("airbnb") + "/nodes/photos/backoff"
+
+	if r := h.Do(http.MethodPost, url, map[string]any{"retryAfterSeconds": 5, "reason": strings.Repeat("r", 600)}); r.Status != http.StatusUnprocessableEntity || r.Str("field") != "reason" {
+		t.Fatalf("a 600-byte reason: %d %s", r.Status, r.Raw)
+	}
+	if r := h.Do(http.MethodDelete, url, map[string]any{"reason": "x", "why": "y"}); r.Status != http.StatusUnprocessableEntity || r.Str("field") != "why" {
+		t.Fatalf("a lift body with an unknown field: %d %s", r.Status, r.Raw)
+	}
+	h.Expect(h.Do(http.MethodPost, url, map[string]any{"retryAfterSeconds": 30, "by": "ann@example.com", "reason": " vendor 429 storm, INC-42 "}), http.StatusOK)
+	h.Expect(h.Do(http.MethodDelete, url, map[string]any{"by": "bob@example.com", "reason": "vendor recovered"}), http.StatusOK)
+	h.Expect(h.Do(http.MethodPost, url, map[string]any{"retryAfterSeconds": 5}), http.StatusOK)
+	h.Expect(h.Do(http.MethodDelete, url, nil), http.StatusOK)
+
+	events, err := db.ConfigEvents(t.Context(), h.App, "airbnb", 0, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range events {
+		if e.Change.Node != "" {
+			got = append(got, fmt.Sprintf("%s|%s|%s|%s|%d", e.Change.Label, e.Change.Node, e.Change.By, e.Change.Reason, e.Change.Seconds))
+		}
+	}
+	want := []string{ // newest first
+		"Backoff lifted|photos|||0",
+		"Backoff applied|photos|||5",
+		"Backoff lifted|photos|bob@example.com|vendor recovered|0",
+		"Backoff applied|photos|ann@example.com|vendor 429 storm, INC-42|30",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("backoff annotations:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	tl := apitest.DecodeAs[wire.Timeline](t, h.Expect(h.Do(http.MethodGet, "/api/apps/"+h.App+"/graphs/airbnb/timeline?minutes=60", nil), http.StatusOK))
+	found := false
+	for _, e := range tl.Events {
+		found = found || (e.Change.Label == "Backoff applied" && e.Change.Reason == "vendor 429 storm, INC-42" && e.Change.By == "ann@example.com" && e.Change.Node == "photos")
+	}
+	if !found {
+		t.Fatalf("the timeline does not carry the backoff annotation: %+v", tl.Events)
+	}
 }

@@ -31,6 +31,7 @@ func (l *Live) Routes(r *httpapi.Router) {
 	plane.Both(r, "graph-get", http.MethodGet, "/graphs/{name}", small, l.getGraph)
 	plane.Both(r, "target-get", http.MethodGet, "/targets/{name}", small, l.getGraph)
 	plane.Both(r, "backoff", http.MethodPost, "/graphs/{graph}/nodes/{node}/backoff", small, l.backoff)
+	plane.Both(r, "observe", http.MethodPost, "/graphs/{graph}/nodes/{node}/observe", observeBodyBytes, l.observe)
 	plane.Both(r, "backoff-lift", http.MethodDelete, "/graphs/{graph}/nodes/{node}/backoff", small, l.liftBackoff)
 	plane.Both(r, "eta", http.MethodGet, "/graphs/{graph}/nodes/{node}/eta", small, l.eta)
 	plane.Both(r, "target-eta", http.MethodGet, "/targets/{graph}/eta", small, l.eta)

@@ -284,3 +284,58 @@ func TestOverviewFleetFiguresAreSharedUntilTheyAgeOrTheGraphsChange(t *testing.T
 		t.Fatalf("overview right after a declare: %d graphs, want 2", ov.Graphs)
 	}
 }
+
+// The lists say what a graph is doing besides its numbers: Watch (and when
+// it ends, then ready for review) and the nodes a backoff holds, so a
+// held or watching graph is seen without opening it.
+func TestListsShowWatchReadyForReviewAndBackoff(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewVirtual(time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC))
+	h := apitest.NewWith(t, apitest.Setup{Clock: clk})
+	h.WithHistory(t)
+	watching := h.Target("w", 10)
+	watching["watch"] = map[string]any{"durationSeconds": 120}
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("w"), watching), http.StatusOK)
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("e"), h.Target("e", 10)), http.StatusOK)
+	h.Expect(h.Do(http.MethodPost, h.GraphURL("e")+"/nodes/limit/backoff", map[string]any{"retryAfterSeconds": 30}), http.StatusOK)
+	start := clk.Now().UnixMilli()
+
+	rows := func() (map[string]wire.TargetRow, map[string]wire.GraphRow) {
+		t.Helper()
+		tp := apitest.DecodeAs[wire.TargetPage](t, h.Expect(h.Do(http.MethodGet, "/api/targets", nil), http.StatusOK))
+		gp := apitest.DecodeAs[wire.GraphPage](t, h.Expect(h.Do(http.MethodGet, "/api/graphs", nil), http.StatusOK))
+		tr, gr := map[string]wire.TargetRow{}, map[string]wire.GraphRow{}
+		for _, r := range tp.Items {
+			tr[r.Name] = r
+		}
+		for _, r := range gp.Items {
+			gr[r.Name] = r
+		}
+		return tr, gr
+	}
+	tr, gr := rows()
+	if r := tr["w"]; r.Mode != "watch" || r.ReadyForReview || r.WatchEndsAt == nil || *r.WatchEndsAt != start+120000 || !r.BrokerRead {
+		t.Fatalf("a watching target's row: %+v", r)
+	}
+	if r := tr["e"]; r.Mode != "enforce" || r.WatchEndsAt != nil || !slices.Equal(r.Held, []string{"limit"}) || !r.BrokerRead {
+		t.Fatalf("a held target's row: %+v", r)
+	}
+	if r := gr["e"]; !slices.Equal(r.Held, []string{"limit"}) || r.Mode != "enforce" || !r.BrokerRead {
+		t.Fatalf("a held graph's row: %+v", r)
+	}
+	if r := gr["w"]; r.Mode != "watch" || r.ReadyForReview {
+		t.Fatalf("a watching graph's row: %+v", r)
+	}
+
+	clk.Advance(121 * time.Second)
+	tr, gr = rows()
+	if r := tr["w"]; !r.ReadyForReview || r.Mode != "watch" {
+		t.Fatalf("after its Watch period the target is ready for review: %+v", r)
+	}
+	if r := gr["w"]; !r.ReadyForReview {
+		t.Fatalf("after its Watch period the graph is ready for review: %+v", r)
+	}
+	if r := tr["e"]; len(r.Held) != 0 || r.Held == nil {
+		t.Fatalf("a backoff whose 30 s are over holds nothing: %+v", r)
+	}
+}

@@ -121,6 +121,7 @@ func (l *Live) graphView(q *httpapi.Request, e *plane.Entry) wire.GraphView {
 				ID: b.ID, Key: b.Key, ScopeBy: plane.Optional(b.ScopeBy), SharedKey: sharedKey(b),
 				Count: b.Count, TimeMs: b.TimeMs, SubWindows: b.SubWindows, CountSub: b.CountSub,
 				WindowSubSeconds: b.WindowSubSeconds, Confidence: b.Confidence, Ceilings: b.Ceilings,
+				WhenOp: nonNil(b.WhenOp),
 			}
 			if b.ScopeBy == "" && liveOK {
 				row := live[b.Key]
@@ -186,4 +187,12 @@ func sharedKey(b plan.Budget) *string {
 func waitingAt(ctx context.Context, p *plane.Plane, pl *plan.Plan, node string) int64 {
 	n, _ := p.NodeWaiting(ctx, pl, node)
 	return n
+}
+
+// nonNil is ops, or an empty list for none (the wire never says null).
+func nonNil(ops []string) []string {
+	if ops == nil {
+		return []string{}
+	}
+	return ops
 }

@@ -25,7 +25,8 @@ export function App() {
   const { path, search } = useLocation();
   const agent = useAgent();
   const route = match(path);
-  useEffect(() => { document.title = `Gate · ${titleOf(route.page)}`; }, [route.page]);
+  // A graph's pages name the graph and the tab themselves (pages/graph.tsx).
+  useEffect(() => { if (route.page !== "graph") document.title = `Gate · ${titleOf(route.page)}`; }, [route.page]);
 
   const section = route.page === "targets" || route.page === "new-target" ? "targets" : route.page === "overview" ? "overview" : "graphs";
   let body;

@@ -160,10 +160,100 @@ export interface Pushed {
   runningNote?: string;
 }
 
+/**
+ * ObserveBody is POST …/nodes/{node}/observe's request body: one vendor
+ * answer as the worker saw it.
+ */
+export interface ObserveBody {
+  /** Status is the answer's HTTP status. */
+  status: number;
+  /**
+   * Headers are its response headers, name to value (a value may be an
+   * array of strings for a header sent on several lines).
+   */
+  headers: Record<string, string>;
+  /**
+   * Budget names one mirrored budget of the node; absent observes every
+   * budget of the node that mirrors a vendor meter.
+   */
+  budget?: string;
+}
+
+/**
+ * Observed is the 200 answer of POST …/nodes/{node}/observe: what the
+ * vendor's answer did to each mirrored budget, and the backoff a 429 or
+ * 503 with Retry-After started.
+ */
+export interface Observed {
+  ok: boolean;
+  node: string;
+  /** Status is the observed answer's status. */
+  status: number;
+  budgets: ObservedBudget[];
+  /**
+   * Backoff is the backoff a refusal with Retry-After started (null
+   * otherwise).
+   */
+  backoff: Backoff | null;
+}
+
+/** ObservedBudget is one mirrored budget after an observation. */
+export interface ObservedBudget {
+  /** Budget is the budget's id and Headers the family it mirrors. */
+  budget: string;
+  headers: string;
+  /** Policy is the IETF policy or GitHub resource the answer spoke for. */
+  policy?: string;
+  /**
+   * Applied is false when the answer spoke for another policy or
+   * resource than the one mirrored (Note says which).
+   */
+  applied: boolean;
+  /**
+   * Declared is the plan's widest ceiling; Ceiling the effective one
+   * (at most Declared); Lowered says Ceiling < Declared.
+   */
+  declared: number;
+  ceiling: number;
+  lowered: boolean;
+  /**
+   * VendorLimit is the vendor's stated limit per the budget's window
+   * (0 when unstated); Since and Until bound the lowering (epoch ms, 0
+   * when not lowered).
+   */
+  vendorLimit: number;
+  since: number;
+  until: number;
+  /** Counter is the counter before; RaisedTo after a raise (0: none). */
+  counter: number;
+  raisedTo: number;
+  /**
+   * ResetRule says how X-RateLimit-Reset was read: seconds,
+   * epoch-seconds, epoch-ms, or delta (IETF t=).
+   */
+  resetRule?: string;
+  /** Note says, in a sentence, what the answer did. */
+  note: string;
+}
+
 /** BackoffBody is POST …/nodes/{node}/backoff's request body. */
 export interface BackoffBody {
   retryAfterSeconds: number;
   by?: string;
+  /**
+   * Reason is why the node is held (optional, at most 512 bytes): it is
+   * recorded with By in the graph's annotations (Traffic over time).
+   */
+  reason?: string;
+}
+
+/**
+ * BackoffLiftBody is DELETE …/nodes/{node}/backoff's optional body: who
+ * lifts the hold and why, recorded in the graph's annotations.
+ */
+export interface BackoffLiftBody {
+  by?: string;
+  reason?: string;
 }
 
 /** Backoff is the 200 answer of POST …/nodes/{node}/backoff. */
@@ -310,6 +400,105 @@ export interface MetricsPath {
 }
 
 /**
+ * Explanation is GET …/nodes/{node}/explain?scope=&op=&path=&partition=:
+ * why an item with that scope value and op waits at the node, and when it
+ * can go. It reads the broker only (no PostgreSQL).
+ */
+export interface Explanation {
+  at: number;
+  application: string;
+  graph: string;
+  node: string;
+  /**
+   * Path is the path the item is judged on (its ceilings are the path's
+   * share of each budget).
+   */
+  path: string;
+  /** Scope and Op are the item asked about (null when not given). */
+  scope: string | null;
+  op: string | null;
+  /** Cost is the cost the item is judged at: the node's cost.default. */
+  cost: number;
+  /**
+   * Counters are every counter the item would charge, in the node's
+   * budget order.
+   */
+  counters: ExplainCounter[];
+  /**
+   * Unjudged are the scoped budgets not judged because no scope value
+   * was given.
+   */
+  unjudged: string[];
+  /** Backoff is a backoff holding the node (null when none). */
+  backoff: ExplainBackoff | null;
+  /**
+   * Binding is the budget whose counter holds the item longest (null
+   * when every counter has room).
+   */
+  binding: string | null;
+  /**
+   * Partition is the partition asked about (null: none given). Ahead is
+   * the items pending before the item in it, AheadMax (without a
+   * partition) the most pending in any partition of the node's queue:
+   * the item is behind at most that many. Null when unreadable.
+   */
+  partition: string | null;
+  ahead: number | null;
+  aheadMax: number | null;
+  /**
+   * EarliestAdmission is a bound (no earlier than, epoch ms): every
+   * refusing counter's window over, any backoff over, and the items
+   * ahead through the unscoped counters at one ceiling per window.
+   */
+  earliestAdmission: number;
+  waitSeconds: number;
+  /** Sentence is the answer in one sentence (the console shows it). */
+  sentence: string;
+  assumes: string;
+}
+
+/** ExplainCounter is one counter an item would charge. */
+export interface ExplainCounter {
+  budget: string;
+  /** Kind is "unscoped", "scoped" or "shared". */
+  kind: string;
+  key: string;
+  value: number;
+  /**
+   * Ceiling is the item's path's ceiling; Widest the widest path's;
+   * Shares every path's ceiling.
+   */
+  ceiling: number;
+  widest: number;
+  shares: ExplainShare[];
+  windowSeconds: number;
+  /** FreesAt is the end of the live window (epoch ms; null: none live). */
+  freesAt: number | null;
+  /**
+   * Fits says an item of Cost would be charged now; Reason why not
+   * ("ceiling", "share" or "backoff"; null when it fits).
+   */
+  fits: boolean;
+  reason: string | null;
+  /** Binds marks the binding counter. */
+  binds: boolean;
+}
+
+/** ExplainShare is one path's ceiling on a counter. */
+export interface ExplainShare {
+  path: string;
+  ceiling: number;
+}
+
+/** ExplainBackoff is a backoff record holding a node. */
+export interface ExplainBackoff {
+  /** Until is when it lifts by itself (epoch ms). */
+  until: number;
+  retryAfterSeconds: number;
+  by?: string;
+}
+
+/**
  * Code is the stable machine code of a refusal: every error body gate-api
  * and gate-console write carries one in "code", next to the sentence in
  * "error". A client branches on the code (and the status), never on the
@@ -360,6 +549,8 @@ export interface MetricsPath {
  * - `scope-value-too-long`: the item's scope value would make its counter key longer than the broker's 512 bytes (field, budget, room, bytes).
  * - `max-attempts`: a re-entry's attempt is over the graph's maxAttempts: dead-letter the item (maxAttempts).
  * - `no-unscoped-budget`: a backoff names a node with only scoped budgets, which has no window to spend.
+ * - `invalid-header`: an observed vendor answer carries a header Gate cannot read: malformed, negative, huge, dated, too long or too many (field names the header).
+ * - `no-vendor-meter`: an observe names a node (or budget) whose budgets mirror no vendor meter (vendorMeter in the document).
  * - `eta-unavailable`: the backlog or the counters an ETA needs could not be read from the broker.
  * - `gone`: the route was removed (the pop and the leases): the sentence says what replaces it (queue when there is one).
  * - `declare-refused`: the document was refused by a declare rule (rule, rules, problems; 409 for version-bump, version-order and ingress-owner), or could not be read as a document at all (rule document).
@@ -449,6 +640,8 @@ export type Code =
   | "scope-value-too-long"
   | "max-attempts"
   | "no-unscoped-budget"
+  | "invalid-header"
+  | "no-vendor-meter"
   | "eta-unavailable"
   | "gone"
   | "declare-refused"
@@ -1049,6 +1242,13 @@ export interface WatchSummary {
   nodes: WatchNode[];
   /** ResolutionSeconds is 60: the summary is per complete minute. */
   resolutionSeconds: number;
+  /**
+   * EndedAt is set when the graph has left Watch (limits configured):
+   * the summary is of its last finished session, read back from the
+   * change history, up to when the revision that ended it was stored
+   * (Unix ms). Null while the graph is in Watch.
+   */
+  endedAt: number | null;
 }
 
 /** WatchNode is one node of a Watch summary. */
@@ -1262,6 +1462,15 @@ export interface ConfigChange {
   label: string;
   version: number;
   mode: string;
+  /**
+   * Node, By, Reason and Seconds are set on a backoff annotation
+   * ("Backoff applied" / "Backoff lifted"): the node, who held or lifted
+   * it, the reason they gave (optional) and the hold in seconds.
+   */
+  node?: string;
+  by?: string;
+  reason?: string;
+  seconds?: number;
 }
 
 /** IncomingSeries is a node's incoming estimate. */
@@ -1675,6 +1884,26 @@ export interface TargetRow {
   /** Backlog is Σ first-hop stage group pending. */
   backlog: number;
   at: number;
+  /**
+   * Mode is "watch" or "enforce"; WatchEndsAt is when a Watch ends (Unix
+   * ms; null when enforcing or not started) and ReadyForReview is true
+   * once it has: still relaying in Watch until limits are configured.
+   */
+  mode: string;
+  watchEndsAt: number | null;
+  readyForReview: boolean;
+  /**
+   * Held are the nodes a live backoff (breaker record) holds now, in
+   * name order; empty when none does or when the broker could not be
+   * read (then BrokerRead is false).
+   */
+  held: string[];
+  /**
+   * BrokerRead is false when this row's live reads from the broker
+   * failed: its live numbers (worst budget, backlog, held) are unknown,
+   * not zero or none.
+   */
+  brokerRead: boolean;
 }
 
 /** NameOnly is {name}. */
@@ -1693,6 +1922,26 @@ export interface GraphRow {
   paths: ViewPath[];
   /** Forwarded is Σ forwarded at the graph's last hops. */
   forwarded: number;
+  /**
+   * Mode is "watch" or "enforce"; WatchEndsAt is when a Watch ends (Unix
+   * ms; null when enforcing or not started) and ReadyForReview is true
+   * once it has: still relaying in Watch until limits are configured.
+   */
+  mode: string;
+  watchEndsAt: number | null;
+  readyForReview: boolean;
+  /**
+   * Held are the nodes a live backoff (breaker record) holds now, in
+   * name order; empty when none does or when the broker could not be
+   * read (then BrokerRead is false).
+   */
+  held: string[];
+  /**
+   * BrokerRead is false when this row's live reads from the broker
+   * failed: its live numbers (worst budget, backlog, held) are unknown,
+   * not zero or none.
+   */
+  brokerRead: boolean;
 }
 
 /** GraphRowNode is one node of a GraphRow. */
@@ -2041,6 +2290,8 @@ export interface ViewBudget {
   key: string;
   scopeBy: string | null;
   sharedKey: string | null;
+  /** WhenOp are the ops the budget applies to (empty: every op). */
+  whenOp: string[];
   count: number;
   timeMs: number;
   subWindows: number;

@@ -203,6 +203,20 @@ func (c *Client) Backoff(ctx context.Context, app, graph, node string, seconds i
 	return err
 }
 
+// Observe reports one vendor answer (its status and response headers) on
+// node: the node's mirrored budgets follow the vendor's meter.
+func (c *Client) Observe(ctx context.Context, app, graph, node string, body wire.ObserveBody) (wire.Observed, error) {
+	b, err := c.do(ctx, http.MethodPost, graphPath(app, graph)+"/nodes/"+url.PathEscape(node)+"/observe", body)
+	if err != nil {
+		return wire.Observed{}, err
+	}
+	var o wire.Observed
+	if err := json.Unmarshal(b, &o); err != nil {
+		return wire.Observed{}, fmt.Errorf("decoding the observe answer: %w", err)
+	}
+	return o, nil
+}
+
 // Write is how a declare, restore or delete is sent: its preconditions
 // (RFC 9110) and whether it is a dry run. The zero value is an
 // unconditional write.

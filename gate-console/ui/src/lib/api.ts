@@ -13,12 +13,25 @@ export class ApiError extends Error {
   get missing() { return this.status === 404 && (!this.body || this.body.code === "route-not-found" || /^no route /.test(this.message)); }
 }
 
-async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
+/** The preconditions of a write (RFC 9110): create means create, an edit writes over exactly what it read. */
+export type Pre = { ifNoneMatch: "*" } | { ifMatch: string } | null;
+
+function preHeaders(pre: Pre | undefined): Record<string, string> {
+  if (!pre) return {};
+  return "ifNoneMatch" in pre ? { "If-None-Match": "*" } : { "If-Match": pre.ifMatch };
+}
+
+async function request<T>(method: string, url: string, body?: unknown, pre?: Pre): Promise<T> {
+  return (await requestTagged<T>(method, url, body, pre)).data;
+}
+
+/** A request whose answer's ETag header matters (a graph read before an edit). */
+async function requestTagged<T>(method: string, url: string, body?: unknown, pre?: Pre): Promise<{ data: T; etag: string | null }> {
   let res: Response;
   try {
     res = await fetch(url, {
       method,
-      headers: body === undefined ? { Accept: "application/json" } : { Accept: "application/json", "Content-Type": "application/json" },
+      headers: { ...(body === undefined ? { Accept: "application/json" } : { Accept: "application/json", "Content-Type": "application/json" }), ...preHeaders(pre) },
       body: body === undefined ? undefined : JSON.stringify(body),
       credentials: "same-origin",
     });
@@ -32,7 +45,7 @@ async function request<T>(method: string, url: string, body?: unknown): Promise<
     const eb = parsed && typeof parsed === "object" && "error" in (parsed as object) ? (parsed as W.ErrorBody) : null;
     throw new ApiError(res.status, eb?.error ?? (text.trim() || res.statusText), eb);
   }
-  return parsed as T;
+  return { data: parsed as T, etag: res.headers.get("ETag") };
 }
 
 const seg = encodeURIComponent;
@@ -60,12 +73,29 @@ export const api = {
     if (q.subWindows) p.set("subWindows", String(q.subWindows));
     return request<W.Simulation>("GET", `${g(app, graph)}/simulate?${p}`);
   },
+  explain: (app: string, graph: string, node: string, q: { scope?: string; op?: string; path?: string; partition?: string }) => {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== "") p.set(k, v);
+    return request<W.Explanation>("GET", `${g(app, graph)}/nodes/${seg(node)}/explain?${p}`);
+  },
   simulateGraph: (app: string, graph: string, doc: unknown, minutes: number) => request<W.GraphSimulation>("POST", `${g(app, graph)}/simulate?minutes=${minutes}`, doc),
-  declare: (app: string, graph: string, doc: unknown) => request<W.DeclareResponse>("PUT", v1(app, graph), doc),
-  remove: (app: string, graph: string) => request<{ ok: boolean }>("DELETE", v1(app, graph)),
-  backoff: (app: string, graph: string, node: string, retryAfterSeconds: number, by: string) =>
-    request<W.BackoffResponse>("POST", `${v1(app, graph)}/nodes/${seg(node)}/backoff`, { retryAfterSeconds, by }),
-  lift: (app: string, graph: string, node: string) => request<{ ok: boolean; cleared: string[] }>("DELETE", `${v1(app, graph)}/nodes/${seg(node)}/backoff`),
+  /** The graph view with the stored document's ETag (what an edit sends as If-Match). */
+  graphTagged: async (app: string, graph: string) => {
+    const r = await requestTagged<W.GraphView>("GET", v1(app, graph));
+    return { view: r.data, etag: r.etag };
+  },
+  /** PUT …?dryRun=true: every check a PUT runs and the diff against what is stored; nothing is stored. */
+  dryRun: (app: string, graph: string, doc: unknown, pre: Pre) => request<W.DryRun>("PUT", `${v1(app, graph)}?dryRun=true`, doc, pre),
+  declare: (app: string, graph: string, doc: unknown, pre: Pre) => request<W.DeclareResponse>("PUT", v1(app, graph), doc, pre),
+  remove: (app: string, graph: string, etag: string | null) => request<W.Deleted>("DELETE", v1(app, graph), undefined, etag ? { ifMatch: etag } : null),
+  versions: (app: string, graph: string, cursor = "") => request<W.GraphVersionPage>("GET", `${g(app, graph)}/versions?limit=50${cursor ? `&cursor=${seg(cursor)}` : ""}`),
+  revision: (app: string, graph: string, revision: number) => request<W.GraphRevision>("GET", `${g(app, graph)}/versions/${revision}`),
+  restoreDryRun: (app: string, graph: string, revision: number, pre: Pre) => request<W.DryRun>("POST", `${v1(app, graph)}/versions/${revision}/restore?dryRun=true`, undefined, pre),
+  restore: (app: string, graph: string, revision: number, pre: Pre) => request<W.DeclareResponse>("POST", `${v1(app, graph)}/versions/${revision}/restore`, undefined, pre),
+  backoff: (app: string, graph: string, node: string, retryAfterSeconds: number, by: string, reason: string) =>
+    request<W.BackoffResponse>("POST", `${v1(app, graph)}/nodes/${seg(node)}/backoff`, reason ? { retryAfterSeconds, by, reason } : { retryAfterSeconds, by }),
+  lift: (app: string, graph: string, node: string, reason: string) =>
+    request<{ ok: boolean; cleared: string[] }>("DELETE", `${v1(app, graph)}/nodes/${seg(node)}/backoff`, reason ? { reason } : undefined),
   aiStatus: () => request<W.AIStatus>("GET", "/api/ai/status"),
   aiChat: (body: W.AIChatRequest) => request<W.AIChatReply>("POST", "/api/ai/chat", body),
   push: (app: string, graph: string, node: string, payload: object) => request<{ ok: boolean; pushed: number }>("POST", `${v1(app, graph)}/nodes/${seg(node)}/push`, { payload }),

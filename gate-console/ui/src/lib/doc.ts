@@ -7,7 +7,10 @@ export type Hop = string | string[];
 export interface DocBudget {
   id?: string; count: number; timeMs: number; subWindows?: number; scopeBy?: string; sharedKey?: string;
   whenOp?: string[]; confidence?: "documented" | "inferred" | "assumed"; source?: string; asOf?: string;
+  vendorMeter?: DocVendorMeter;
 }
+// DocVendorMeter: the budget follows the vendor's rate-limit headers (observe).
+export interface DocVendorMeter { headers: string; name?: string }
 export type DocCost = number | { path: string; default?: number; max?: number };
 export type DocIngress = boolean | { queue?: string; partitions?: number; http?: boolean; shed?: boolean };
 export type DocEgress = string | { queue: string; group?: string };
@@ -22,6 +25,7 @@ export type Num = number | null;
 export interface FormBudget {
   id: string | null; count: Num; timeMs: Num; subWindows: Num; scopeBy: string | null; sharedKey: string | null;
   whenOp: string[] | null; confidence: "" | "documented" | "inferred" | "assumed"; source: string | null; asOf: string | null;
+  vendorMeter: DocVendorMeter | null;
 }
 export interface FormNode {
   name: string;
@@ -49,7 +53,7 @@ export function isV1(doc: unknown): boolean {
 }
 
 export function emptyBudget(): FormBudget {
-  return { id: null, count: null, timeMs: null, subWindows: null, scopeBy: null, sharedKey: null, whenOp: null, confidence: "assumed", source: null, asOf: null };
+  return { id: null, count: null, timeMs: null, subWindows: null, scopeBy: null, sharedKey: null, whenOp: null, confidence: "assumed", source: null, asOf: null, vendorMeter: null };
 }
 export function emptyNode(name: string): FormNode {
   return {
@@ -63,6 +67,7 @@ export function formBudget(b: DocBudget): FormBudget {
   return {
     id: opt(b.id), count: opt(b.count), timeMs: opt(b.timeMs), subWindows: opt(b.subWindows), scopeBy: opt(b.scopeBy),
     sharedKey: opt(b.sharedKey), whenOp: opt(b.whenOp), confidence: b.confidence ?? "", source: opt(b.source), asOf: opt(b.asOf),
+    vendorMeter: b.vendorMeter ? { ...b.vendorMeter } : null,
   };
 }
 export function docBudget(b: FormBudget): DocBudget {
@@ -71,6 +76,7 @@ export function docBudget(b: FormBudget): DocBudget {
   put(bo, "scopeBy", b.scopeBy); put(bo, "sharedKey", b.sharedKey); put(bo, "whenOp", b.whenOp);
   if (b.confidence) bo.confidence = b.confidence;
   put(bo, "source", b.source); put(bo, "asOf", b.asOf);
+  if (b.vendorMeter) bo.vendorMeter = { ...b.vendorMeter };
   return bo as unknown as DocBudget;
 }
 

@@ -49,3 +49,31 @@ export function keepDraft(app: string, graph: string, base: number, doc: unknown
 export function dropDraft(app: string, graph: string, s?: DraftStore): void {
   store(s)?.removeItem(key(app, graph));
 }
+
+// A new graph's or the wizard's typed work, kept per tab (sessionStorage)
+// until it is created or discarded: a reload, a Back or a visit to
+// another page gives it back.
+const newKey = (kind: string) => `gate-new:${kind}`;
+
+/** The kept work of a create form (kind "graph" or "wizard"), or null. */
+export function readNew<T>(kind: string, s?: DraftStore): T | null {
+  const st = store(s);
+  const raw = st?.getItem(newKey(kind)) ?? null;
+  if (raw === null) return null;
+  try {
+    const v = JSON.parse(raw) as { at?: unknown; value?: unknown };
+    if (typeof v.at !== "number" || v.value === null || typeof v.value !== "object") throw new Error("not a draft");
+    return v.value as T;
+  } catch {
+    st?.removeItem(newKey(kind));
+    return null;
+  }
+}
+
+export function keepNew(kind: string, value: unknown, at: number, s?: DraftStore): void {
+  try { store(s)?.setItem(newKey(kind), JSON.stringify({ at, value })); } catch { /* storage full or refused */ }
+}
+
+export function dropNew(kind: string, s?: DraftStore): void {
+  store(s)?.removeItem(newKey(kind));
+}

@@ -2,11 +2,31 @@
 // document field it edits (data-at), so a rule refusal from the server or a
 // schema problem is shown at the field it names.
 import { createContext, useContext, useEffect, useState, type ReactNode } from "react";
-import type { Problem } from "../wire";
+import type { Problem, Resolved } from "../wire";
 import { emptyBudget, hopsText, parseHops, type FormBudget, type FormModel, type FormNode, type FormPath, type Num } from "./doc";
-import { windowText } from "./ui";
+import { duration, fmt, windowText } from "./ui";
 
 export const ProblemsContext = createContext<Problem[]>([]);
+
+/**
+ * What Gate will enforce for each budget, from the server's dry run of the
+ * draft (resolved.nodes[].budgets): the form's hints show it, never a
+ * number worked out here. Null until a dry run answered.
+ */
+export const EnforcedContext = createContext<Resolved | null>(null);
+
+function enforcedHint(r: Resolved | null, base: string, i: number, b: FormBudget): string {
+  if (!b.timeMs) return "at least 100";
+  const node = base.split("/")[2] ?? "";
+  const rb = r?.nodes.find((n) => n.node === node)?.budgets[i];
+  const whole = b.timeMs % 1000 === 0;
+  if (rb && rb.count === b.count && rb.timeMs === b.timeMs) {
+    const exact = rb.windowSubSeconds * 1000 * rb.subWindows === rb.timeMs;
+    return `${exact ? "enforced as" : "not whole seconds per sub-window: enforced tighter, as"} ${fmt(rb.countSub)} per ${fmt(rb.windowSubSeconds)} s × ${rb.subWindows} sub-window${rb.subWindows === 1 ? "" : "s"}`;
+  }
+  if (!whole) return `${fmt(b.timeMs)} ms is not whole seconds: Gate enforces whole-second sub-windows, tighter than declared; the review before saving shows the numbers`;
+  return `= ${duration(b.timeMs / 1000)}`;
+}
 
 /** Problems exactly at this pointer. */
 export function useProblemsAt(at: string) {
@@ -54,6 +74,7 @@ export function NumField({ label, at, value, onChange, help, min, max, step, req
 
 export function BudgetEditor({ budgets, onChange, base, canRemoveAll }: { budgets: FormBudget[]; onChange: (b: FormBudget[]) => void; base: string; canRemoveAll?: boolean }) {
   const set = (i: number, patch: Partial<FormBudget>) => onChange(budgets.map((b, j) => (j === i ? { ...b, ...patch } : b)));
+  const enforced = useContext(EnforcedContext);
   return (
     <div>
       <FieldErrors at={base} />
@@ -70,7 +91,7 @@ export function BudgetEditor({ budgets, onChange, base, canRemoveAll }: { budget
             <div className="fields">
               <TextField label="id" at={`${at}/id`} value={b.id} onChange={(v) => set(i, { id: v })} placeholder={`b${i}`} />
               <NumField label="count" at={`${at}/count`} value={b.count} onChange={(v) => set(i, { count: v })} required testid="budget-count" />
-              <NumField label="window (ms)" at={`${at}/timeMs`} value={b.timeMs} onChange={(v) => set(i, { timeMs: v })} required help={b.timeMs ? windowText(1, b.timeMs).replace(/^1 per /, "= ") : "at least 100"} />
+              <NumField label="window (ms)" at={`${at}/timeMs`} value={b.timeMs} onChange={(v) => set(i, { timeMs: v })} required help={<span data-testid="window-hint">{enforcedHint(enforced, base, i, b)}</span>} />
               <NumField label="sub-windows" at={`${at}/subWindows`} value={b.subWindows} onChange={(v) => set(i, { subWindows: v })} help="blank = Gate's default" />
               <TextField label="per payload field (scopeBy)" at={`${at}/scopeBy`} value={b.scopeBy} onChange={(v) => set(i, { scopeBy: v })} placeholder="payload.accountId" />
               <TextField label="only operations (whenOp)" at={`${at}/whenOp`} value={b.whenOp ? b.whenOp.join(", ") : null}
@@ -84,6 +105,19 @@ export function BudgetEditor({ budgets, onChange, base, canRemoveAll }: { budget
                 <TextField label="source" at={`${at}/source`} value={b.source} onChange={(v) => set(i, { source: v })} placeholder="https://…" />
                 <TextField label="as of" at={`${at}/asOf`} value={b.asOf} onChange={(v) => set(i, { asOf: v })} placeholder="2026-10-01" />
               </> : null}
+              <label className="field"><span className="name">follows the vendor's headers</span>
+                <select data-at={`${at}/vendorMeter`} data-testid="budget-vendor-meter" value={b.vendorMeter?.headers ?? ""}
+                  onChange={(e) => set(i, { vendorMeter: e.target.value === "" ? null : { ...(b.vendorMeter ?? {}), headers: e.target.value } })}>
+                  <option value="">no (the declared count only)</option>
+                  <option value="x-ratelimit">X-RateLimit-*</option>
+                  <option value="ratelimit">IETF RateLimit / RateLimit-Policy</option>
+                  <option value="github">GitHub (X-RateLimit-* with -Resource)</option>
+                  {b.vendorMeter && !["", "x-ratelimit", "ratelimit", "github"].includes(b.vendorMeter.headers) ? <option value={b.vendorMeter.headers}>{b.vendorMeter.headers}</option> : null}
+                </select>
+                <span>workers report each answer to …/observe; Gate only ever goes lower than declared</span>
+                <FieldErrors at={`${at}/vendorMeter/headers`} /></label>
+              {b.vendorMeter ? <TextField label="policy or resource" at={`${at}/vendorMeter/name`} value={b.vendorMeter.name ?? null}
+                onChange={(v) => set(i, { vendorMeter: { headers: b.vendorMeter!.headers, ...(v === null ? {} : { name: v }) } })} placeholder="first policy / any resource" /> : null}
             </div>
             {budgets.length > 1 || canRemoveAll ? <button type="button" className="danger" onClick={() => onChange(budgets.filter((_, j) => j !== i))}>Remove budget</button> : null}
           </fieldset>

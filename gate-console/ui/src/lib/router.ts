@@ -1,12 +1,37 @@
 // A small history router: the path picks the page, the query string holds
 // the filters, the selected node and the time range so every view is a link.
-import { useCallback, useEffect, useState } from "react";
+import { useCallback, useEffect, useRef, useState } from "react";
 
 const listeners = new Set<() => void>();
 function emit() { listeners.forEach((l) => l()); }
 window.addEventListener("popstate", emit);
 
-export function navigate(to: string, replace = false) {
+// Unsaved work: a page that holds some registers a guard; leaving through a
+// link asks first, and closing or reloading the tab gets the browser's prompt.
+let leaveGuard: (() => string | null) | null = null;
+export function setLeaveGuard(g: (() => string | null) | null) { leaveGuard = g; }
+window.addEventListener("beforeunload", (e) => { if (leaveGuard?.()) { e.preventDefault(); e.returnValue = ""; } });
+
+/** Guard this page's unsaved work: why is the question asked before leaving, null when nothing is unsaved. */
+export function useLeaveGuard(why: string | null) {
+  const ref = useRef(why);
+  useEffect(() => { ref.current = why; });
+  useEffect(() => {
+    const g = () => ref.current;
+    leaveGuard = g;
+    return () => { if (leaveGuard === g) leaveGuard = null; };
+  }, []);
+}
+
+/** Whether leaving may go ahead (asks when the page holds unsaved work). */
+export function mayLeave(): boolean {
+  const why = leaveGuard?.();
+  return !why || window.confirm(why);
+}
+
+export function navigate(to: string, replace = false, force = false) {
+  if (!force && !mayLeave()) return;
+  if (!force) leaveGuard = null;
   if (replace) history.replaceState(null, "", to); else history.pushState(null, "", to);
   window.scrollTo(0, 0);
   emit();
@@ -42,7 +67,7 @@ export type Route =
   | { page: "new-target" }
   | { page: "graphs" }
   | { page: "new-graph" }
-  | { page: "graph"; app: string; graph: string; sub: "" | "edit" | "clone" | "guide" | "watch" | "why" | "traffic" }
+  | { page: "graph"; app: string; graph: string; sub: "" | "edit" | "clone" | "guide" | "watch" | "why" | "traffic" | "history" }
   | { page: "not-found" };
 
 export function match(path: string): Route {
@@ -54,7 +79,7 @@ export function match(path: string): Route {
   if (parts[0] === "graphs" && parts[1] === "new" && parts.length === 2) return { page: "new-graph" };
   if (parts[0] === "graphs" && (parts.length === 3 || parts.length === 4)) {
     const sub = (parts[3] ?? "") as "";
-    if (["", "edit", "clone", "guide", "watch", "why", "traffic"].includes(sub)) return { page: "graph", app: parts[1], graph: parts[2], sub };
+    if (["", "edit", "clone", "guide", "watch", "why", "traffic", "history"].includes(sub)) return { page: "graph", app: parts[1], graph: parts[2], sub };
   }
   return { page: "not-found" };
 }

@@ -11,11 +11,31 @@ export const useCanWrite = () => useContext(MeContext)?.role === "admin";
 export const fmt = (n: number | null | undefined, digits = 0) =>
   n === null || n === undefined || Number.isNaN(n) ? "—" : n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: 0 });
 export const pct = (n: number | null | undefined) => (n === null || n === undefined ? "—" : `${(n * 100).toFixed(n < 0.1 ? 1 : 0)}%`);
-export const when = (ms: number | null | undefined) => (ms ? new Date(ms).toLocaleString("en-GB", { hour12: false }) : "—");
+// Times carry their time zone and a relative form: "2026-12-02 11:14:03 UTC (3 min ago)".
+const stamp = new Intl.DateTimeFormat("en-CA", { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false, timeZoneName: "short" });
+export function absolute(ms: number): string {
+  const p = Object.fromEntries(stamp.formatToParts(new Date(ms)).map((x) => [x.type, x.value]));
+  return `${p.year}-${p.month}-${p.day} ${p.hour === "24" ? "00" : p.hour}:${p.minute}:${p.second} ${p.timeZoneName ?? ""}`.trim();
+}
+const rel = new Intl.RelativeTimeFormat("en", { numeric: "auto" });
+/** "3 min ago", "in 40 s" relative to now. */
+export function ago(ms: number, now = Date.now()): string {
+  const d = (ms - now) / 1000, a = Math.abs(d);
+  if (a < 45) return rel.format(Math.round(d), "second");
+  if (a < 2700) return rel.format(Math.round(d / 60), "minute");
+  if (a < 64800) return rel.format(Math.round(d / 3600), "hour");
+  return rel.format(Math.round(d / 86400), "day");
+}
+export const when = (ms: number | null | undefined) => (ms ? `${absolute(ms)} (${ago(ms)})` : "—");
+/** A time as an element: the full stamp, machine-readable. */
+export function Time({ ms }: { ms: number | null | undefined }) {
+  return ms ? <time dateTime={new Date(ms).toISOString()} title={new Date(ms).toISOString()}>{when(ms)}</time> : <>—</>;
+}
 export const clock = (ms: number) => new Date(ms).toLocaleTimeString("en-GB", { hour12: false, hour: "2-digit", minute: "2-digit" });
 export function duration(seconds: number | null | undefined): string {
   if (seconds === null || seconds === undefined) return "—";
-  if (seconds < 120) return `${Math.round(seconds)} s`;
+  if (seconds > 0 && seconds < 1) return `${fmt(seconds * 1000, 1)} ms`;
+  if (seconds < 120) return `${fmt(seconds, 3)} s`;
   if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
   if (seconds < 172800) return `${(seconds / 3600).toFixed(seconds % 3600 ? 1 : 0)} h`;
   return `${(seconds / 86400).toFixed(seconds % 86400 ? 1 : 0)} days`;

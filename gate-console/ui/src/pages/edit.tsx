@@ -3,14 +3,15 @@
 // through formToDoc/docToForm, which are exact inverses.
 import { useEffect, useMemo, useState } from "react";
 import type { GraphView, Problem } from "../wire";
-import { api, ApiError, useLoad } from "../lib/api";
+import { api, useLoad } from "../lib/api";
 import { cloneDoc, docToForm, formToDoc, isV1, jsonEqual, type FormModel, type GraphDoc } from "../lib/doc";
-import { dropDraft, keepDraft, readDraft } from "../lib/draft";
-import { GraphForm, ProblemsContext } from "../lib/form";
-import { graphHref, navigate, useQueryParam } from "../lib/router";
+import { dropDraft, dropNew, keepDraft, keepNew, readDraft, readNew } from "../lib/draft";
+import { EnforcedContext, GraphForm, ProblemsContext } from "../lib/form";
+import { graphHref, mayLeave, navigate, useLeaveGuard, useQueryParam } from "../lib/router";
 import { graphValidator } from "../lib/schema";
 import { reviewDraft } from "../lib/agent";
 import { ErrorState, Loading, useCanWrite, when } from "../lib/ui";
+import { keepSaved, SavePanel, usePreview, useSaveFlow } from "../lib/save";
 
 const starter: GraphDoc = {
   application: "", graph: "", version: 1, counters: { windowSeconds: 60 },
@@ -23,19 +24,20 @@ const starter: GraphDoc = {
 
 export function EditPage({ app, graph, clone }: { app: string | null; graph: string | null; clone?: boolean }) {
   const existing = app !== null && graph !== null;
-  const view = useLoad<GraphView | null>(() => (existing ? api.graph(app!, graph!) : Promise.resolve(null)), [app, graph]);
-  if (existing && view.loading && !view.data) return <Loading />;
-  if (existing && !view.data) return <ErrorState error={view.error!} what="the graph" />;
-  return <Editor key={`${app}/${graph}/${clone}`} view={view.data} clone={!!clone} />;
+  const read = useLoad<{ view: GraphView; etag: string | null } | null>(() => (existing ? api.graphTagged(app!, graph!) : Promise.resolve(null)), [app, graph]);
+  if (existing && read.loading && !read.data) return <Loading />;
+  if (existing && !read.data) return <ErrorState error={read.error!} what="the graph" />;
+  return <Editor key={`${app}/${graph}/${clone}`} view={read.data?.view ?? null} etag={read.data?.etag ?? null} clone={!!clone} />;
 }
 
-function Editor({ view, clone }: { view: GraphView | null; clone: boolean }) {
+function Editor({ view, etag, clone }: { view: GraphView | null; etag: string | null; clone: boolean }) {
   const canWrite = useCanWrite();
   const [mode] = useQueryParam("mode", "");
   const [from] = useQueryParam("from", "");
   const fromAI = !view && from === "ai" && reviewDraft() !== null;
   const [viewKind, setViewKind] = useQueryParam("view", "form");
   const isNew = !view || clone;
+  const title = clone ? `Clone ${view!.application}/${view!.graph}` : view ? `Edit ${view.application}/${view.graph}` : "New graph";
   const [cloneNote, setCloneNote] = useState<{ shared: string[]; egress: string[] } | null>(null);
   const [notes, setNotes] = useState<string[]>([]);
   // An existing graph's unsaved draft is kept per tab (lib/draft) so the Watch page can simulate it;
@@ -46,7 +48,7 @@ function Editor({ view, clone }: { view: GraphView | null; clone: boolean }) {
     return d && !jsonEqual(d.doc, drafted!.spec) ? d : null;
   });
   const [model, setModel] = useState<FormModel>(() => {
-    if (!view) return docToForm((fromAI && reviewDraft()) || starter);
+    if (!view) return docToForm((fromAI && reviewDraft()) || readNew<GraphDoc>("graph") || starter);
     const spec = view.spec as GraphDoc;
     if (clone) return docToForm(cloneDoc(spec, `${view.graph}-copy`).doc);
     const m = docToForm(restored ? restored.doc : spec);
@@ -63,8 +65,6 @@ function Editor({ view, clone }: { view: GraphView | null; clone: boolean }) {
   const [text, setText] = useState(() => JSON.stringify(formToDoc(model), null, 2));
   const [parseErr, setParseErr] = useState<string | null>(null);
   const [serverProblems, setServerProblems] = useState<Problem[]>([]);
-  const [saveErr, setSaveErr] = useState<ApiError | null>(null);
-  const [saving, setSaving] = useState(false);
 
   const doc = useMemo(() => formToDoc(model), [model]);
   useEffect(() => {
@@ -72,8 +72,23 @@ function Editor({ view, clone }: { view: GraphView | null; clone: boolean }) {
     if (jsonEqual(doc, drafted.spec)) dropDraft(drafted.app, drafted.graph);
     else keepDraft(drafted.app, drafted.graph, drafted.base, doc, Date.now());
   }, [doc]); // eslint-disable-line react-hooks/exhaustive-deps
+  // New graph keeps its typed work per tab until it is created.
+  const plainNew = !view && !fromAI;
+  const dropNewDraft = () => dropNew("graph");
+  useEffect(() => {
+    if (!plainNew) return;
+    if (jsonEqual(doc, starter)) dropNew("graph"); else keepNew("graph", doc, Date.now());
+  }, [doc]); // eslint-disable-line react-hooks/exhaustive-deps
+  const unsaved = view ? (clone ? true : !jsonEqual(doc, drafted?.spec)) : !jsonEqual(doc, starter);
+  useLeaveGuard(canWrite && unsaved ? `Leave ${title} without saving? ${plainNew || drafted ? "Your draft stays in this tab until you discard it." : "Your changes are lost."}` : null);
   const schemaProblems: Problem[] = useMemo(() => (isV1(doc) ? [] : graphValidator.validate(doc).map((p) => ({ rule: "schema", message: p.message, at: p.at }))), [doc]);
   const problems = [...serverProblems, ...schemaProblems];
+  const target = () => {
+    if (!isNew && view) return { app: view.application, graph: view.graph };
+    return { app: (model.application ?? "").trim() || "default", graph: (model.graph ?? "").trim() };
+  };
+  const previewAt = target();
+  const enforced = usePreview(canWrite && !schemaProblems.length && model.legacy === null, previewAt.app, previewAt.graph, doc);
 
   const toJSON = () => { setText(JSON.stringify(formToDoc(model), null, 2)); setParseErr(null); setViewKind("json"); };
   const fromJSON = (t: string): boolean => {
@@ -83,46 +98,42 @@ function Editor({ view, clone }: { view: GraphView | null; clone: boolean }) {
   const toForm = () => { if (fromJSON(text)) setViewKind("form"); };
   useEffect(() => { if (viewKind === "json") setText(JSON.stringify(formToDoc(model), null, 2)); }, []); // eslint-disable-line react-hooks/exhaustive-deps
 
-  const target = () => {
-    if (!isNew && view) return { app: view.application, graph: view.graph };
-    return { app: (model.application ?? "").trim() || "default", graph: (model.graph ?? "").trim() };
-  };
 
-  const save = async () => {
+  const flow = useSaveFlow((res) => {
+    const t = target();
+    if (drafted) dropDraft(drafted.app, drafted.graph);
+    if (isNew) dropNewDraft();
+    keepSaved(t.app, t.graph, res);
+    navigate(isNew ? graphHref(t.app, t.graph, "guide", "created=1") : graphHref(t.app, t.graph, "", "saved=1"), false, true);
+  }, (ae) => {
+    const ps = ae.body?.problems?.length ? ae.body.problems : ae.body?.field ? [{ rule: ae.body.rule ?? "", message: ae.message, at: `/${ae.body.field}` }] : [];
+    setServerProblems(ps);
+    // A refused save scrolls to and focuses the first problem; the summary is repeated by the button.
+    if (ps.length) window.setTimeout(() => focusAt(ps[0].at ?? ""), 0);
+  });
+
+  const save = () => {
     let current = model;
     if (viewKind === "json") {
       try { current = docToForm(JSON.parse(text)); setModel(current); } catch (e) { setParseErr((e as Error).message); return; }
     }
     const t = target();
-    if (!t.graph) { setServerProblems([{ rule: "name", message: "name the graph", at: "/graph" }]); return; }
-    setSaving(true); setSaveErr(null); setServerProblems([]);
-    let body = formToDoc(current);
-    try {
-      try {
-        await api.declare(t.app, t.graph, body);
-      } catch (e) {
-        const ae = e as ApiError;
-        const rules = ae.body?.rules ?? (ae.body?.rule ? [ae.body.rule] : []);
-        if (ae.status === 409 && rules.includes("version-bump") && current.legacy === null) {
-          // The server needs a higher version for this change: bump it and say so.
-          const old = view?.version ?? current.version ?? 0;
-          const bumped = { ...current, version: Math.max(old, current.version ?? 0) + 1 };
-          setModel(bumped); body = formToDoc(bumped);
-          if (viewKind === "json") setText(JSON.stringify(body, null, 2));
-          setNotes((n) => [...n, `Version bumped to ${bumped.version}: ${ae.message}`]);
-          await api.declare(t.app, t.graph, body);
-        } else throw e;
-      }
-      if (drafted) dropDraft(drafted.app, drafted.graph);
-      navigate(isNew ? graphHref(t.app, t.graph, "guide", "created=1") : graphHref(t.app, t.graph, "", "saved=1"));
-    } catch (e) {
-      const ae = e as ApiError;
-      setSaveErr(ae);
-      setServerProblems(ae.body?.problems?.length ? ae.body.problems : ae.body?.field ? [{ rule: ae.body.rule ?? "", message: ae.message, at: `/${ae.body.field}` }] : []);
-    } finally { setSaving(false); }
+    if (!t.graph) { setServerProblems([{ rule: "name", message: "name the graph", at: "/graph" }]); window.setTimeout(() => focusAt("/graph"), 0); return; }
+    if (schemaProblems.length) { window.setTimeout(() => focusAt(schemaProblems[0].at ?? ""), 0); return; }
+    setServerProblems([]);
+    void flow.check({ app: t.app, graph: t.graph, doc: formToDoc(current), create: isNew, etag });
+  };
+  const saveErr = flow.stage.kind === "failed" ? flow.stage.error : null;
+  const versionBump = saveErr?.status === 409 && (saveErr.body?.rules ?? (saveErr.body?.rule ? [saveErr.body.rule] : [])).includes("version-bump") && !isNew && model.legacy === null;
+  const raiseVersion = () => {
+    const next = Math.max(view?.version ?? 0, model.version ?? 0) + 1;
+    const m = { ...model, version: next };
+    setModel(m);
+    if (viewKind === "json") setText(JSON.stringify(formToDoc(m), null, 2));
+    setNotes((n) => [...n, `Version raised to ${next} by you; review and save again.`]);
+    flow.cancel();
   };
 
-  const title = clone ? `Clone ${view!.application}/${view!.graph}` : view ? `Edit ${view.application}/${view.graph}` : "New graph";
   return (
     <ProblemsContext.Provider value={problems}>
       <div className="spread">
@@ -157,7 +168,7 @@ function Editor({ view, clone }: { view: GraphView | null; clone: boolean }) {
           {serverProblems.length ? <ul>{serverProblems.map((p, i) => <li key={i}><code>[{p.rule}]</code> at <a href="#" onClick={(e) => { e.preventDefault(); focusAt(p.at ?? ""); }}>{p.at || "the document"}</a>: {p.message}</li>)}</ul> : <div>{saveErr.message}</div>}
         </div>
       ) : null}
-      {viewKind === "form" ? <GraphForm model={model} onChange={(m) => { setModel(m); }} isNew={isNew} /> : (
+      {viewKind === "form" ? <EnforcedContext.Provider value={enforced}><GraphForm model={model} onChange={(m) => { setModel(m); }} isNew={isNew} /></EnforcedContext.Provider> : (
         <div className="card">
           <label htmlFor="json-editor" className="small muted">Graph document (v2, JSON Schema draft 2020-12 from libs/schema)</label>
           <textarea id="json-editor" className="json" data-testid="json-editor" spellCheck={false} value={text} aria-invalid={!!parseErr || undefined}
@@ -168,14 +179,21 @@ function Editor({ view, clone }: { view: GraphView | null; clone: boolean }) {
           ) : <div className="small muted">Matches the schema. The server's rules (shares, sub-windows, ownership) are checked on save.</div>}
         </div>
       )}
+      <SavePanel flow={flow} verb={isNew ? "Create" : "Save"} />
+      {saveErr ? (
+        <div className="notice bad small" role="status" data-testid="save-summary">
+          Not saved (HTTP {saveErr.status}): {problems.length ? `${problems.length} problem${problems.length > 1 ? "s" : ""}, the first at ${problems[0].at || "the document"}: ${problems[0].message}` : saveErr.message}
+          {versionBump ? <div><button type="button" onClick={raiseVersion} data-testid="raise-version">Raise the version to {Math.max(view?.version ?? 0, model.version ?? 0) + 1}</button> (this change needs a version above the stored {view?.version}).</div> : null}
+        </div>
+      ) : null}
       <div className="row" style={{ marginTop: 14 }}>
-        {canWrite ? <button type="button" className="primary" disabled={saving} onClick={save} data-testid="save">{saving ? "Saving…" : isNew ? "Create graph" : "Save"}</button>
+        {canWrite ? <button type="button" className="primary" disabled={flow.busy || flow.stage.kind === "review"} onClick={save} data-testid="save">{flow.stage.kind === "checking" ? "Checking…" : isNew ? "Review and create" : "Review and save"}</button>
           : <span className="muted">Read-only: your account is not an administrator (GATE_ADMIN_EMAILS).</span>}
         {drafted && (view!.spec as GraphDoc).watch ? (
-          <button type="button" onClick={() => navigate(graphHref(view!.application, view!.graph, "watch"))} data-testid="simulate-draft"
+          <button type="button" onClick={() => navigate(graphHref(view!.application, view!.graph, "watch"), false, true)} data-testid="simulate-draft"
             title="Replays the Watch recording through this draft on the Watch page; nothing is saved">Simulate this draft</button>
         ) : null}
-        {view ? <a href={graphHref(view.application, view.graph)} className="button" data-testid="cancel" onClick={(e) => { e.preventDefault(); if (drafted) dropDraft(drafted.app, drafted.graph); navigate(graphHref(view.application, view.graph)); }}>Cancel</a> : null}
+        {view ? <a href={graphHref(view.application, view.graph)} className="button" data-testid="cancel" onClick={(e) => { e.preventDefault(); if (!mayLeave()) return; if (drafted) dropDraft(drafted.app, drafted.graph); navigate(graphHref(view.application, view.graph), false, true); }}>Cancel</a> : null}
         {schemaProblems.length ? <span className="small muted">{schemaProblems.length} schema problem{schemaProblems.length > 1 ? "s" : ""} shown at their fields</span> : null}
       </div>
     </ProblemsContext.Provider>

@@ -1,21 +1,27 @@
-import { useState } from "react";
-import type { GraphView, NodeView, StageCounters, StageView } from "../wire";
+import { useEffect, useState, type FormEvent } from "react";
+import type { Explanation, GraphView, NodeView, StageCounters, StageView } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
 import { Diagram } from "../lib/diagram";
 import { stageKey, useLiveCounters } from "../lib/live";
-import { graphHref, useQueryParam } from "../lib/router";
-import { BudgetBar, Empty, ErrorState, fmt, Link, Loading, pct, useCanWrite, useMe, when, windowText } from "../lib/ui";
+import { graphHref, navigate, useQueryParam } from "../lib/router";
+import { dropSaved, readSaved, storedBy } from "../lib/save";
+import { Warnings } from "../lib/diffview";
+import { ago, BudgetBar, Empty, ErrorState, fmt, Link, Loading, pct, useCanWrite, useMe, when, windowText } from "../lib/ui";
+import { HistoryPage } from "./history";
 import { EditPage } from "./edit";
 import { Guide } from "./guide";
 import { Traffic, WatchPage, Why } from "./insight";
 import { NO_RELAY } from "./targets";
 
-type Sub = "" | "edit" | "clone" | "guide" | "watch" | "why" | "traffic";
+type Sub = "" | "edit" | "clone" | "guide" | "watch" | "why" | "traffic" | "history";
 
 export function GraphPages({ app, graph, sub }: { app: string; graph: string; sub: Sub }) {
-  const view = useLoad(() => api.graph(app, graph), [app, graph], sub === "" ? 0 : 10000);
+  const tagged = useLoad(() => api.graphTagged(app, graph), [app, graph], sub === "" ? 0 : 10000);
+  const view = { ...tagged, data: tagged.data?.view ?? null };
   const isWatch = !!(view.data?.spec as { watch?: unknown } | undefined)?.watch;
-  const tabs: [Sub, string][] = [["", "Detail"], ["guide", "Integration guide"], ...(isWatch ? [["watch", "Watch"] as [Sub, string]] : []), ["why", "Why is traffic waiting?"], ["traffic", "Traffic over time"], ["edit", "Edit"], ["clone", "Clone"]];
+  const tabs: [Sub, string][] = [["", "Detail"], ["guide", "Integration guide"], ...(isWatch ? [["watch", "Watch"] as [Sub, string]] : []), ["why", "Why is traffic waiting?"], ["traffic", "Traffic over time"], ["history", "History"], ["edit", "Edit"], ["clone", "Clone"]];
+  const tabName = tabs.find(([s]) => s === sub)?.[1] ?? "Detail";
+  useEffect(() => { document.title = `Gate · ${app}/${graph} · ${tabName}`; }, [app, graph, tabName]);
   return (
     <>
       <div className="spread" style={{ marginBottom: 4 }}>
@@ -28,7 +34,9 @@ export function GraphPages({ app, graph, sub }: { app: string; graph: string; su
         {tabs.map(([s, label]) => <Link key={s} to={graphHref(app, graph, s)} aria-current={sub === s ? "page" : undefined}>{label}</Link>)}
       </nav>
       {view.error && !view.data ? <ErrorState error={view.error} what="the graph" /> : null}
-      {sub === "" ? (view.data ? <Detail initial={view.data} /> : view.loading ? <Loading /> : null) : null}
+      {sub !== "edit" && sub !== "clone" ? <SavedNotice app={app} graph={graph} /> : null}
+      {sub === "" ? (view.data ? <Detail initial={view.data} etag={tagged.data?.etag ?? null} /> : view.loading ? <Loading /> : null) : null}
+      {sub === "history" ? <HistoryPage app={app} graph={graph} /> : null}
       {sub === "edit" ? <EditPage app={app} graph={graph} /> : null}
       {sub === "clone" ? <EditPage app={app} graph={graph} clone /> : null}
       {sub === "guide" && view.data ? <Guide view={view.data} /> : null}
@@ -39,11 +47,55 @@ export function GraphPages({ app, graph, sub }: { app: string; graph: string; su
   );
 }
 
-function Detail({ initial }: { initial: GraphView }) {
+/** The last save's warnings stay on the graph's pages until dismissed. */
+function SavedNotice({ app, graph }: { app: string; graph: string }) {
+  const [note, setNote] = useState(() => readSaved(app, graph));
+  if (!note || !note.warnings.length) return null;
+  return (
+    <div data-testid="saved-warnings">
+      <Warnings warnings={note.warnings} testid="kept-warnings" title={`Saved version ${note.version} ${ago(note.at)}; Gate warned`} />
+      <button type="button" className="small" onClick={() => { dropSaved(app, graph); setNote(null); }} data-testid="dismiss-warnings">Dismiss the warnings</button>
+    </div>
+  );
+}
+
+/** Delete graph: the typed name confirms; the DELETE carries If-Match, so only what is shown is deleted. */
+function DeleteGraph({ app, graph, etag }: { app: string; graph: string; etag: string | null }) {
+  const [open, setOpen] = useState(false);
+  const [typed, setTyped] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [err, setErr] = useState<ApiError | null>(null);
+  const name = `${app}/${graph}`;
+  const del = async () => {
+    setBusy(true); setErr(null);
+    try {
+      await api.remove(app, graph, etag);
+      navigate(`/graphs?deleted=${encodeURIComponent(name)}`, false, true);
+    } catch (e) { setErr(e as ApiError); } finally { setBusy(false); }
+  };
+  if (!open) return <button type="button" className="danger" onClick={() => setOpen(true)} data-testid="delete-graph">Delete graph</button>;
+  return (
+    <section className="card" role="region" aria-label="Delete the graph" data-testid="delete-confirm" style={{ marginBottom: 14 }}>
+      <h2>Delete {name}?</h2>
+      <p className="small">The relays stop running it, its stored document is removed and producers pushing to it are refused. Its queues and their messages stay on the broker. {etag ? "Only the version shown here is deleted: a change made meanwhile is refused." : ""}</p>
+      <label className="field"><span className="name">Type {name} to confirm</span>
+        <input value={typed} onChange={(e) => setTyped(e.target.value)} data-testid="delete-typed" autoComplete="off" autoFocus /></label>
+      <div className="row" style={{ marginTop: 8 }}>
+        <button type="button" className="danger" disabled={busy || typed.trim() !== name} onClick={del} data-testid="delete-confirm-button">{busy ? "Deleting…" : `Delete ${name}`}</button>
+        <button type="button" onClick={() => { setOpen(false); setTyped(""); setErr(null); }}>Cancel</button>
+      </div>
+      {err ? err.status === 412 ? <div className="notice bad" role="alert" data-testid="delete-overtaken">{name} changed since this page read it ({storedBy(err.body)}); nothing was deleted. Reload the page, look at the change, and delete again if you still mean to.</div>
+        : <ErrorState error={err} what="the deletion" /> : null}
+    </section>
+  );
+}
+
+function Detail({ initial, etag }: { initial: GraphView; etag: string | null }) {
   const app = initial.application, graph = initial.graph;
   const [liveP, setLiveP] = useQueryParam("live", "1");
   const [node, setNode] = useQueryParam("node", initial.nodes[0]?.node ?? "");
   const [saved] = useQueryParam("saved", "");
+  const canWrite = useCanWrite();
   const live = liveP === "1";
   const stream = useLiveCounters(app, graph, live);
   // Polling: the view (budgets, lag, breaker) every 2 s while live or as the fallback; never while paused.
@@ -108,6 +160,7 @@ function Detail({ initial }: { initial: GraphView }) {
         </table></div>
       </section>
       <Plan v={v} />
+      {canWrite ? <section className="card danger-zone" style={{ marginTop: 14 }} aria-label="Delete"><DeleteGraph app={app} graph={graph} etag={etag} /></section> : null}
     </>
   );
 }
@@ -118,9 +171,28 @@ function NodePanel({ view, n, onChanged }: { view: GraphView; n: NodeView; onCha
   const [secs, setSecs] = useState("60");
   const [err, setErr] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
+  // Apply and Lift stop or release traffic: each asks first, with an optional reason recorded in the annotation.
+  const [asking, setAsking] = useState<"" | "apply" | "lift">("");
+  const [reason, setReason] = useState("");
   const held = n.breaker && n.breaker.until > Date.now() ? n.breaker : null;
-  const act = async (f: () => Promise<unknown>) => { setBusy(true); setErr(null); try { await f(); onChanged(); } catch (e) { setErr(e as ApiError); } finally { setBusy(false); } };
+  const watching = view.watching || !!(view.spec as { watch?: unknown } | undefined)?.watch;
+  const act = async (f: () => Promise<unknown>) => { setBusy(true); setErr(null); try { await f(); setAsking(""); setReason(""); onChanged(); } catch (e) { setErr(e as ApiError); } finally { setBusy(false); } };
   const unscoped = n.budgets.filter((b) => !b.scopeBy);
+  const seconds = Math.min(3600, Math.max(1, Math.round(Number(secs)) || 1));
+  const confirmBox = (what: "apply" | "lift") => (
+    <div className="notice warn" role="region" aria-label={what === "apply" ? "Confirm the backoff" : "Confirm lifting the backoff"} data-testid="backoff-confirm">
+      <strong>{what === "apply" ? `Hold every path through ${n.node} for ${seconds} s?` : `Lift the backoff of ${n.node} now?`}</strong>
+      <div className="small">{what === "apply" ? "Its window is spent at once: nothing is admitted through this node until the hold ends or is lifted." : "Its counters start a fresh window: traffic the vendor asked to hold flows again at once."}</div>
+      <label className="field"><span className="name">Reason (optional, recorded in the annotation)</span>
+        <input value={reason} onChange={(e) => setReason(e.target.value)} maxLength={256} data-testid="backoff-reason" placeholder="vendor 429 storm, ticket…" /></label>
+      <div className="row" style={{ marginTop: 6 }}>
+        <button type="button" className="danger" disabled={busy} data-testid="backoff-confirm-button"
+          onClick={() => act(() => what === "apply" ? api.backoff(view.application, view.graph, n.node, seconds, me?.email ?? "console", reason.trim()) : api.lift(view.application, view.graph, n.node, reason.trim()))}>
+          {what === "apply" ? "Apply backoff" : "Lift backoff"}</button>
+        <button type="button" onClick={() => { setAsking(""); setReason(""); }} data-testid="backoff-cancel">Cancel</button>
+      </div>
+    </div>
+  );
   return (
     <section className="card" data-testid="node-panel" aria-labelledby="np-h">
       <h2 id="np-h">Node {n.node}</h2>
@@ -132,16 +204,20 @@ function NodePanel({ view, n, onChanged }: { view: GraphView; n: NodeView; onCha
       <h3>Backoff</h3>
       {held ? (
         <div className="notice warn" data-testid="backoff-active">Backoff holding until {when(held.until)} ({held.retryAfterSeconds} s{held.by ? `, by ${held.by}` : ""}): every path through {n.node} waits.
-          {canWrite ? <div style={{ marginTop: 6 }}><button type="button" className="danger" disabled={busy} onClick={() => act(() => api.lift(view.application, view.graph, n.node))} data-testid="lift">Lift backoff now</button></div> : null}
+          {canWrite && asking !== "lift" ? <div style={{ marginTop: 6 }}><button type="button" className="danger" disabled={busy} onClick={() => setAsking("lift")} data-testid="lift">Lift backoff now…</button></div> : null}
         </div>
-      ) : <p className="small muted" data-testid="backoff-none">No backoff. {unscoped.length ? "A vendor's Retry-After reported to the backoff route spends this node's window." : "This node has only per-key budgets, so it has no breaker."}</p>}
-      {canWrite && !held && unscoped.length ? (
-        <div className="row">
-          <label className="field"><span className="name">Retry-After (s)</span><input value={secs} onChange={(e) => setSecs(e.target.value)} inputMode="numeric" data-testid="backoff-seconds" style={{ width: 90 }} /></label>
-          <button type="button" disabled={busy} onClick={() => act(() => api.backoff(view.application, view.graph, n.node, Number(secs) || 1, me?.email ?? "console"))} data-testid="backoff">Apply backoff</button>
-        </div>
+      ) : <p className="small muted" data-testid="backoff-none">No backoff. {watching ? "In Watch no budget is enforced, so there is no window to hold: Gate relays everything." : unscoped.length ? "A vendor's Retry-After reported to the backoff route spends this node's window." : n.budgets.length ? "This node has only per-key budgets, so it has no breaker." : "This node has no budgets, so it has no window to hold."}</p>}
+      {canWrite && held && asking === "lift" ? confirmBox("lift") : null}
+      {canWrite && !held && unscoped.length && !watching ? (
+        asking === "apply" ? confirmBox("apply") : (
+          <div className="row">
+            <label className="field"><span className="name">Retry-After (s)</span><input value={secs} onChange={(e) => setSecs(e.target.value)} inputMode="numeric" data-testid="backoff-seconds" style={{ width: 90 }} /></label>
+            <button type="button" disabled={busy} onClick={() => setAsking("apply")} data-testid="backoff">Apply backoff…</button>
+          </div>
+        )
       ) : null}
       {err ? <ErrorState error={err} what="the backoff" /> : null}
+      <ExplainBox view={view} n={n} />
       <h3>Budgets</h3>
       {n.budgets.length === 0 ? <p className="small muted">No budgets (Watch).</p> : (
         <div className="tablewrap"><table>
@@ -159,6 +235,51 @@ function NodePanel({ view, n, onChanged }: { view: GraphView; n: NodeView; onCha
         </table></div>
       )}
     </section>
+  );
+}
+
+/** "Why is this item waiting?": one scope value (and op, partition) explained by the server in a sentence, with every counter it would charge. */
+function ExplainBox({ view, n }: { view: GraphView; n: NodeView }) {
+  const scoped = n.budgets.filter((b) => b.scopeBy);
+  const ops = [...new Set(n.budgets.flatMap((b) => b.whenOp).filter((o) => o !== "*"))];
+  const [scope, setScope] = useState("");
+  const [op, setOp] = useState("");
+  const [partition, setPartition] = useState("");
+  const [ans, setAns] = useState<Explanation | null>(null);
+  const [err, setErr] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const ask = async (e: FormEvent) => {
+    e.preventDefault();
+    setBusy(true); setErr(null);
+    try { setAns(await api.explain(view.application, view.graph, n.node, { scope: scoped.length ? scope : undefined, op, partition })); } catch (x) { setAns(null); setErr(x as ApiError); } finally { setBusy(false); }
+  };
+  return (
+    <>
+      <h3>Why is this item waiting?</h3>
+      <form className="row" onSubmit={ask} data-testid="explain-form" role="search" aria-label={`explain an item at node ${n.node}`}>
+        {scoped.length ? <label className="field"><span className="name">{scoped.map((b) => b.scopeBy).filter((v, i, a) => a.indexOf(v) === i).join(" / ")}</span><input value={scope} onChange={(e) => setScope(e.target.value)} placeholder="scope value" data-testid="explain-scope" /></label> : null}
+        {ops.length ? <label className="field"><span className="name">op</span><select value={op} onChange={(e) => setOp(e.target.value)} data-testid="explain-op"><option value="">any op</option>{ops.map((o) => <option key={o} value={o}>{o}</option>)}</select></label> : null}
+        <label className="field"><span className="name">partition</span><input value={partition} onChange={(e) => setPartition(e.target.value)} placeholder="optional" data-testid="explain-partition" style={{ width: 120 }} /></label>
+        <button type="submit" disabled={busy} data-testid="explain">Explain</button>
+      </form>
+      {err ? <ErrorState error={err} what="the explanation" /> : null}
+      {ans ? (
+        <div className="notice" data-testid="explain-answer">
+          <p data-testid="explain-sentence">{ans.sentence.charAt(0).toUpperCase() + ans.sentence.slice(1)}.</p>
+          <div className="tablewrap"><table className="small">
+            <thead><tr><th>counter</th><th>kind</th><th>used</th><th>frees</th><th></th></tr></thead>
+            <tbody>{ans.counters.map((c) => (
+              <tr key={c.key} data-binds={c.binds ? "yes" : "no"}>
+                <td>{c.budget}{c.binds ? <span className="badge warn"> binds</span> : null}</td><td>{c.kind}</td>
+                <td className="num">{fmt(c.value)} of {fmt(c.ceiling)}{c.widest > c.ceiling ? ` (widest ${fmt(c.widest)})` : ""}</td>
+                <td>{c.freesAt ? when(c.freesAt) : "—"}</td><td>{c.fits ? "room" : c.reason}</td>
+              </tr>
+            ))}</tbody>
+          </table></div>
+          {ans.unjudged.length ? <p className="small muted">Not judged without a scope value: {ans.unjudged.join(", ")}.</p> : null}
+        </div>
+      ) : null}
+    </>
   );
 }
 

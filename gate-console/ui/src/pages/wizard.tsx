@@ -1,11 +1,12 @@
 // New target: four steps (application and name; queues; limits or Watch;
 // review), one PUT, then the integration guide.
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import type { Problem } from "../wire";
-import { api, ApiError } from "../lib/api";
-import { docBudget, formBudget, templates, WATCH_MAX, WATCH_MIN, wizardDoc, type FormBudget, type Template } from "../lib/doc";
-import { BudgetEditor, FieldErrors, NumField, ProblemsContext, TextField } from "../lib/form";
-import { graphHref, navigate, useQueryParam } from "../lib/router";
+import { docBudget, formBudget, jsonEqual, templates, WATCH_MAX, WATCH_MIN, wizardDoc, type FormBudget, type Template } from "../lib/doc";
+import { dropNew, keepNew, readNew } from "../lib/draft";
+import { BudgetEditor, EnforcedContext, FieldErrors, NumField, ProblemsContext, TextField } from "../lib/form";
+import { graphHref, navigate, useLeaveGuard, useQueryParam } from "../lib/router";
+import { keepSaved, SavePanel, usePreview, useSaveFlow } from "../lib/save";
 import { graphValidator } from "../lib/schema";
 import { duration, useCanWrite } from "../lib/ui";
 
@@ -14,24 +15,30 @@ const units = { minutes: 60, hours: 3600, days: 86400 } as const;
 /** The wizard step that edits the field at this JSON pointer. */
 const stepOf = (at: string) => (at === "/application" || at === "/graph" ? 1 : /\/(ingress|egress)/.test(at) ? 2 : /\/(budgets|watch)/.test(at) ? 3 : 4);
 
+interface WizardState {
+  application: string | null; name: string | null; ingressKind: "gate" | "yours"; ingressQueue: string | null; partitions: number | null;
+  egressQueue: string | null; egressGroup: string | null; mode: "enforce" | "watch"; template: Template; budgets: FormBudget[];
+  watchN: number | null; watchUnit: keyof typeof units;
+}
+const initialWizard = (): WizardState => ({
+  application: "default", name: null, ingressKind: "gate", ingressQueue: null, partitions: null, egressQueue: null, egressGroup: "workers",
+  mode: "enforce", template: "global", budgets: templates.global.budgets.map(formBudget), watchN: 1, watchUnit: "days",
+});
+
 export function NewTarget() {
   const canWrite = useCanWrite();
-  const [stepS, setStep] = useQueryParam("step", "1");
+  const [stepS] = useQueryParam("step", "1");
   const step = Math.min(4, Math.max(1, Number(stepS) || 1));
-  const [application, setApplication] = useState<string | null>("default");
-  const [name, setName] = useState<string | null>(null);
-  const [ingressKind, setIngressKind] = useState<"gate" | "yours">("gate");
-  const [ingressQueue, setIngressQueue] = useState<string | null>(null);
-  const [partitions, setPartitions] = useState<number | null>(null);
-  const [egressQueue, setEgressQueue] = useState<string | null>(null);
-  const [egressGroup, setEgressGroup] = useState<string | null>("workers");
-  const [mode, setMode] = useState<"enforce" | "watch">("enforce");
-  const [template, setTemplate] = useState<Template>("global");
-  const [budgets, setBudgets] = useState<FormBudget[]>(templates.global.budgets.map(formBudget));
-  const [watchN, setWatchN] = useState<number | null>(1);
-  const [watchUnit, setWatchUnit] = useState<keyof typeof units>("days");
-  const [saving, setSaving] = useState(false);
-  const [err, setErr] = useState<ApiError | null>(null);
+  // The typed work is kept per tab (sessionStorage) until the target is created.
+  const [w, setW] = useState<WizardState>(() => ({ ...initialWizard(), ...(readNew<Partial<WizardState>>("wizard") ?? {}) }));
+  const field = <K extends keyof WizardState>(k: K) => (v: WizardState[K]) => setW((cur) => ({ ...cur, [k]: v }));
+  const { application, name, ingressKind, ingressQueue, partitions, egressQueue, egressGroup, mode, template, budgets, watchN, watchUnit } = w;
+  const [setApplication, setName, setIngressKind, setIngressQueue, setPartitions, setEgressQueue, setEgressGroup, setMode, setBudgets, setWatchN, setWatchUnit] =
+    [field("application"), field("name"), field("ingressKind"), field("ingressQueue"), field("partitions"), field("egressQueue"), field("egressGroup"), field("mode"), field("budgets"), field("watchN"), field("watchUnit")];
+  useEffect(() => {
+    if (jsonEqual(w, initialWizard())) dropNew("wizard"); else keepNew("wizard", w, Date.now());
+  }, [w]);
+  useLeaveGuard(canWrite && !jsonEqual(w, initialWizard()) ? "Leave New target without creating it? What you typed stays in this tab until you create or discard it." : null);
 
   const watchSeconds = (watchN ?? 0) * units[watchUnit];
   const doc = wizardDoc({
@@ -39,24 +46,39 @@ export function NewTarget() {
     egressQueue: egressQueue ?? "", egressGroup: egressGroup ?? "", mode, watchSeconds, budgets: mode === "watch" ? [] : budgets.map(docBudget),
   });
   const schema: Problem[] = graphValidator.validate(doc).map((p) => ({ rule: "schema", message: p.message, at: p.at }));
+  const flow = useSaveFlow((res) => {
+    const app = application || "default", graph = name ?? "";
+    dropNew("wizard");
+    keepSaved(app, graph, res);
+    navigate(graphHref(app, graph, "guide", "created=1"), false, true);
+  });
+  const err = flow.stage.kind === "failed" ? flow.stage.error : null;
   const server: Problem[] = err?.body?.problems ?? [];
   // A step's schema problems show once the user has tried to leave it.
   const [tried, setTried] = useState<number[]>([]);
   const problems = [...server, ...schema.filter((p) => tried.includes(stepOf(p.at ?? "")))];
   const blocking = (s: number) => schema.filter((p) => stepOf(p.at ?? "") === s);
 
-  const pick = (t: Template) => { setTemplate(t); setBudgets(templates[t].budgets.map(formBudget)); };
-  const create = async () => {
+  const enforced = usePreview(canWrite && step >= 3 && mode === "enforce" && !schema.length, application || "default", name ?? "", doc);
+  const pick = (t: Template) => setW((cur) => ({ ...cur, template: t, budgets: templates[t].budgets.map(formBudget) }));
+  const create = () => {
     if (schema.length) { setTried([1, 2, 3, 4]); return; }
-    setSaving(true); setErr(null);
-    try {
-      await api.declare(application || "default", name ?? "", doc);
-      navigate(graphHref(application || "default", name ?? "", "guide", "created=1"));
-    } catch (e) { setErr(e as ApiError); } finally { setSaving(false); }
+    void flow.check({ app: application || "default", graph: name ?? "", doc, create: true, etag: null });
   };
+  const discard = () => {
+    if (!window.confirm("Discard what you typed in New target?")) return;
+    dropNew("wizard");
+    flow.cancel();
+    setW(initialWizard());
+    navigate("/targets/new", true, true);
+  };
+  // Each step is a history entry: the browser's Back walks the steps, and the typed work stays.
   const go = (s: number) => {
     if (s > step && blocking(step).length) { setTried((t) => [...t, step]); return; }
-    setStep(String(s));
+    flow.cancel();
+    if (s === step - 1 && history.state?.wizardStep === step) { history.back(); return; }
+    history.pushState({ wizardStep: s }, "", `/targets/new?step=${s}`);
+    window.dispatchEvent(new PopStateEvent("popstate"));
   };
 
   // Map budget pointers of the one node onto the editor.
@@ -103,7 +125,7 @@ export function NewTarget() {
                 ))}
               </div>
               <div className="notice warn">The amounts are examples marked <strong>assumed</strong>: set them to your provider's real quota before relying on them.</div>
-              <BudgetEditor budgets={budgets} onChange={setBudgets} base="/nodes/limit/budgets" />
+              <EnforcedContext.Provider value={enforced}><BudgetEditor budgets={budgets} onChange={setBudgets} base="/nodes/limit/budgets" /></EnforcedContext.Provider>
             </> : (
               <div>
                 <p>Gate consumes the incoming queue and relays everything to the outgoing queue, charging no budget and shedding nothing, and records relayed items and cost per node. Watch needs PostgreSQL history. At the end the target is <em>ready for review</em> and keeps relaying in Watch until you configure limits.</p>
@@ -135,12 +157,14 @@ export function NewTarget() {
               {server.length ? <div className="small">Go back to step {stepOf(server[0].at ?? "")} to fix {server[0].at}.</div> : null}</div> : null}
           </div>
         ) : null}
+        {step === 4 ? <SavePanel flow={flow} verb="Create" /> : null}
         {tried.includes(step) && blocking(step).length && step < 4 ? <div className="small fielderr" style={{ marginTop: 8 }}>Fix the fields marked above to continue.</div> : null}
       </div>
       <div className="row" style={{ marginTop: 12 }}>
         {step > 1 ? <button type="button" onClick={() => go(step - 1)}>Back</button> : null}
         {step < 4 ? <button type="button" className="primary" onClick={() => go(step + 1)} disabled={(step === 3 && mode === "watch" && (watchSeconds < WATCH_MIN || watchSeconds > WATCH_MAX))} data-testid="w-next">Next</button> : null}
-        {step === 4 && canWrite ? <button type="button" className="primary" onClick={create} disabled={saving} data-testid="w-create">{saving ? "Creating…" : mode === "watch" ? "Create and start watching" : "Create target"}</button> : null}
+        {step === 4 && canWrite ? <button type="button" className="primary" onClick={create} disabled={flow.busy || flow.stage.kind === "review"} data-testid="w-create">{flow.stage.kind === "checking" ? "Checking…" : mode === "watch" ? "Review: create and start watching" : "Review: create target"}</button> : null}
+        {canWrite && !jsonEqual(w, initialWizard()) ? <button type="button" onClick={discard} data-testid="w-discard">Discard</button> : null}
       </div>
     </ProblemsContext.Provider>
   );

@@ -224,6 +224,13 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await pg.getByTestId("backoff-seconds").fill("120");
     await pg.getByTestId("backoff").click();
     await pg.getByTestId("backoff-active").waitFor();
+    // The node page's explain box answers in the server's sentence: the
+    // backoff holds the item, the backoff's spent counter binds.
+    await pg.getByTestId("explain").click();
+    const sentence = pg.getByTestId("explain-sentence");
+    await sentence.waitFor();
+    assert.match(await sentence.innerText(), /^Held by a backoff until .*waiting for .*: \d+ of \d+/);
+    assert.equal(await pg.locator('[data-testid="explain-answer"] tr[data-binds="yes"]').count(), 1);
     let v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
     assert.ok(v.json.nodes[0].breaker && v.json.nodes[0].breaker.retryAfterSeconds === 120);
     // "Why is traffic waiting?" names the backoff, at its node.

@@ -1,0 +1,161 @@
+package insight_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/queen-mq/gate/gate-api/internal/apitest"
+	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/wire"
+)
+
+// listingsDoc is a node with a global budget, a per-listing budget of 100
+// a week, a budget only for deletions, and two paths of unequal share.
+func listingsDoc(h *apitest.Harness) map[string]any {
+	return map[string]any{
+		"version": 1,
+		"nodes": map[string]any{
+			"list": map[string]any{"ingress": true, "egress": h.App + ".listings.out", "budgets": []any{
+				map[string]any{"id": "global", "count": 10, "timeMs": 1000},
+				map[string]any{"id": "per-listing", "count": 100, "timeMs": 7 * 86400 * 1000, "subWindows": 1, "scopeBy": "payload.listing"},
+				map[string]any{"id": "deletes", "count": 5, "timeMs": 1000, "whenOp": []any{"listing.delete"}},
+			}},
+			"bulk": map[string]any{"ingress": true, "budgets": []any{map[string]any{"id": "bulk", "count": 50, "timeMs": 1000}}},
+		},
+		"paths": []any{
+			map[string]any{"name": "main", "priority": 0, "nodes": []any{"list"}},
+			map[string]any{"name": "backfill", "priority": 1, "share": 0.5, "nodes": []any{"bulk", "list"}},
+		},
+	}
+}
+
+func explainURL(h *apitest.Harness, node string, q url.Values) string {
+	return h.GraphURL("listings") + "/nodes/" + node + "/explain?" + q.Encode()
+}
+
+func explanation(t *testing.T, h *apitest.Harness, q url.Values) wire.Explanation {
+	t.Helper()
+	a := h.Expect(h.Do(http.MethodGet, explainURL(h, "list", q), nil), http.StatusOK)
+	var x wire.Explanation
+	if err := json.Unmarshal(a.Raw, &x); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// A listing whose weekly budget is spent: explain names every counter the
+// item would charge, the per-listing one binding at 100 of 100 until its
+// window ends, the items ahead in its partition and an earliest admission
+// no earlier than that end; the sentence says so. Another listing fits.
+func TestExplainNamesTheBindingCounterAndTheItemsAhead(t *testing.T) {
+	t.Parallel()
+	h := apitest.New(t)
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("listings"), listingsDoc(h)), http.StatusOK)
+	p := h.Plane().Cat.Lookup(h.App, "listings").Plan
+	n := p.Node("list")
+	var scopedKey string
+	for _, b := range n.Budgets {
+		if b.ID == "per-listing" {
+			scopedKey = plan.ScopedKey(b.Key, "L-1")
+		}
+	}
+	ctx := context.Background()
+	if _, err := h.Client.KV(ctx, queen.KVPut(h.NS, scopedKey, json.RawMessage("100"), queen.PutOpts{TTLSeconds: 3 * 86400})); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		h.Expect(h.Do(http.MethodPost, h.GraphURL("listings")+"/nodes/list/push", map[string]any{"partition": "p1", "payload": map[string]any{"listing": "L-1", "i": i}}), http.StatusOK)
+	}
+	x := explanation(t, h, url.Values{"scope": {"L-1"}, "partition": {"p1"}})
+	if x.Path != "main" || len(x.Counters) != 2 || x.Binding == nil || *x.Binding != "per-listing" {
+		t.Fatalf("explanation %+v: want the main path, the global and per-listing counters, per-listing binding", x)
+	}
+	var scoped, global wire.ExplainCounter
+	for _, c := range x.Counters {
+		switch c.Budget {
+		case "per-listing":
+			scoped = c
+		case "global":
+			global = c
+		}
+	}
+	if scoped.Kind != "scoped" || scoped.Value != 100 || scoped.Ceiling != 100 || scoped.Fits || !scoped.Binds || scoped.FreesAt == nil || scoped.Reason == nil || *scoped.Reason != "ceiling" {
+		t.Fatalf("per-listing: %+v; want scoped, 100 of 100, refusing at its ceiling, binding, with a window end", scoped)
+	}
+	if global.Kind != "unscoped" || !global.Fits || global.Binds || len(global.Shares) != 2 || global.Shares[0].Path != "backfill" || global.Shares[0].Ceiling != 5 || global.Ceiling != 10 {
+		t.Fatalf("global: %+v; want unscoped with room, the backfill path's share 5 and main's 10", global)
+	}
+	if x.Ahead == nil || *x.Ahead != 3 || x.EarliestAdmission < *scoped.FreesAt || x.WaitSeconds < 2*86400 {
+		t.Fatalf("ahead %v, earliest %d (frees %d), wait %d s: want 3 ahead and no earlier than the window's end", x.Ahead, x.EarliestAdmission, *scoped.FreesAt, x.WaitSeconds)
+	}
+	if !strings.Contains(x.Sentence, "waiting for per-listing: 100 of 100 this week, frees ") || !strings.Contains(x.Sentence, "3 items ahead") {
+		t.Fatalf("sentence %q", x.Sentence)
+	}
+
+	// Another listing, a deletion: the deletions budget joins, all fit.
+	x = explanation(t, h, url.Values{"scope": {"L-2"}, "op": {"listing.delete"}})
+	if x.Binding != nil || len(x.Counters) != 3 || x.AheadMax == nil || *x.AheadMax != 3 || x.WaitSeconds != 0 || !strings.HasPrefix(x.Sentence, "every counter has room now") {
+		t.Fatalf("a fresh listing's deletion: %+v", x)
+	}
+	// Without a scope value the per-listing budget is not judged, and says so.
+	x = explanation(t, h, url.Values{})
+	if len(x.Unjudged) != 1 || x.Unjudged[0] != "per-listing" || !strings.Contains(x.Assumes, "not judged") {
+		t.Fatalf("no scope: %+v", x)
+	}
+	// The backfill path is judged at its share.
+	x = explanation(t, h, url.Values{"path": {"backfill"}, "scope": {"L-2"}})
+	if x.Path != "backfill" || x.Counters[0].Ceiling != 5 {
+		t.Fatalf("backfill: %+v", x)
+	}
+
+	// A backoff: the node is held until its deadline, the global counter
+	// refuses as a backoff, and it binds the earliest admission.
+	h.Expect(h.Do(http.MethodPost, h.GraphURL("listings")+"/nodes/list/backoff", map[string]any{"retryAfterSeconds": 600, "by": "vendor 429"}), http.StatusOK)
+	x = explanation(t, h, url.Values{"scope": {"L-2"}})
+	if x.Backoff == nil || x.Backoff.By != "vendor 429" || x.Binding == nil || *x.Binding != "global" || x.Counters[0].Reason == nil || *x.Counters[0].Reason != "backoff" ||
+		x.WaitSeconds < 590 || !strings.HasPrefix(x.Sentence, "held by a backoff until ") {
+		t.Fatalf("under a backoff: %+v", x)
+	}
+}
+
+// Every bad input is a 4xx naming the field, and none reads the broker
+// for long: an unknown node, a path that does not cross it, a scope value
+// longer than the key room, an op no budget names, a scope on a node with
+// no scoped budget, an unknown or repeated parameter, an empty partition.
+func TestExplainRefusesBadInputNamingTheField(t *testing.T) {
+	t.Parallel()
+	h := apitest.New(t)
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("listings"), listingsDoc(h)), http.StatusOK)
+	cases := []struct {
+		name, node, raw string
+		status          int
+		field, code     string
+	}{
+		{"unknown node", "nope", "", 404, "node", "node-not-found"},
+		{"path not through the node", "list", "path=elsewhere", 404, "path", "path-not-found"},
+		{"scope longer than the key room", "list", "scope=" + strings.Repeat("x", 600), 422, "scope", "scope-value-too-long"},
+		{"op no budget names", "list", "op=listing.create", 422, "op", "invalid-query"},
+		{"op far too long", "list", "op=" + strings.Repeat("o", 300), 422, "op", "invalid-query"},
+		{"scope on a node without a scoped budget", "bulk", "scope=L-1", 422, "scope", "invalid-query"},
+		{"unknown parameter", "list", "scop=L-1", 422, "scop", "invalid-query"},
+		{"a parameter twice", "list", "scope=a&scope=b", 422, "scope", "invalid-query"},
+		{"empty partition", "list", "partition=", 422, "partition", "invalid-query"},
+		{"scope not UTF-8", "list", "scope=%ff", 422, "scope", "invalid-query"},
+	}
+	for _, c := range cases {
+		a := h.Do(http.MethodGet, h.GraphURL("listings")+"/nodes/"+c.node+"/explain?"+c.raw, nil)
+		if a.Status != c.status || a.Str("field") != c.field || a.Str("code") != c.code {
+			t.Errorf("%s: %d %s; want %d %s naming %s", c.name, a.Status, a.Raw, c.status, c.code, c.field)
+		}
+	}
+	// The scope refusal says how much room the key has.
+	a := h.Do(http.MethodGet, h.GraphURL("listings")+"/nodes/list/explain?scope="+strings.Repeat("x", 600), nil)
+	if a.Num("room") <= 0 || a.Num("bytes") != 600 || a.Str("budget") != "per-listing" {
+		t.Fatalf("scope too long: %s", a.Raw)
+	}
+}
