@@ -66,6 +66,9 @@ type Config struct {
 	// Linger is how long a stage with a thin claim waits for a fuller one
 	// (GATE_STAGE_LINGER_MS, 5, 0..100).
 	Linger time.Duration
+	// ReplicasPerGraph is how many live replicas run each graph
+	// (GATE_RELAY_REPLICAS_PER_GRAPH, 2, 0..1000; 0 = every replica).
+	ReplicasPerGraph int
 }
 
 // Default returns every knob at its default.
@@ -87,6 +90,7 @@ func Default() Config {
 		LogLevel:         knob.DefaultLogLevel,
 		Admission:        knob.Admission.Default,
 		Linger:           millis(knob.StageLingerMs.Default),
+		ReplicasPerGraph: knob.ReplicasPerGraph.Default,
 	}
 }
 
@@ -126,6 +130,8 @@ func Load(getenv func(string) string) (Config, error) {
 	c.Admission, err = knob.Admission.Read(getenv)
 	errs = append(errs, err)
 	durKnob(knob.StageLingerMs, &c.Linger, time.Millisecond)
+	c.ReplicasPerGraph, err = knob.ReplicasPerGraph.Read(getenv)
+	errs = append(errs, err)
 	str("GATE_RELAY_BIND", &c.Bind)
 	str("GATE_NATS_URL", &c.NATSURL)
 	str("GATE_RELAY_ID", &c.Replica)

@@ -63,6 +63,9 @@ type Config struct {
 	Admission string
 	// Linger is GATE_STAGE_LINGER_MS.
 	Linger time.Duration
+	// ReplicasPerGraph is how many live replicas run each graph
+	// (GATE_RELAY_REPLICAS_PER_GRAPH; 0 = every replica runs every graph).
+	ReplicasPerGraph int
 }
 
 // WithDefaults returns c with its zero fields filled from the knobs'
@@ -117,6 +120,13 @@ type Relay struct {
 	seen     int64
 	ahead    map[int64]bool
 	gapSince time.Time
+	// members are the live replicas placement hashes over (this one
+	// included); unreachableSince is when their read first failed without
+	// an answer, gaveUp whether every graph was given up for it. Loop
+	// goroutine only.
+	members          []string
+	unreachableSince time.Time
+	gaveUp           bool
 
 	mu       sync.Mutex
 	graphs   map[string]*runtime
@@ -216,6 +226,7 @@ func (r *Relay) Start(ctx context.Context) error {
 func (r *Relay) loop(ctx context.Context) {
 	defer r.stopAll()
 	r.probe(ctx)
+	r.refreshMembers(ctx)
 	r.fullPass(ctx)
 	full := r.cfg.Clock.NewTicker(r.cfg.Reconcile)
 	defer full.Stop()
@@ -230,6 +241,13 @@ func (r *Relay) loop(ctx context.Context) {
 		case <-r.kick:
 			r.fullPass(ctx)
 		case <-signal.C():
+			if r.refreshMembers(ctx) {
+				r.fullPass(ctx)
+				continue
+			}
+			if r.gaveUp {
+				continue
+			}
 			now, err := r.revision(ctx)
 			if unanswered(err) {
 				r.brokerDown = true
@@ -248,6 +266,9 @@ func (r *Relay) loop(ctx context.Context) {
 // fullPass re-reads every document (the safety net, and the start): every
 // change up to the revision read before the listing is then applied.
 func (r *Relay) fullPass(ctx context.Context) {
+	if r.gaveUp {
+		return
+	}
 	rev, err := r.revision(ctx)
 	if r.reconcile(ctx) && err == nil {
 		r.seen, r.ahead, r.gapSince = rev, nil, time.Time{}
@@ -327,7 +348,7 @@ func (r *Relay) declareOne(ctx context.Context, app, graph string) (did bool, er
 	r.mu.Lock()
 	old := r.graphs[k]
 	r.mu.Unlock()
-	if !found {
+	if !found || !r.owns(app, graph) {
 		if old == nil {
 			return false, nil
 		}
@@ -335,7 +356,11 @@ func (r *Relay) declareOne(ctx context.Context, app, graph string) (did bool, er
 		delete(r.graphs, k)
 		r.mu.Unlock()
 		r.stop(old)
-		r.log.Info("graph removed from the store; stopped", "app", app, "graph", graph)
+		if found {
+			r.log.Info("graph placed on other replicas; stopped here", "app", app, "graph", graph)
+		} else {
+			r.log.Info("graph removed from the store; stopped", "app", app, "graph", graph)
+		}
 		return true, nil
 	}
 	if old != nil && old.running.Load() && bytes.Equal(old.body, doc.Body) {
@@ -475,7 +500,12 @@ func (r *Relay) reconcile(ctx context.Context) (ok bool) {
 		r.probe(ctx)
 	}
 	stored := map[string]store.Document{}
+	elsewhere := map[string]bool{}
 	for _, d := range listing.Documents {
+		if !r.owns(d.App, d.Graph) {
+			elsewhere[graphKey(d.App, d.Graph)] = true
+			continue
+		}
 		k := graphKey(d.App, d.Graph)
 		if prev, ok := stored[k]; ok && !prev.Legacy {
 			continue
@@ -489,7 +519,7 @@ func (r *Relay) reconcile(ctx context.Context) (ok bool) {
 	}
 	r.mu.Unlock()
 	for _, k := range keys {
-		if _, ok := stored[k]; ok || !listing.Complete {
+		if _, ok := stored[k]; ok || (!listing.Complete && !elsewhere[k]) {
 			continue
 		}
 		r.mu.Lock()
@@ -498,7 +528,11 @@ func (r *Relay) reconcile(ctx context.Context) (ok bool) {
 		r.mu.Unlock()
 		r.stop(rt)
 		changed = true
-		r.log.Info("graph removed from the store; stopped", "app", rt.app, "graph", rt.graph)
+		if elsewhere[k] {
+			r.log.Info("graph placed on other replicas; stopped here", "app", rt.app, "graph", rt.graph)
+		} else {
+			r.log.Info("graph removed from the store; stopped", "app", rt.app, "graph", rt.graph)
+		}
 	}
 	names := make([]string, 0, len(stored))
 	for k := range stored {

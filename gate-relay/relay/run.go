@@ -64,7 +64,7 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 		Lease: cfg.Lease, PollTimeout: cfg.PollTimeout, MaxPark: cfg.MaxPark,
 		InteriorSeedSkew: cfg.InteriorSeedSkew, RetryLimit: cfg.RetryLimit,
 		Reconcile: cfg.Reconcile, SignalPoll: cfg.SignalPoll, Logger: log,
-		Admission: cfg.Admission, Linger: cfg.Linger,
+		Admission: cfg.Admission, Linger: cfg.Linger, ReplicasPerGraph: cfg.ReplicasPerGraph,
 		Observer: hand.Observe,
 	})
 	if err != nil {

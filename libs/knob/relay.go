@@ -36,6 +36,11 @@ var (
 	// StatusSeconds is how often a relay writes its status document (whose
 	// TTL is three periods).
 	StatusSeconds = Int{Name: "GATE_STATUS_SECONDS", Default: 5, Min: 1, Max: 300}
+	// ReplicasPerGraph is how many live relay replicas run each graph,
+	// chosen by rendezvous hashing over the replicas' status headers (0 =
+	// every replica runs every graph). 2 keeps every graph running through
+	// the loss of one replica.
+	ReplicasPerGraph = Int{Name: "GATE_RELAY_REPLICAS_PER_GRAPH", Default: 2, Min: 0, Max: 1000}
 )
 
 // The values of GATE_ADMISSION.

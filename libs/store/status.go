@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/queen-mq/gate/libs/queen"
@@ -151,7 +152,10 @@ type statusHeader struct {
 	// replica's (a previous life under the same id).
 	Epoch string `json:"epoch"`
 	// Graphs is how many graphs the replica runs.
-	Graphs  int      `json:"graphs"`
+	Graphs int `json:"graphs"`
+	// Gen moves whenever the writer wrote or deleted a graph row: a reader
+	// that saw this epoch and gen already has every graph row.
+	Gen     int64    `json:"gen"`
 	Denials []Denial `json:"denials,omitempty"`
 }
 
@@ -201,7 +205,7 @@ func splitGraphStatusKey(key string) (app, graph, replica string, part int, ok b
 		return "", "", "", 0, false
 	}
 	n, err := strconv.Atoi(rest[i+1:])
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || strconv.Itoa(n) != rest[i+1:] {
 		return "", "", "", 0, false
 	}
 	return app, graph, rest[:i], n, true
@@ -345,8 +349,9 @@ func (w *StatusWriter) Write(ctx context.Context, st RelayStatus, ttl time.Durat
 		}
 		add(ops, 0)
 		cur.deleted = append(cur.deleted, k)
+		w.gen++
 	}
-	header, err := encodeHeader(statusHeader{Replica: w.replica, At: st.At, Epoch: w.epoch, Graphs: len(st.Graphs), Denials: st.Denials})
+	header, err := encodeHeader(statusHeader{Replica: w.replica, At: st.At, Epoch: w.epoch, Graphs: len(st.Graphs), Gen: w.gen, Denials: st.Denials})
 	if err != nil {
 		return StatusWrite{}, fmt.Errorf("publishing relay status: %w", err)
 	}
@@ -579,6 +584,75 @@ func (s *Store) GraphStatuses(ctx context.Context, app, graph string) ([]RelaySt
 		return nil, fmt.Errorf("reading the relay status of %s/%s: %w", app, graph, err)
 	}
 	return asm.result(), nil
+}
+
+// StatusReader reads every replica's status like Statuses, but re-reads
+// the graph rows only when some replica's header says they changed (a
+// new replica, epoch or gen, or a replica gone): at idle a read costs the
+// headers, one row per replica, whatever the number of graphs. Safe for
+// concurrent use.
+type StatusReader struct {
+	s    *Store
+	mu   sync.Mutex
+	seen string
+	last []RelayStatus
+}
+
+// NewStatusReader returns a reader over s's status rows.
+func (s *Store) NewStatusReader() *StatusReader { return &StatusReader{s: s} }
+
+// Read returns every live replica's status (as Statuses does).
+func (r *StatusReader) Read(ctx context.Context) ([]RelayStatus, error) {
+	headers, err := r.s.statusHeaders(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(headers))
+	for id := range headers {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var fp strings.Builder
+	for _, id := range ids {
+		h := headers[id]
+		fmt.Fprintf(&fp, "%s\x00%s\x00%d\x00%d\x00", id, h.Epoch, h.Gen, h.Graphs)
+	}
+	r.mu.Lock()
+	if r.last != nil && r.seen == fp.String() {
+		out := make([]RelayStatus, len(r.last))
+		for i, st := range r.last {
+			h := headers[st.Replica]
+			st.At, st.Denials = h.At, h.Denials
+			out[i] = st
+		}
+		r.mu.Unlock()
+		return out, nil
+	}
+	r.mu.Unlock()
+	asm := newStatusAssembly(headers)
+	if err := r.s.eachRow(ctx, graphStatusPrefix, asm.add); err != nil {
+		return nil, fmt.Errorf("reading relay status: %w", err)
+	}
+	out := asm.result()
+	r.mu.Lock()
+	r.seen, r.last = fp.String(), out
+	r.mu.Unlock()
+	return out, nil
+}
+
+// LiveReplicas is the id of every replica whose status header is live,
+// sorted: the members placement hashes over.
+func (s *Store) LiveReplicas(ctx context.Context) ([]string, error) {
+	headers, err := s.statusHeaders(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(headers))
+	for id := range headers {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 func (s *Store) statusHeaders(ctx context.Context) (map[string]statusHeader, error) {

@@ -305,3 +305,56 @@ func TestListReadsEveryDocumentPastAThousand(t *testing.T) {
 		}
 	}
 }
+
+// A StatusReader reads the graph rows again only when a header says they
+// changed: at idle it reads one header per replica, and a changed graph
+// (or a new replica) is read at once.
+func TestAStatusReaderRereadsGraphRowsOnlyWhenAHeaderMoved(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, mini := newMiniStore(t)
+	w := s.NewStatusWriter("r1")
+	st := store.RelayStatus{Replica: "r1", At: 1, Graphs: []store.GraphStatus{twoNodeStatus("a", 1), twoNodeStatus("a", 2)}}
+	now := time.Unix(1000, 0)
+	if _, err := w.Write(ctx, st, time.Minute, now); err != nil {
+		t.Fatal(err)
+	}
+	rd := s.NewStatusReader()
+	first, err := rd.Read(ctx)
+	if err != nil || len(first) != 1 || len(first[0].Graphs) != 2 {
+		t.Fatalf("first read: %+v, %v", first, err)
+	}
+	// A row removed behind the writer's back is not noticed while the
+	// header does not move: the idle read did not list the graph rows.
+	if _, err := s.Client().KV(ctx, queen.KVDelete(s.Namespace(), store.GraphStatusKey("a", "g2", "r1", 0), queen.DeleteOpts{})); err != nil {
+		t.Fatal(err)
+	}
+	st.At = 2
+	if _, err := w.Write(ctx, st, time.Minute, now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	idle, err := rd.Read(ctx)
+	if err != nil || len(idle[0].Graphs) != 2 || idle[0].At != 2 {
+		t.Fatalf("idle read: %+v, %v; want the cached graphs with the header's new time", idle, err)
+	}
+	if _, ok := mini.KV(s.Namespace(), store.StatusHeaderKey("r1")); !ok {
+		t.Fatal("no header")
+	}
+	st.Graphs[0].Stages[0].Counters.Forwarded = 99
+	if _, err := w.Write(ctx, st, time.Minute, now.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := rd.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := moved[0].Graph("a", "g1"); g.Stages[0].Counters.Forwarded != 99 || len(moved[0].Graphs) != 1 {
+		t.Fatalf("after a change: %+v; want g1's new counters, and g2 (its row deleted) gone", moved[0].Graphs)
+	}
+	if err := s.PutStatus(ctx, store.RelayStatus{Replica: "r2", At: 3, Graphs: []store.GraphStatus{twoNodeStatus("a", 3)}}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if two, err := rd.Read(ctx); err != nil || len(two) != 2 || len(two[1].Graphs) != 1 {
+		t.Fatalf("a new replica is not read at once: %+v, %v", two, err)
+	}
+}

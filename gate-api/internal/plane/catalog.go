@@ -41,11 +41,14 @@ type Entry struct {
 // refreshed from kv on a timer (Run) and right after this process's own
 // declares, so the hot push path never reads kv to find a graph.
 type Catalog struct {
-	st      *store.Store
-	opts    plan.Options
-	log     *slog.Logger
-	clock   clock.Clock
-	refresh time.Duration
+	st *store.Store
+	// statusRd reads the relays' status rows, re-reading the graph rows
+	// only when a replica's header says they changed.
+	statusRd *store.StatusReader
+	opts     plan.Options
+	log      *slog.Logger
+	clock    clock.Clock
+	refresh  time.Duration
 	// eager is the minimum age before a miss triggers a synchronous re-read.
 	eager time.Duration
 
@@ -99,7 +102,7 @@ const maxEager = 250 * time.Millisecond
 // SyncStatus) fills it.
 func NewCatalog(cfg CatalogConfig) *Catalog {
 	cfg = cfg.WithDefaults()
-	return &Catalog{st: cfg.Store, opts: cfg.Options, log: cfg.Log, clock: cfg.Clock, refresh: cfg.Refresh,
+	return &Catalog{st: cfg.Store, statusRd: cfg.Store.NewStatusReader(), opts: cfg.Options, log: cfg.Log, clock: cfg.Clock, refresh: cfg.Refresh,
 		eager: min(cfg.Refresh/4, maxEager), graphs: map[GraphKey]*Entry{}, rev: -1}
 }
 
@@ -296,7 +299,7 @@ func (c *Catalog) ReadStatus(ctx context.Context, maxAge time.Duration) error {
 			return nil
 		}
 	}
-	st, err := c.st.Statuses(ctx)
+	st, err := c.statusRd.Read(ctx)
 	if err != nil {
 		c.log.Warn("reading the relays' status failed", "error", err)
 		c.mu.Lock()

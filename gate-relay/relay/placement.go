@@ -1,0 +1,137 @@
+package relay
+
+import (
+	"context"
+	"hash/fnv"
+	"slices"
+	"time"
+)
+
+// Placement: with Config.ReplicasPerGraph = k > 0, each graph runs on the
+// k live replicas that score highest for it (rendezvous hashing of the
+// replica id and the graph's name over the replicas whose status header
+// is live). Every replica computes the same owners from the same members,
+// a replica that joins or leaves moves only the graphs it gains or loses,
+// and a dead replica's graphs move once its header expires (three status
+// periods). Budgets are kv counters, so two replicas running one graph
+// for a moment (a hand-over) admit exactly what one would.
+
+// score is the rendezvous weight of replica for graph k.
+func score(replica, k string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(replica))
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(k))
+	x := h.Sum64()
+	// fnv's low bits mix poorly over similar inputs: finish with a
+	// 64-bit mixer (splitmix64's).
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// Owners returns the replicas of members that run graph app/graph when
+// each graph runs on k replicas (all of them when k ≤ 0 or there are no
+// more than k), highest score first.
+func Owners(members []string, k int, app, graph string) []string {
+	key := graphKey(app, graph)
+	out := slices.Clone(members)
+	slices.SortFunc(out, func(a, b string) int {
+		sa, sb := score(a, key), score(b, key)
+		switch {
+		case sa > sb:
+			return -1
+		case sa < sb:
+			return 1
+		}
+		return compareStrings(a, b)
+	})
+	if k > 0 && len(out) > k {
+		out = out[:k]
+	}
+	return out
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// owns reports whether this replica runs app/graph under the current
+// members.
+func (r *Relay) owns(app, graph string) bool {
+	k := r.cfg.ReplicasPerGraph
+	if k <= 0 || len(r.members) <= k {
+		return true
+	}
+	return slices.Contains(Owners(r.members, k, app, graph), r.cfg.Replica)
+}
+
+// refreshMembers re-reads the live replicas (this one always counts, even
+// before its first header is written) and reports whether they changed. A
+// broker that does not answer for a lease gives every graph up (their
+// claims' leases would lapse anyway, and another replica takes them); the
+// next answer places them again.
+func (r *Relay) refreshMembers(ctx context.Context) (changed bool) {
+	if r.cfg.ReplicasPerGraph <= 0 {
+		return false
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ids, err := r.store.LiveReplicas(cctx)
+	cancel()
+	if err != nil {
+		if !unanswered(err) || ctx.Err() != nil {
+			return false
+		}
+		now := r.cfg.Clock.Now()
+		if r.unreachableSince.IsZero() {
+			r.unreachableSince = now
+		}
+		if !r.gaveUp && now.Sub(r.unreachableSince) >= r.cfg.Lease {
+			r.log.Warn("the broker has not answered for a lease; giving every graph up until it does", "error", err)
+			r.gaveUp = true
+			r.stopAllGraphs()
+			r.members = nil
+			r.signalChanged()
+		}
+		return false
+	}
+	r.unreachableSince = time.Time{}
+	if !slices.Contains(ids, r.cfg.Replica) {
+		ids = append(ids, r.cfg.Replica)
+		slices.Sort(ids)
+	}
+	if r.gaveUp {
+		r.gaveUp = false
+		r.members = ids
+		return true
+	}
+	if slices.Equal(ids, r.members) {
+		return false
+	}
+	r.members = ids
+	return true
+}
+
+// stopAllGraphs stops every graph this replica runs and forgets them (the
+// relay keeps running).
+func (r *Relay) stopAllGraphs() {
+	r.mu.Lock()
+	all := r.graphs
+	r.graphs = map[string]*runtime{}
+	r.mu.Unlock()
+	for _, rt := range all {
+		rt.cancelStages()
+	}
+	for _, rt := range all {
+		r.stop(rt)
+	}
+}
