@@ -1,8 +1,10 @@
 // A small SVG time-series chart: a missing value or a missing sample is a
-// gap in the line, never a zero; annotations are vertical markers.
+// gap in the line, never a zero; annotations are vertical markers
+// (laid out by markers.ts so that no two labels overlap).
 import { useEffect, useRef, useState } from "react";
 import { clock, fmt } from "./ui";
 import { segments } from "./series";
+import { layoutMarkers, ROW_PX } from "./markers";
 export { segments };
 
 export interface Series { name: string; color: string; points: { t: number; v: number | null }[] }
@@ -41,7 +43,7 @@ export function TimeChart({ series, markers = [], from, to, stepMs, height = 180
   const tick = (t: number) => (dated ? `${new Date(t).toLocaleDateString("en-CA", { month: "2-digit", day: "2-digit" })} ${clock(t)}` : clock(t));
   const zone = new Intl.DateTimeFormat("en-US", { timeZoneName: "short" }).formatToParts(new Date(to)).find((p) => p.type === "timeZoneName")?.value ?? "";
   return (
-    <div ref={ref} className="chart" role="img" aria-label={label}>
+    <div ref={ref} className="chart" role="figure" aria-label={label}>
       <svg width={width} height={height}>
         {ticks.map((v) => (
           <g key={v} className="axis">
@@ -52,13 +54,18 @@ export function TimeChart({ series, markers = [], from, to, stepMs, height = 180
         {Array.from({ length: xt + 1 }, (_, i) => from + ((to - from) * i) / xt).map((t, i) => (
           <g key={i} className="axis"><text x={x(t)} y={height - 6} textAnchor={i === 0 ? "start" : i === xt ? "end" : "middle"}>{tick(t)}</text></g>
         ))}
-        {markers.filter((m) => m.t >= from && m.t <= to).map((m, i) => (
-          <g key={i} data-testid="chart-marker">
-            <line x1={x(m.t)} x2={x(m.t)} y1={pad.t} y2={pad.t + ih} stroke="var(--warn)" strokeDasharray="4 3" />
-            {/* A marker in the right half labels leftwards, so the label stays inside the chart. */}
-            <text x={x(m.t) > pad.l + iw / 2 ? x(m.t) - 3 : x(m.t) + 3} y={pad.t + 10 + (i % 3) * 12} textAnchor={x(m.t) > pad.l + iw / 2 ? "end" : "start"} style={{ fill: "var(--warn)", fontSize: 11 }}>{m.label}</text>
-          </g>
-        ))}
+        {/* Markers closer than a label's width fold into one "N events" cluster
+            whose hover and focus list them; labels take as many rows as needed. */}
+        {layoutMarkers(markers.filter((m) => m.t >= from && m.t <= to), (m) => x(m.t), pad.l, pad.l + iw).map((c) => {
+          const list = c.items.map((m) => `${tick(m.t)} ${zone} · ${m.label}`).join("\n");
+          return (
+            <g key={`${c.x}:${c.items[0].t}`} data-testid="chart-marker" data-count={c.items.length} tabIndex={0} className="chart-marker" aria-label={list}>
+              <title>{list}</title>
+              <line x1={c.x} x2={c.x} y1={pad.t} y2={pad.t + ih} stroke="var(--warn)" strokeDasharray="4 3" />
+              <text x={c.leftwards ? c.x - 3 : c.x + 3} y={pad.t + 10 + c.row * ROW_PX} textAnchor={c.leftwards ? "end" : "start"} style={{ fill: "var(--warn)", fontSize: 11, fontWeight: c.items.length > 1 ? 600 : undefined }}>{c.label}</text>
+            </g>
+          );
+        })}
         {series.map((s) => segments(s.points, stepMs).map((seg, i) => (
           seg.length === 1
             ? <circle key={s.name + i} cx={x(seg[0].t)} cy={y(seg[0].v)} r={3} fill={s.color} />
