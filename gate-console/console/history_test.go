@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/queen-mq/gate/gate-console/config"
@@ -76,5 +77,38 @@ func TestConsoleChangesAreRecordedWithTheSignedInIdentity(t *testing.T) {
 	var d wire.Declared
 	if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &d) != nil || d.Version != 3 || d.Revision == nil || *d.Revision != 3 {
 		t.Fatalf("an admin's restore: %d %s", w.Code, w.Body)
+	}
+}
+
+// Without PostgreSQL the console keeps no history: its history routes
+// answer 503 no-history naming PG_HOST (the History tab reads that as
+// "History is off"), to viewers and admins alike, and a restore stores
+// nothing.
+func TestHistoryIsOffWithoutPostgres(t *testing.T) {
+	e := newTestEnv(t, nil, nil)
+	if e.s.api.History() != nil {
+		t.Fatal("the test console was built with a history database")
+	}
+	signed := func(r *http.Request, email string) *http.Request {
+		r.AddCookie(e.sessionCookie(t, email))
+		r.Header.Set("Sec-Fetch-Site", "same-origin")
+		return r
+	}
+	for _, c := range []struct {
+		method, path, who string
+	}{
+		{http.MethodGet, "/api/apps/shop/graphs/pay/versions", "viewer@example.com"},
+		{http.MethodGet, "/api/apps/shop/graphs/pay/versions/1", "viewer@example.com"},
+		{http.MethodPost, "/v1/apps/shop/graphs/pay/versions/1/restore?dryRun=true", "admin@example.com"},
+		{http.MethodPost, "/v1/apps/shop/graphs/pay/versions/1/restore", "admin@example.com"},
+	} {
+		w := e.do(signed(newReq(c.method, c.path, ""), c.who))
+		var refusal wire.Error
+		if w.Code != http.StatusServiceUnavailable || json.Unmarshal(w.Body.Bytes(), &refusal) != nil || refusal.Code != wire.CodeNoHistory {
+			t.Fatalf("%s %s without PostgreSQL: %d %s; want 503 %s", c.method, c.path, w.Code, w.Body, wire.CodeNoHistory)
+		}
+		if !strings.Contains(refusal.Error, "PG_HOST") || !strings.Contains(refusal.Error, "shop/pay") {
+			t.Fatalf("%s %s: %q does not name PG_HOST and the graph", c.method, c.path, refusal.Error)
+		}
 	}
 }

@@ -2,8 +2,8 @@
 // restore through the dry run and If-Match. Without PostgreSQL the routes
 // answer 503 and the tab says history is off.
 import { useState } from "react";
-import type { DryRun, GraphVersion } from "../wire";
-import { api, ApiError, useLoad } from "../lib/api";
+import type { DryRun, GraphVersion, GraphVersionPage } from "../wire";
+import { api, ApiError, useLoad, type Loaded } from "../lib/api";
 import { DiffView, Warnings } from "../lib/diffview";
 import { graphHref, navigate } from "../lib/router";
 import { keepSaved, storedBy } from "../lib/save";
@@ -12,9 +12,16 @@ import { Empty, ErrorState, Loading, Time, useCanWrite } from "../lib/ui";
 export function HistoryPage({ app, graph }: { app: string; graph: string }) {
   const [cursor, setCursor] = useState("");
   const page = useLoad(() => api.versions(app, graph, cursor), [app, graph, cursor]);
+  return <HistoryView app={app} graph={graph} page={page} cursor={cursor} setCursor={setCursor} />;
+}
+
+/** The tab for one answer of the versions route (exported for the component tests). */
+export function HistoryView({ app, graph, page, cursor, setCursor }: { app: string; graph: string; page: Loaded<GraphVersionPage>; cursor: string; setCursor: (c: string) => void }) {
   const [open, setOpen] = useState<number | null>(null);
   if (page.error && !page.data) {
-    if (page.error.status === 503) {
+    // 503 no-history: this console has no history database. (A 503 of
+    // another code, or none from an older build, is still an error.)
+    if (page.error.status === 503 && (page.error.body?.code ?? "no-history") === "no-history") {
       return (
         <div className="card" data-testid="history-off">
           <Empty title="History is off">This gate-console has no history database (PG_HOST unset), so versions are not recorded. Configure PostgreSQL for gate-api and gate-console to keep who changed what, and to restore an earlier version.</Empty>
