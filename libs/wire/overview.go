@@ -28,6 +28,16 @@ type Overview struct {
 	BudgetsAssumed       int     `json:"budgets_assumed"`
 	// BudgetsStale counts budgets whose asOf is older than 90 days.
 	BudgetsStale int `json:"budgets_stale"`
+	// Watching counts graphs in Watch whose Watch period is not over (or
+	// not started); ReadyForReview those whose period is over (they still
+	// relay in Watch). The Targets list gives each with ?state=watch and
+	// ?state=ready.
+	Watching       int `json:"watching"`
+	ReadyForReview int `json:"ready_for_review"`
+	// Held counts graphs a backoff holds (some node's Retry-After has not
+	// expired; ?state=held lists them). Null when the backoffs could not
+	// be read from the broker.
+	Held *int `json:"held"`
 	// FiguresAt is when the fleet figures above were computed (epoch ms,
 	// gate-api's clock); the counters they sum are the relays' status as
 	// last read, itself published every GATE_STATUS_SECONDS.

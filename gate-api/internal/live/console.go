@@ -239,12 +239,24 @@ func (l *Live) fleet(q *httpapi.Request) wire.Overview {
 func (l *Live) computeFleet(ctx context.Context, now time.Time) wire.Overview {
 	var out wire.Overview
 	var graphs []*plane.Entry
+	held, heldOK := l.heldNodes(ctx, now.UnixMilli())
+	heldCount := 0
 	for _, e := range l.p.Cat.Sorted() {
 		if !listed(e) {
 			continue
 		}
 		graphs = append(graphs, e)
 		out.Graphs++
+		if mode, _, ready := watchState(e, now.UnixMilli()); mode == "watch" {
+			if ready {
+				out.ReadyForReview++
+			} else {
+				out.Watching++
+			}
+		}
+		if held.holds(e) {
+			heldCount++
+		}
 		a, d, r := l.sumsOf(e)
 		out.AdmittedTotal += a
 		out.DeniedTotal += d + r
@@ -260,6 +272,9 @@ func (l *Live) computeFleet(ctx context.Context, now time.Time) wire.Overview {
 		}
 	}
 	out.Targets = out.Graphs
+	if heldOK {
+		out.Held = &heldCount
+	}
 	out.AdmittedPerSec, out.AdmittedPerSecReason = l.admittedRate(ctx, graphs, now)
 	out.FiguresAt = now.UnixMilli()
 	out.FiguresMaxAgeMs = fleetMaxAge.Milliseconds()
@@ -487,12 +502,23 @@ func (l *Live) targetsList(q *httpapi.Request) *httpapi.Refusal {
 	}
 	ctx := q.Context()
 	sorted := l.catalogue(q)
+	now := l.p.Clock.Now().UnixMilli()
+	held, heldOK := l.heldNodes(ctx, now)
+	if lq.state == stateHeld && !heldOK {
+		return httpapi.Refuse(http.StatusBadGateway, wire.CodeBrokerFailed, "state=held needs the backoffs, and the broker did not answer for them: retry, or leave state out")
+	}
 	page, next, matched := pageGraphs(sorted, lq, func(e *plane.Entry) bool {
 		if !listed(e) || !lq.matchesGraph(e) {
 			return false
 		}
-		if lq.state == "" {
+		switch lq.state {
+		case "":
 			return true
+		case stateWatch, stateReady:
+			mode, _, ready := watchState(e, now)
+			return mode == "watch" && ready == (lq.state == stateReady)
+		case stateHeld:
+			return held.holds(e)
 		}
 		running, state, _, _ := l.targetState(e)
 		return inState(lq.state, running, state)
@@ -508,8 +534,6 @@ func (l *Live) targetsList(q *httpapi.Request) *httpapi.Refusal {
 	}
 	l.readDepths(ctx, reads)
 	out := wire.TargetPage{Items: make([]wire.TargetRow, 0, len(page)), Next: next, Matched: matched, Total: countListed(sorted)}
-	now := l.p.Clock.Now().UnixMilli()
-	held, heldOK := l.heldNodes(ctx, now)
 	for i, e := range page {
 		running, state, a, d := l.targetState(e)
 		row := wire.TargetRow{
@@ -858,6 +882,11 @@ func (h held) of(e *plane.Entry) []string {
 	out := append([]string{}, h[plane.GraphKey{App: e.App, Graph: e.Graph}]...)
 	slices.Sort(out)
 	return out
+}
+
+// holds reports whether a backoff holds some node of e.
+func (h held) holds(e *plane.Entry) bool {
+	return len(h[plane.GraphKey{App: e.App, Graph: e.Graph}]) > 0
 }
 
 // heldNodes reads every live breaker record of the namespace in one

@@ -28,11 +28,16 @@ const (
 )
 
 // States a target row is filtered by (?state=), as the Targets page names
-// them: pacing and flowing graphs run, stopped ones do not.
+// them: pacing and flowing graphs run, stopped ones do not. Watch, ready
+// (for review) and held are what the overview counts: in Watch, in Watch
+// past its period, and held by a backoff.
 const (
 	statePacing  = "pacing"
 	stateFlowing = "flowing"
 	stateStopped = "stopped"
+	stateWatch   = "watch"
+	stateReady   = "ready"
+	stateHeld    = "held"
 )
 
 // listQuery is what a list request asks for.
@@ -94,9 +99,9 @@ func readList(q *httpapi.Request, apps, withState bool) (listQuery, *httpapi.Ref
 		return lq, bad
 	}
 	switch lq.state {
-	case "", statePacing, stateFlowing, stateStopped:
+	case "", statePacing, stateFlowing, stateStopped, stateWatch, stateReady, stateHeld:
 	default:
-		return lq, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "state=%.40q is not a target state: give pacing, flowing or stopped, or leave state out", lq.state).Field("state")
+		return lq, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "state=%.40q is not a target state: give pacing, flowing, stopped, watch, ready or held, or leave state out", lq.state).Field("state")
 	}
 	return lq, nil
 }

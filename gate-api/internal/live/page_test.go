@@ -313,6 +313,30 @@ func TestListsShowWatchReadyForReviewAndBackoff(t *testing.T) {
 		}
 		return tr, gr
 	}
+	// The overview counts each, and ?state= lists exactly those graphs.
+	overview := func(watching, ready, held int) {
+		t.Helper()
+		ov := apitest.DecodeAs[wire.Overview](t, h.Expect(h.Do(http.MethodGet, "/api/overview", nil), http.StatusOK))
+		if ov.Watching != watching || ov.ReadyForReview != ready || ov.Held == nil || *ov.Held != held {
+			t.Fatalf("overview: watching %d, ready for review %d, held %v; want %d, %d, %d", ov.Watching, ov.ReadyForReview, ov.Held, watching, ready, held)
+		}
+	}
+	listed := func(state string, want ...string) {
+		t.Helper()
+		tp := apitest.DecodeAs[wire.TargetPage](t, h.Expect(h.Do(http.MethodGet, "/api/targets?state="+state, nil), http.StatusOK))
+		var got []string
+		for _, r := range tp.Items {
+			got = append(got, r.Name)
+		}
+		if !slices.Equal(got, want) || tp.Matched != len(want) {
+			t.Fatalf("/api/targets?state=%s: %v (matched %d), want %v", state, got, tp.Matched, want)
+		}
+	}
+	overview(1, 0, 1)
+	listed("watch", "w")
+	listed("ready")
+	listed("held", "e")
+
 	tr, gr := rows()
 	if r := tr["w"]; r.Mode != "watch" || r.ReadyForReview || r.WatchEndsAt == nil || *r.WatchEndsAt != start+120000 || !r.BrokerRead {
 		t.Fatalf("a watching target's row: %+v", r)
@@ -338,4 +362,8 @@ func TestListsShowWatchReadyForReviewAndBackoff(t *testing.T) {
 	if r := tr["e"]; len(r.Held) != 0 || r.Held == nil {
 		t.Fatalf("a backoff whose 30 s are over holds nothing: %+v", r)
 	}
+	overview(0, 1, 0)
+	listed("watch")
+	listed("ready", "w")
+	listed("held")
 }
