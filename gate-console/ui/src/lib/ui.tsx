@@ -53,7 +53,7 @@ export function duration(seconds: number | null | undefined): string {
 }
 export const windowText = (count: number, timeMs: number) => `${fmt(count)} per ${duration(timeMs / 1000)}`;
 
-export function Link({ to, children, className, ...rest }: { to: string; children: ReactNode; className?: string; "aria-current"?: "page" | undefined }) {
+export function Link({ to, children, className, ...rest }: { to: string; children: ReactNode; className?: string; "aria-current"?: "page" | undefined; "aria-label"?: string }) {
   return (
     <a href={to} className={className} {...rest}
       onClick={(e) => { if (e.button === 0 && !e.metaKey && !e.ctrlKey && !e.shiftKey) { e.preventDefault(); navigate(to); } }}>

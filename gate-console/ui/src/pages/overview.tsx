@@ -1,4 +1,5 @@
 import { api, useLoad } from "../lib/api";
+import type { Overview as OverviewFigures } from "../wire";
 import { TimeChart, type Series } from "../lib/chart";
 import { Pager, SearchField, usePaged } from "../lib/pager";
 import { graphHref, useQueryParam } from "../lib/router";
@@ -39,6 +40,7 @@ export function Overview() {
         <Stat testid="stat-admitted" label="Admitted" value={fmt(o.admitted_total)} hint={o.admitted_per_sec === null ? <span data-testid="rate-reason">rate unknown: {o.admitted_per_sec_reason ?? "the server gave no reason"}</span> : <span data-testid="rate">{fmt(o.admitted_per_sec, 1)}/s now</span>} />
         <Stat testid="stat-denied" label="Denied (waited)" value={fmt(o.denied_total)} hint="windows cut short plus claims released" />
         <Stat testid="stat-budgets" label="Budgets to verify" value={fmt(o.budgets_assumed)} hint={`assumed · ${fmt(o.budgets_stale)} stale (older than 90 days)`} />
+        <ModeCounts o={o} />
       </div>
       <p className="muted small" data-testid="figures-age">Fleet figures as of {new Date(o.figures_at).toLocaleTimeString("en-GB", { hour12: false })}: computed on the server at most every {fmt(o.figures_max_age_ms / 1000)} s and shared by every viewer; the counters are the relays' last published status.</p>
       <div className="grid2" style={{ marginTop: 14 }}>
@@ -66,6 +68,19 @@ export function Overview() {
         </section>
       </div>
       {o.graphs === 0 ? <div className="card" style={{ marginTop: 14 }}><Empty title="No graphs yet">Create a target to start pacing traffic. <Link to="/targets/new">New target</Link></Empty></div> : <FindGraph />}
+    </>
+  );
+}
+
+/** How many graphs are in Watch, ready for review, and held by a backoff, each linking to the Targets list filtered to them. */
+export function ModeCounts({ o }: { o: Pick<OverviewFigures, "watching" | "ready_for_review" | "held"> }) {
+  const count = (n: number | null | undefined, state: string, noun: string) =>
+    n === null || n === undefined ? <Unknown /> : <Link to={`/targets?state=${state}`} aria-label={`${plural(n, "graph")} ${noun}: list them`}>{fmt(n)}</Link>;
+  return (
+    <>
+      <Stat testid="stat-watch" label="In Watch" value={count(o.watching, "watch", "in Watch")} hint="observed, no limit enforced yet" />
+      <Stat testid="stat-ready" label="Ready for review" value={count(o.ready_for_review, "ready", "ready for review")} hint="Watch period over: review and configure limits" />
+      <Stat testid="stat-held" label="Held by a backoff" value={count(o.held, "held", "held by a backoff")} hint={o.held === null || o.held === undefined ? "the broker's backoffs could not be read" : "a vendor's Retry-After holds their paths"} />
     </>
   );
 }

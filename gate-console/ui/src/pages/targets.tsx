@@ -60,7 +60,7 @@ export function Targets() {
         <AppFilter value={app} onChange={setApp} />
         <label className="field"><span className="name">State</span>
           <select value={state} onChange={(e) => setState(e.target.value)} data-testid="filter-state">
-            <option value="">all</option><option value="pacing">pacing</option><option value="flowing">flowing</option><option value="stopped">queued, no relay running</option>
+            <option value="">all</option><option value="pacing">pacing</option><option value="flowing">flowing</option><option value="stopped">queued, no relay running</option><option value="watch">in Watch</option><option value="ready">ready for review</option><option value="held">held by a backoff</option>
           </select></label>
         <SearchField value={q} onChange={setQ} label="Search" placeholder="app/name" testid="search" />
       </div>

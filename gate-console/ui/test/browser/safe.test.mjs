@@ -256,6 +256,15 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     await pg.goto(stack.console + `/targets?q=${app}/held`);
     await pg.locator('[data-testid="targets-table"] [data-testid="held-badge"]').waitFor();
     assert.match(await pg.locator('[data-testid="targets-table"] [data-testid="held-badge"]').innerText(), /backoff: limit/);
+    // The overview counts it (its figures are at most 5 s old, the page polls) and links to the held graphs.
+    await pg.goto(stack.console + "/");
+    const heldStat = pg.getByTestId("stat-held").getByRole("link");
+    await until("the overview's held count", async () => /^[1-9]/.test((await heldStat.innerText().catch(() => "")).trim()) || null, 20000);
+    await shot(pg, "safe-overview-counts");
+    await heldStat.click();
+    await pg.waitForURL(/\/targets\?state=held$/);
+    await pg.locator('[data-testid="targets-table"] a', { hasText: `${app}/held` }).waitFor();
+    assert.equal(await pg.getByTestId("filter-state").inputValue(), "held");
 
     await pg.goto(stack.console + `/graphs/${app}/held`);
     await pg.getByTestId("lift").click();
