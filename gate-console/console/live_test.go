@@ -429,9 +429,11 @@ func TestLiveStreamEndsWithTheSession(t *testing.T) {
 	done := make(chan struct{})
 	w := &flushRecorder{ch: make(chan string, 8)}
 	go func() { e.h.ServeHTTP(w, r); close(done) }()
-	// The stream waits on its heartbeat and on its session's end; 50 ms
-	// of the console's clock later the session is over.
-	if !e.clock.WaitForPending(2, done) {
+	// The stream waits on its heartbeat, its quiet check and its
+	// session's end (three timers: waiting for fewer could advance the
+	// clock before the session's timer exists); 50 ms of the console's
+	// clock later the session is over.
+	if !e.clock.WaitForPending(3, done) {
 		t.Fatal("the stream ended before its session did")
 	}
 	e.clock.Advance(50 * time.Millisecond)
