@@ -138,20 +138,14 @@ func (l *Limiter) Observe(ctx context.Context, b *plan.Budget, r vendormeter.Rea
 	widest := b.WidestCeiling()
 	out := Observed{Budget: b.ID, Key: b.Key, Ceiling: widest}
 	mk := b.VendorMeter.Key
-	res, err := l.KV.KV(ctx, queen.KVGetMany(l.NS, mk, b.Key))
-	if err == nil && res.Refused() {
-		err = res.Err()
-	}
-	if err == nil && len(res.Results) != 1 {
-		err = fmt.Errorf("the broker answered %d results for one getMany", len(res.Results))
-	}
+	rows, err := getMany(ctx, l.KV, l.NS, []string{mk, b.Key})
 	if err != nil {
 		return out, fmt.Errorf("%w: reading the vendor meter of budget %q: %w", ErrCall, b.ID, err)
 	}
 	var prev *MeterRow
 	var prevVersion int64
 	var cur Reading
-	for _, row := range res.Results[0].Rows {
+	for _, row := range rows {
 		switch row.Key {
 		case mk:
 			prevVersion = row.Version
@@ -240,7 +234,7 @@ func (l *Limiter) Observe(ctx context.Context, b *plan.Budget, r vendormeter.Rea
 	if len(ops) == 0 {
 		return out, nil
 	}
-	res, err = l.KV.KV(ctx, ops...)
+	res, err := l.KV.KV(ctx, ops...)
 	if err == nil && len(res.Results) != len(ops) {
 		err = fmt.Errorf("the broker answered %d results for %d ops", len(res.Results), len(ops))
 	}
@@ -269,17 +263,11 @@ func ReadMeters(ctx context.Context, kv KV, ns string, keys []string) (map[strin
 	if len(keys) == 0 {
 		return out, nil
 	}
-	res, err := kv.KV(ctx, queen.KVGetMany(ns, keys...))
-	if err == nil && res.Refused() {
-		err = res.Err()
-	}
-	if err == nil && len(res.Results) != 1 {
-		err = fmt.Errorf("the broker answered %d results for one getMany", len(res.Results))
-	}
+	rows, err := getMany(ctx, kv, ns, keys)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading %d vendor meter rows: %w", ErrCall, len(keys), err)
 	}
-	for _, row := range res.Results[0].Rows {
+	for _, row := range rows {
 		var m MeterRow
 		if json.Unmarshal(row.Value, &m) == nil && m.Limit > 0 {
 			out[row.Key] = m

@@ -62,17 +62,11 @@ func ReadCounters(ctx context.Context, kv KV, ns string, keys []string) (map[str
 	if len(keys) == 0 {
 		return out, nil
 	}
-	res, err := kv.KV(ctx, queen.KVGetMany(ns, keys...))
-	if err == nil && res.Refused() {
-		err = res.Err()
-	}
-	if err == nil && len(res.Results) != 1 {
-		err = fmt.Errorf("the broker answered %d results for one getMany", len(res.Results))
-	}
+	rows, err := getMany(ctx, kv, ns, keys)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading %d counters: %w", ErrCall, len(keys), err)
 	}
-	for _, row := range res.Results[0].Rows {
+	for _, row := range rows {
 		rd := Reading{Found: true}
 		if v, err := row.Int64(); err == nil {
 			rd.Value = v
@@ -85,6 +79,23 @@ func ReadCounters(ctx context.Context, kv KV, ns string, keys []string) (map[str
 		out[row.Key] = rd
 	}
 	return out, nil
+}
+
+// getMany reads keys of namespace ns in one getMany and returns the rows
+// present: a failed or refused call, or an answer without exactly one
+// result, is an error (the caller wraps it with what it was reading).
+func getMany(ctx context.Context, kv KV, ns string, keys []string) ([]queen.KVRow, error) {
+	res, err := kv.KV(ctx, queen.KVGetMany(ns, keys...))
+	if err == nil && res.Refused() {
+		err = res.Err()
+	}
+	if err == nil && len(res.Results) != 1 {
+		err = fmt.Errorf("the broker answered %d results for one getMany", len(res.Results))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res.Results[0].Rows, nil
 }
 
 // ReadKeys is ReadCounters in the limiter's namespace.
