@@ -9,6 +9,7 @@ import (
 	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/declare"
 	"github.com/queen-mq/gate/libs/history"
+	"github.com/queen-mq/gate/libs/plan"
 )
 
 // Vendor meter sampling: every VendorPeriod the recorder reads the meter
@@ -155,7 +156,12 @@ func (r *Recorder) listMirrors(ctx context.Context) error {
 		c := compiledDoc{row: d.Row}
 		res, err := declare.Compile(declare.Input{App: d.App, Name: d.Graph, Body: d.Body, Target: d.Legacy})
 		if err == nil && res.Plan != nil {
+			// A graph in Watch follows the vendor's meter of the budgets
+			// it declares (observe writes their rows): read them too.
 			p := res.Plan
+			if p.Watching {
+				p = plan.Enforcing(res.Doc, plan.Options{})
+			}
 			for i := range p.Nodes {
 				n := &p.Nodes[i]
 				for j := range n.Budgets {
