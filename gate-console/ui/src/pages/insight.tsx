@@ -1,7 +1,7 @@
 // Watch, "Why is traffic waiting?" and "Traffic over time": read-only pages
 // over the recorder and history routes (gate-runtime.md §5.4, §6.1–6.3).
 import { useMemo, useState } from "react";
-import type { GraphSimulation, GraphView, Simulation, Snapshot, VendorComparison } from "../wire";
+import type { GraphSimulation, GraphView, Simulation, Snapshot, VendorComparison, VendorSpan } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
 import { TimeChart, type Series } from "../lib/chart";
 import type { GraphDoc } from "../lib/doc";
@@ -190,6 +190,16 @@ export function VendorCheck({ v }: { v: VendorComparison }) {
   );
 }
 
+// VendorSpans lists the limits vendors stated below what is declared in the range
+// (budgets that mirror the vendor's meter), each as the server says it.
+export function VendorSpans({ spans }: { spans: VendorSpan[] }) {
+  return (
+    <section className="card" data-testid="vendor-spans"><h2>The vendor's meter</h2>
+      <ul>{spans.map((s, i) => <li key={i}>Budget {s.budget} of node {s.node}: {s.sentence}{s.ended ? "" : s.until > Date.now() ? " (holds until then unless the vendor says otherwise)" : " (lapsed)"}</li>)}</ul>
+      <p className="small muted">Recorded every second by gate-recorder from what workers report to observe.</p></section>
+  );
+}
+
 export function Why({ app, graph }: { app: string; graph: string }) {
   const d = useLoad(() => api.diagnostics(app, graph), [app, graph], 5000);
   if (d.loading && !d.data) return <Loading />;
@@ -258,6 +268,7 @@ export function Traffic({ app, graph, view }: { app: string; graph: string; view
           <section className="card"><h2>Changes</h2>
             {t.events.length === 0 ? <Empty title="No configuration change in this range" /> : <ul data-testid="changes">{t.events.map((e, i) => <li key={i}>{when(e.at)} — {e.change.label}{e.change.node ? <> on node {e.change.node}{e.change.seconds ? ` for ${e.change.seconds} s` : ""}{e.change.by ? ` by ${e.change.by}` : ""}{e.change.reason ? <>: “{e.change.reason}”</> : null}</> : null} (v{e.change.version}, {e.change.mode})</li>)}</ul>}
             <p className="small muted">Missing samples stay gaps. Annotations are context, not a revision store.</p></section>
+          {t.vendor.length ? <VendorSpans spans={t.vendor} /> : null}
         </div>
       ) : null}
     </>

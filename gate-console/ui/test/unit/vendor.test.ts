@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createElement as h } from "react";
 import { renderToStaticMarkup } from "react-dom/server";
-import { VendorCheck } from "../../src/pages/insight";
+import { VendorCheck, VendorSpans } from "../../src/pages/insight";
 import type { VendorComparison } from "../../src/wire";
 
 const span = { node: "call", budget: "rps", since: 0, until: 20000, ended: true, limit: 10, declared: 50, timeMs: 1000, headers: "x-ratelimit",
@@ -32,4 +32,11 @@ test("a vendor that stated nothing below declared shows the sentence only", () =
   assert.doesNotMatch(html, /sim-vendor-over/);
   assert.doesNotMatch(html, /sim-vendor-spans/);
   assert.match(html, /nothing to check 50 per 1 s against/);
+});
+
+test("the timeline lists each limit the vendor stated, in the server's words", () => {
+  const html = renderToStaticMarkup(h(VendorSpans, { spans: [span, { ...span, limit: 20, ended: false, until: 1, sentence: "the vendor enforced 20 where 50 is declared, from a to b" }] }));
+  assert.match(html, /data-testid="vendor-spans"/);
+  assert.match(html, /Budget rps of node call: the vendor enforced 10 where 50 is declared, from 1970-01-01T00:00:00Z to 1970-01-01T00:00:20Z<\/li>/);
+  assert.match(html, /the vendor enforced 20 where 50 is declared, from a to b \(lapsed\)/);
 });
