@@ -161,7 +161,7 @@ func (s *Stage) Start(ctx context.Context) error {
 	for i := 0; i < n; i++ {
 		s.Go(func() { s.work(ctx, i) })
 	}
-	s.Go(func() { s.hold.run(ctx) })
+	s.hold.start(ctx)
 	s.Ready()
 	return nil
 }
