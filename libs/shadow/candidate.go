@@ -70,7 +70,8 @@ func (c Candidate) Marshal() []byte {
 
 // ParseCandidate reads a candidate body strictly: one object with
 // "nodes", each node an object with "budgets" (an array), nothing else;
-// nodes must exist in known (the stored document's nodes).
+// nodes must exist in known (the stored document's nodes; nil accepts any
+// name, to read back a stored candidate).
 func ParseCandidate(body []byte, known []string) (Candidate, error) {
 	if len(body) > MaxCandidateBytes {
 		return Candidate{}, &FieldError{Field: "body", Message: fmt.Sprintf("the candidate is %d bytes; at most %d are accepted: send only the nodes whose budgets change", len(body), MaxCandidateBytes)}
@@ -79,9 +80,13 @@ func ParseCandidate(body []byte, known []string) (Candidate, error) {
 	if err := json.Unmarshal(body, &top); err != nil || top == nil {
 		return Candidate{}, &FieldError{Field: "body", Message: `the candidate must be a JSON object {"nodes": {"NODE": {"budgets": [...]}}}` + errSuffix(err)}
 	}
-	for k := range top {
+	for _, k := range sortedKeys(top) {
 		if k != "nodes" {
-			return Candidate{}, &FieldError{Field: k, Message: `unknown field; a candidate has only "nodes": {"NODE": {"budgets": [...]}}`}
+			field := k
+			if field == "" {
+				field = "body"
+			}
+			return Candidate{}, &FieldError{Field: field, Message: fmt.Sprintf(`unknown field %q; a candidate has only "nodes": {"NODE": {"budgets": [...]}}`, k)}
 		}
 	}
 	raw, ok := top["nodes"]
@@ -96,16 +101,17 @@ func ParseCandidate(body []byte, known []string) (Candidate, error) {
 		return Candidate{}, &FieldError{Field: "nodes", Message: "is empty; name at least one node and its candidate budgets"}
 	}
 	c := Candidate{Nodes: map[string]json.RawMessage{}}
-	for name, v := range nodes {
+	for _, name := range sortedKeys(nodes) {
+		v := nodes[name]
 		field := "nodes." + name
-		if !contains(known, name) {
+		if known != nil && !contains(known, name) {
 			return Candidate{}, &FieldError{Field: field, Message: fmt.Sprintf("the graph has no node %q; its nodes are %s", name, strings.Join(known, ", "))}
 		}
 		var n map[string]json.RawMessage
 		if err := json.Unmarshal(v, &n); err != nil || n == nil {
 			return Candidate{}, &FieldError{Field: field, Message: `must be an object {"budgets": [...]}` + errSuffix(err)}
 		}
-		for k := range n {
+		for _, k := range sortedKeys(n) {
 			if k != "budgets" {
 				return Candidate{}, &FieldError{Field: field + "." + k, Message: `unknown field; a shadow changes only a node's "budgets"`}
 			}
@@ -121,6 +127,15 @@ func ParseCandidate(body []byte, known []string) (Candidate, error) {
 		c.Nodes[name] = b
 	}
 	return c, nil
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func errSuffix(err error) string {
