@@ -17,7 +17,7 @@ import (
 // across a graph's stages; past it the youngest groups of a stage are
 // folded into one (their arrival second becomes the oldest folded one's,
 // so a delay is never under-reported).
-const MaxGroups = 200_000
+const MaxGroups = 20_000
 
 // NodePath names the per-second arrivals of one node on one path.
 type NodePath struct{ Node, Path string }

@@ -184,3 +184,41 @@ func TestCandidateRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A backlog past MaxGroups is carried in at most MaxGroups groups with
+// every item kept, and a folded item's arrival is never later than its own
+// (its delay is never under-reported).
+func TestStateFoldsAHugeBacklog(t *testing.T) {
+	p, c := compileCandidate(t, oneNode, `{"nodes":{"call":{"budgets":[{"id":"call-1s","count":1,"timeMs":1000}]}}}`)
+	start := int64(1_800_000_000_000)
+	const seconds = MaxGroups + 6000
+	var secs []Second
+	for s := int64(0); s < seconds; s++ {
+		secs = append(secs, Second{T: start + s*1000, Items: 10, Cost: 10})
+	}
+	e, err := NewEvaluator(p, c.NodeNames(), State{Through: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Run(start+(seconds/60+1)*60000, map[NodePath][]Second{{"call", "main"}: secs})
+	st := e.State()
+	if len(st.Queues) != 1 {
+		t.Fatalf("queues %d", len(st.Queues))
+	}
+	var items int64
+	last := int64(0)
+	for _, g := range st.Queues[0].Groups {
+		items += g[1]
+		if g[0] < last {
+			t.Fatal("groups out of arrival order")
+		}
+		last = g[0]
+	}
+	admitted := int64(seconds/60+1) * 60
+	if n := len(st.Queues[0].Groups); n > MaxGroups {
+		t.Fatalf("%d groups carried, at most %d", n, MaxGroups)
+	}
+	if want := int64(seconds)*10 - admitted; items != want {
+		t.Fatalf("%d items carried, want %d", items, want)
+	}
+}
