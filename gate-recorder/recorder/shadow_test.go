@@ -71,3 +71,60 @@ func TestShadowOnEnforcingGraph(t *testing.T) {
 		t.Fatalf("a second pass wrote %+v, %v", again, err)
 	}
 }
+
+// A shadow far looser than the real limit loosens nothing: with 1,000/s as
+// the candidate and 40/s enforced, 100 items still take at least three
+// windows (two seconds) to pass and the relay still refuses claims, while
+// the candidate reports that it would have delayed none of them.
+func TestShadowLooserThanTheLimitLoosensNothing(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+	doc := fmt.Sprintf(`{"application": %q, "graph": "l", "version": 1,
+		"nodes": {"n": {"ingress": true, "budgets": [{"id": "tight", "count": 40, "timeMs": 1000}], "egress": %q}},
+		"paths": [{"name": "main", "nodes": ["n"]}]}`, w.app, w.b.Queue("lout"))
+	if err := w.store.Put(ctx, w.app, "l", json.RawMessage(doc)); err != nil {
+		t.Fatal(err)
+	}
+	since := t0.UnixMilli()
+	cand := `{"nodes":{"n":{"budgets":[{"id":"tight","count":1000,"timeMs":1000}]}}}`
+	if err := w.store.PutShadow(ctx, store.Shadow{Application: w.app, Graph: "l", Since: since, SetBy: "api", Candidate: json.RawMessage(cand)}); err != nil {
+		t.Fatal(err)
+	}
+	a := w.startReplica("ra")
+	w.waitRunning("l", a)
+	rec := newRecorder(t, w)
+	var seq int64
+	began := time.Now()
+	w.push("gate."+w.app+".l.n.ingress", 100, 1, &seq)
+	gatetest.Eventually(t, 60*time.Second, func() bool { return w.fwd("main/n") >= 100 })
+	if took := time.Since(began); took < 2*time.Second {
+		t.Fatalf("100 items passed a 40/s limit in %v with a 1,000/s shadow set: the shadow loosened the real limit", took)
+	}
+	if w.fwd("main/n") != 100 {
+		t.Fatalf("forwarded %d, want 100", w.fwd("main/n"))
+	}
+	var refused int64
+	for _, rt := range a.relay.Runtimes() {
+		for _, st := range rt.Stages {
+			refused += st.Counters.Deferred + st.Counters.Released + st.Counters.Parked
+		}
+	}
+	if refused == 0 && a.relay.Denials().Total() == 0 {
+		t.Fatal("the real limit never refused a claim: the test proves nothing")
+	}
+	w.clk.Advance(2 * time.Minute)
+	flush(t, a)
+	if _, err := rec.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.Shadow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mins, err := w.db.ShadowMinutes(ctx, w.app, "l", since, since, since+10*60000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mins) != 1 || mins[0].Arrived != 100 || mins[0].Delayed != 0 || mins[0].Backlog != 0 {
+		t.Fatalf("shadow minutes %+v, want 100 arrived and none delayed", mins)
+	}
+}
