@@ -164,6 +164,9 @@ func (r *Recorder) Tick(ctx context.Context) {
 		if err := r.Sample(ctx); err != nil {
 			r.log.Warn("queue snapshots failed", "error", err)
 		}
+		if _, err := r.Shadow(ctx); err != nil {
+			r.log.Warn("shadow limits pass failed", "error", err)
+		}
 	}
 	if h := now.UnixMilli() / 3600000; h != r.lastHour {
 		r.lastHour = h
@@ -262,6 +265,9 @@ func (r *Recorder) Prune(ctx context.Context) (history.Pruned, error) {
 	now := r.cfg.Clock.Now()
 	p, err := r.cfg.DB.Prune(ctx, now)
 	if err != nil {
+		return p, err
+	}
+	if _, err := r.cfg.DB.PruneShadow(ctx, now); err != nil {
 		return p, err
 	}
 	if n, err := r.cfg.DB.SealHours(ctx, now); err != nil {

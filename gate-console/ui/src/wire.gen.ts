@@ -570,6 +570,8 @@ export interface ExplainBackoff {
  * - `preview-unsupported`: the node's shape is outside what the one-node limit preview replays (a payload cost, several paths): use POST …/simulate with a candidate document.
  * - `allowance-too-small`: the tried allowance admits less per sub-window than one item costs, so no item could ever pass.
  * - `recording-cost-changed`: the node's recorded cost per item changed inside the replayed range (second names where).
+ * - `shadow-invalid`: a shadow candidate's body is not budgets per node ({"nodes": {"NODE": {"budgets": [...]}}}) of the graph's own nodes (field names what; a candidate whose budgets do not compile is declare-refused, naming the document field).
+ * - `shadow-not-found`: the graph has no shadow candidate: PUT one to …/shadow first.
  * - `ai-off`: the AI configuration agent is off: the sentence says which knobs turn it on (rule ai-off).
  * - `ai-busy`: this replica already runs its most concurrent AI chats (rule ai-busy, Retry-After: 1).
  * - `ai-request`: the chat request breaks one of its bounds (rule ai-request, field).
@@ -661,6 +663,8 @@ export type Code =
   | "preview-unsupported"
   | "allowance-too-small"
   | "recording-cost-changed"
+  | "shadow-invalid"
+  | "shadow-not-found"
   | "ai-off"
   | "ai-busy"
   | "ai-request"
@@ -2312,6 +2316,120 @@ export interface RelayGraph {
 export interface RecorderHealth {
   status: string;
   error?: string;
+}
+
+/**
+ * Shadow is GET (and PUT) …/graphs/{graph}/shadow: a candidate set of
+ * budgets that runs beside the enforced document on the graph's live
+ * traffic, never refusing anything, and what it would have done per
+ * minute (issue 27).
+ */
+export interface Shadow {
+  application: string;
+  graph: string;
+  /** Since is when the candidate was set (ms): its results start there. */
+  since: number;
+  /** SetBy is who set it (the console identity, or "api"). */
+  setBy: string;
+  /**
+   * BasedOn is the entity tag of the stored document the candidate was
+   * set against; Current says the stored document is still that one.
+   */
+  basedOn: string;
+  current: boolean;
+  /**
+   * Recording says what the candidate is judged on: "watch" (the Watch
+   * session's recorded arrivals) or "forwarded" (the items each node
+   * forwards under the enforced limits, recorded per second while a
+   * candidate is set).
+   */
+  recording: string;
+  /**
+   * Minutes is the range answered (?minutes=, 1..1440, default 60);
+   * EvaluatedThrough is the end (ms) of the last minute evaluated, null
+   * before the first (gate-recorder evaluates once a minute, about a
+   * minute behind).
+   */
+  minutes: number;
+  evaluatedThrough: number | null;
+  /** Nodes are the candidate's nodes in name order. */
+  nodes: ShadowNode[];
+  /**
+   * Unsupported are candidate budgets the recording cannot judge
+   * (scoped or operation-filtered): they are not charged.
+   */
+  unsupported: SimUnsupported[];
+  /** Assumes says what the evaluation assumes. */
+  assumes: string[];
+}
+
+/**
+ * ShadowNode is one node of a shadow candidate: its candidate budgets (in
+ * the document's syntax), what it would have done over the range and per
+ * minute.
+ */
+export interface ShadowNode {
+  node: string;
+  /**
+   * Budgets is the candidate's budget list for the node, as the
+   * document declares budgets.
+   */
+  budgets: unknown[];
+  /**
+   * IfEnforced sums the range; Sentence says it in one line ("if
+   * enforced: 95 of 100 items delayed, up to 19 s; no backlog").
+   */
+  ifEnforced: ShadowTotals;
+  sentence: string;
+  /** PerMinute is every evaluated minute of the range, oldest first. */
+  perMinute: ShadowMinute[];
+}
+
+/** ShadowTotals is a shadow node's figures over a range of minutes. */
+export interface ShadowTotals {
+  /**
+   * Arrived and Delayed are summed; PeakBacklog, DelayMaxMs and
+   * OldestWaitingMs are the range's largest; Backlog is the last
+   * minute's.
+   */
+  arrived: number;
+  delayed: number;
+  backlog: number;
+  peakBacklog: number;
+  delayMaxMs: number;
+  oldestWaitingMs: number;
+}
+
+/** ShadowMinute is one node's shadow result for one minute. */
+export interface ShadowMinute {
+  /** T is the minute's start (ms). */
+  t: number;
+  /**
+   * Arrived are the items recorded at the node; Admitted those the
+   * candidate would have let through in the minute; Delayed those of
+   * them that waited at least a second; Backlog the items still waiting
+   * at the minute's end.
+   */
+  arrived: number;
+  admitted: number;
+  delayed: number;
+  backlog: number;
+  /**
+   * DelayP50Ms and DelayMaxMs are the delay the candidate would have
+   * added to the items admitted in the minute; OldestWaitingMs how long
+   * the oldest waiting item had waited at its end.
+   */
+  delayP50Ms: number;
+  delayMaxMs: number;
+  oldestWaitingMs: number;
+}
+
+/** ShadowDeleted is DELETE …/shadow. */
+export interface ShadowDeleted {
+  application: string;
+  graph: string;
+  /** Deleted says a candidate was set and is now gone. */
+  deleted: boolean;
 }
 
 /**
