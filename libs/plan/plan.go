@@ -147,6 +147,10 @@ type Budget struct {
 	// VendorMeter is the vendor meter the budget mirrors; nil mirrors
 	// nothing.
 	VendorMeter *VendorMeter `json:"vendorMeter,omitempty"`
+	// Keys are the document's per-key counts of a scoped budget: scope
+	// value → count per TimeMs, higher or lower than Count. nil declares
+	// none. A runtime key limit row (KeyLimitKey) wins over it.
+	Keys map[string]int64 `json:"keys,omitempty"`
 }
 
 // VendorMeter is a mirrored vendor meter as the plan carries it.
@@ -163,6 +167,37 @@ type VendorMeter struct {
 // Ceiling is the path's ceiling on the budget's counter, as the plan
 // carries it; 0 when path does not visit the node.
 func (b *Budget) Ceiling(path string) int64 { return b.Ceilings[path] }
+
+// KeyCount is the count per TimeMs of scope value: the document's
+// per-key count when it declares one (declared true), else Count.
+func (b *Budget) KeyCount(value string) (count int64, declared bool) {
+	if c, ok := b.Keys[value]; ok {
+		return c, true
+	}
+	return b.Count, false
+}
+
+// CountCeiling is a path of share's ceiling on one counter of the budget
+// counting count per TimeMs: round(max(1, count ÷ SubWindows) × share),
+// the arithmetic of Ceilings with the budget's own sub-windows (the window
+// and its TTL stay the budget's). CountCeiling(Count, share) is the path's
+// Ceilings entry.
+func (b *Budget) CountCeiling(count int64, share float64) int64 {
+	return Ceiling(max(1, count/max(b.SubWindows, 1)), share)
+}
+
+// KeyCeiling is path's ceiling on the counter of a scope value whose count
+// per TimeMs is count (KeyCount, or a runtime key limit): 0 when path does
+// not visit the node.
+func (n *Node) KeyCeiling(b *Budget, path string, count int64) int64 {
+	if _, ok := b.Ceilings[path]; !ok {
+		return 0
+	}
+	if count == b.Count {
+		return b.Ceilings[path]
+	}
+	return b.CountCeiling(count, n.Shares[path])
+}
 
 // WidestCeiling is the highest ceiling any visiting path may charge the
 // counter to (the widest share's); 0 when no path visits.
