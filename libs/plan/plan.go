@@ -196,7 +196,12 @@ func (n *Node) KeyCeiling(b *Budget, path string, count int64) int64 {
 	if count == b.Count {
 		return b.Ceilings[path]
 	}
-	return b.CountCeiling(count, n.Shares[path])
+	share, ok := n.Shares[path]
+	if !ok && b.CountSub > 0 {
+		// A plan built by hand without shares: the ceiling's own ratio.
+		share = float64(b.Ceilings[path]) / float64(b.CountSub)
+	}
+	return b.CountCeiling(count, share)
 }
 
 // WidestCeiling is the highest ceiling any visiting path may charge the
@@ -213,6 +218,17 @@ func (b *Budget) WidestCeiling() int64 {
 func (n *Node) Mirrors() bool {
 	for i := range n.Budgets {
 		if n.Budgets[i].VendorMeter != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Scoped reports whether some budget of the node keeps a counter per
+// scope value.
+func (n *Node) Scoped() bool {
+	for i := range n.Budgets {
+		if n.Budgets[i].ScopeBy != "" {
 			return true
 		}
 	}
