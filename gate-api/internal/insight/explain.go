@@ -45,7 +45,7 @@ func (in *Insight) explain(q *httpapi.Request) *httpapi.Refusal {
 	if bad != nil {
 		return bad
 	}
-	stage, bad := explainStage(e, n, x.path)
+	stage, bad := plane.NodeStage(e, n, x.path)
 	if bad != nil {
 		return bad
 	}
@@ -134,33 +134,6 @@ func readExplainQuery(v url.Values, n *plan.Node) (explainQ, *httpapi.Refusal) {
 		return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "partition must be a partition name of 1 to 256 bytes (the one the item was pushed to)").Field("partition")
 	}
 	return x, nil
-}
-
-// explainStage is the stage the item is judged on: the named path's, or
-// the highest-priority path through the node.
-func explainStage(e *plane.Entry, n *plan.Node, path string) (*plan.Stage, *httpapi.Refusal) {
-	var stage *plan.Stage
-	var through []string
-	for i := range e.Plan.Stages {
-		st := &e.Plan.Stages[i]
-		if st.Node != n.Name {
-			continue
-		}
-		through = append(through, st.Path)
-		switch {
-		case path != "" && st.Path == path && stage == nil:
-			stage = st
-		case path == "" && (stage == nil || st.Priority < stage.Priority):
-			stage = st
-		}
-	}
-	if stage != nil {
-		return stage, nil
-	}
-	if path == "" {
-		return nil, httpapi.Refuse(http.StatusNotFound, wire.CodePathNotFound, "no path crosses node '%s' of graph '%s/%s': nothing waits there", n.Name, e.App, e.Graph).Field("node")
-	}
-	return nil, httpapi.Refuse(http.StatusNotFound, wire.CodePathNotFound, "path '%.60s' does not cross node '%s': the paths through it are %s", path, n.Name, strings.Join(through, ", ")).Field("path").Paths(through)
 }
 
 // opNamed reports whether some budget of n names op (a pattern of its

@@ -43,26 +43,9 @@ func (l *Live) eta(q *httpapi.Request) *httpapi.Refusal {
 	if path == "" {
 		path = q.Query().Get("lane")
 	}
-	var stage *plan.Stage
-	var through []string
-	for i := range e.Plan.Stages {
-		st := &e.Plan.Stages[i]
-		if st.Node != n.Name {
-			continue
-		}
-		through = append(through, st.Path)
-		switch {
-		case path != "" && st.Path == path && stage == nil:
-			stage = st
-		case path == "" && (stage == nil || st.Priority < stage.Priority):
-			stage = st
-		}
-	}
-	if stage == nil {
-		if path == "" {
-			return httpapi.Refuse(http.StatusNotFound, wire.CodePathNotFound, "no path crosses node '%s' of graph '%s/%s'", n.Name, e.App, e.Graph).Field("node")
-		}
-		return httpapi.Refuse(http.StatusNotFound, wire.CodePathNotFound, "path '%s' does not cross node '%s': the paths through it are %s", path, n.Name, strings.Join(through, ", ")).Field("path").Paths(through)
+	stage, bad := plane.NodeStage(e, n, path)
+	if bad != nil {
+		return bad
 	}
 	ans, complete := l.estimate(q.Context(), e, n, stage)
 	if !complete || q.Context().Err() != nil {
