@@ -380,6 +380,12 @@ type ExplainCounter struct {
 	Reason *string `json:"reason"`
 	// Binds marks the binding counter.
 	Binds bool `json:"binds"`
+	// KeyCount is, on a scoped counter, what its scope value counts per
+	// the budget's window, and KeySource where that comes from: "runtime"
+	// (a limit per key set through the API), "document" (the budget's
+	// keys) or "budget" (the budget's own count). Absent on other kinds.
+	KeyCount  int64  `json:"keyCount,omitempty"`
+	KeySource string `json:"keySource,omitempty"`
 }
 
 // ExplainShare is one path's ceiling on a counter.

@@ -482,6 +482,14 @@ export interface ExplainCounter {
   reason: string | null;
   /** Binds marks the binding counter. */
   binds: boolean;
+  /**
+   * KeyCount is, on a scoped counter, what its scope value counts per
+   * the budget's window, and KeySource where that comes from: "runtime"
+   * (a limit per key set through the API), "document" (the budget's
+   * keys) or "budget" (the budget's own count). Absent on other kinds.
+   */
+  keyCount?: number;
+  keySource?: string;
 }
 
 /** ExplainShare is one path's ceiling on a counter. */
