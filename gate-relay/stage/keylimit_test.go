@@ -1,13 +1,20 @@
 package stage
 
 import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/cost"
+	"github.com/queen-mq/gate/libs/gatetest"
 	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/queen"
 )
 
 // scoped fills partition p with n items of scope value acct.
@@ -104,4 +111,85 @@ func TestADeletedKeyLimitFallsBackToTheDocument(t *testing.T) {
 	if got := len(r.forwarded("p")); got != 4 {
 		t.Errorf("forwarded %d, want the document's 4", got)
 	}
+}
+
+// BenchmarkStageRelayKeyRows is BenchmarkStageRelayRiders with a scoped
+// budget beside the wide one (1,000 distinct values, none with a limit of
+// its own) and rows=N runtime key limits of other values in kv: admission
+// with 100,000 rows must cost what it costs with one (the relay reads the
+// values it meets, never the rows). Reports items/s.
+func BenchmarkStageRelayKeyRows(b *testing.B) {
+	for _, rows := range []int{1, 100, 10_000, 100_000} {
+		b.Run("rows="+strconv.Itoa(rows), func(b *testing.B) { benchKeyRows(b, rows) })
+	}
+}
+
+func benchKeyRows(b *testing.B, rows int) {
+	br := gatetest.NewBroker(b)
+	br.RequireMini(b, "the benchmark measures the relay against the in-process broker")
+	c, err := queen.New(br.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	src, egress := br.Queue("src"), br.Queue("out")
+	st, node := benchStage(br.Prefix, src, egress)
+	node.Shares, node.WidestShare = map[string]float64{"main": 1}, 1
+	node.Budgets = append(node.Budgets, plan.Budget{ID: "acct", Key: plan.BudgetKey(br.Prefix, "g", "n", "acct"), ScopeBy: cost.Root + ".acct",
+		CountSub: 1_000_000_000, WindowSubSeconds: 1, SubWindows: 1, Count: 1_000_000_000, TimeMs: 1000, Ceilings: map[string]int64{"main": 1_000_000_000}})
+	bud := &node.Budgets[1]
+	row, _ := json.Marshal(budget.KeyRow{Count: 1000, At: 1})
+	for start := 0; start < rows; start += 256 {
+		ops := make([]queen.KVOp, 0, 256)
+		for i := start; i < min(start+256, rows); i++ {
+			ops = append(ops, queen.KVPut(br.Namespace(), plan.KeyLimitKey(bud.Key, "tier-"+strconv.Itoa(i)), row, queen.PutOpts{Forever: true}))
+		}
+		if _, err := c.KV(context.Background(), ops...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	total := b.N * 200
+	var batch []queen.PushItem
+	for i := 0; i < total; i++ {
+		batch = append(batch, queen.PushItem{Queue: src, Partition: "p" + strconv.Itoa(i%16), Payload: json.RawMessage(`{"i":` + strconv.Itoa(i) + `,"acct":"a` + strconv.Itoa(i%1000) + `"}`)})
+		if len(batch) == 1000 || i == total-1 {
+			if _, err := c.Push(context.Background(), batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	var moved atomic.Int64
+	done := make(chan struct{})
+	lim := &budget.Limiter{KV: c, NS: br.Namespace(), Keys: budget.NewKeyLimits(c, br.Namespace(), nil, 0, 0)}
+	adm := NewAdmission(true, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := adm.Probe(context.Background(), lim, c, plan.RiderProbeKey("bench")); err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Config{App: br.Prefix, Graph: "g", Stage: st, Node: node, Client: c,
+		Limiter: lim, Lease: 10 * time.Second, PollTimeout: 2 * time.Second, Admission: adm,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Observer: func(ev Settled) {
+			if moved.Add(int64(ev.Items)) == int64(total) {
+				close(done)
+			}
+		}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	b.ResetTimer()
+	start := time.Now()
+	if err := s.Start(runCtx); err != nil {
+		b.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("moved %d of %d in 5 minutes", moved.Load(), total)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	cancel()
+	<-s.Stopped()
+	b.ReportMetric(float64(total)/elapsed.Seconds(), "items/s")
+	b.ReportMetric(float64(lim.Keys.Reads())/float64(b.N), "key-reads/claim")
 }
