@@ -1515,6 +1515,82 @@ export interface Timeline {
   /** Enabled says queue sampling (counters) is on for the graph. */
   enabled: boolean;
   resolutionSeconds: number;
+  /**
+   * Vendor is every limit a vendor stated below what is declared (a
+   * budget that mirrors its meter) that held in the range, oldest
+   * first, as gate-recorder sampled it.
+   */
+  vendor: VendorSpan[];
+}
+
+/**
+ * VendorSpan is one limit a vendor stated for a budget that mirrors its
+ * meter, from when it was first stated to when it lapsed or went.
+ */
+export interface VendorSpan {
+  node: string;
+  budget: string;
+  /**
+   * Since is when the vendor first stated it (ms); Until when it stopped
+   * holding (ms): it lapsed, another limit replaced it, or the vendor
+   * allowed the declared count again (Ended). An Until after now is when
+   * it lapses unless the vendor restates it.
+   */
+  since: number;
+  until: number;
+  ended: boolean;
+  /**
+   * Limit is the vendor's limit where Declared is declared, both per
+   * TimeMs (the budget's window).
+   */
+  limit: number;
+  declared: number;
+  timeMs: number;
+  /** Headers names the header family that spoke. */
+  headers: string;
+  /**
+   * Sentence says it in words ("the vendor enforced 10 where 50 is
+   * declared, from … to …").
+   */
+  sentence: string;
+}
+
+/**
+ * VendorComparison is "Try a limit" checked against what the vendor
+ * really allowed while the Watch recorded (a node with a budget that
+ * mirrors the vendor's meter).
+ */
+export interface VendorComparison {
+  /** Budgets are the node's budgets that mirror a vendor meter. */
+  budgets: string[];
+  /**
+   * Seconds is the replayed seconds in which the vendor enforced less
+   * than declared.
+   */
+  seconds: number;
+  /**
+   * ExceededSeconds is, of those, the seconds in which the candidate
+   * limit allows more than the vendor did (compared as rates).
+   */
+  exceededSeconds: number;
+  /**
+   * OverSeconds is, of those, the seconds in which the recorded traffic
+   * replayed under the candidate is sent faster than the vendor's limit
+   * (spread evenly over the vendor's window), and OverItems the items
+   * above it: calls the vendor would likely have refused.
+   */
+  overSeconds: number;
+  overItems: number;
+  /**
+   * LowestLimit and LowestTimeMs are the lowest limit the vendor stated
+   * in the range (null when it stated none).
+   */
+  lowestLimit: number | null;
+  lowestTimeMs: number | null;
+  /** Spans are the vendor's limits that held in the range. */
+  spans: VendorSpan[];
+  /** Sentence says the comparison in words. */
+  sentence: string;
 }
 
 /** TimelineSample is one node's snapshot of one minute. */
@@ -1603,6 +1679,11 @@ export interface Simulation {
   coverage: Coverage;
   effective: Effective;
   hasKnownGaps: boolean;
+  /**
+   * Vendor compares the candidate with the limits the vendor stated in
+   * the range; null when no budget of the node mirrors a vendor meter.
+   */
+  vendor: VendorComparison | null;
 }
 
 /**
