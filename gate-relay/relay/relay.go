@@ -153,6 +153,7 @@ func New(cfg Config) (*Relay, error) {
 		limiter: &budget.Limiter{
 			KV: cfg.Client, NS: cfg.Store.Namespace(), Observer: cfg.BudgetObserver,
 			Meters: budget.NewMeters(cfg.Client, cfg.Store.Namespace(), cfg.Clock, 0),
+			Keys:   budget.NewKeyLimits(cfg.Client, cfg.Store.Namespace(), cfg.Clock, 0, 0),
 		},
 		denials: &denial.Ring{}, log: cfg.Logger,
 		graphs: map[string]*runtime{}, lastErrs: map[string]string{},

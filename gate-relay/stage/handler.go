@@ -179,7 +179,7 @@ items:
 					continue
 				}
 			}
-			key := b.Key
+			key, ceiling := b.Key, b.Ceiling(path)
 			if b.ScopeBy != "" {
 				v, ok := cost.Scope(e.msg.Data, b.ScopeBy)
 				if !ok {
@@ -191,10 +191,14 @@ items:
 					e.err = fmt.Errorf("budget '%s' scopes by '%s': its value (%d bytes) makes the kv key %d bytes, over the broker's %d; shorten the value to at most %d bytes", b.ID, b.ScopeBy, len(v), len(key), queen.MaxKVKeyBytes, queen.MaxKVKeyBytes-(len(key)-len(v)))
 					continue items
 				}
+				if count, declared := b.KeyCount(v); declared {
+					ceiling = n.KeyCeiling(b, path, count)
+				}
 			}
-			// The plan's ceiling; followMeters lowers a mirrored budget's
-			// before each attempt.
-			k := h.batch.Counter(key, b.Ceiling(path), b.WindowSubSeconds, b.ID)
+			// The plan's ceiling (a document's per-key count for a scoped
+			// value); followMeters lowers a mirrored budget's and followKeys
+			// sets a runtime key limit's before each attempt.
+			k := h.batch.Counter(key, ceiling, b.WindowSubSeconds, b.ID)
 			h.batch.Counters[k].Widest = max(h.batch.Counters[k].Widest, b.WidestCeiling())
 			touched = append(touched, k)
 		}
@@ -227,6 +231,24 @@ func (h *handler) followMeters() {
 				h.batch.Counters[k].Max = c
 			}
 		}
+	}
+}
+
+// followKeys sets the ceiling of every scoped counter of the window to its
+// scope value's own (libs/budget KeyCeilings: a runtime key limit row,
+// else the document's keys, else the budget's) before every attempt, so a
+// limit changed while the claim waited applies to the window it is
+// admitted in. A failed read keeps the document's counts and is logged at
+// debug (the charge call that follows meets the same broker).
+func (h *handler) followKeys() {
+	n := h.s.cfg.Node
+	if h.s.cfg.Limiter == nil || h.s.cfg.Limiter.Keys == nil || !n.Scoped() {
+		return
+	}
+	ctx, cancel := h.call()
+	defer cancel()
+	if err := h.s.cfg.Limiter.KeyCeilings(ctx, n, h.s.cfg.Stage.Path, &h.batch); err != nil {
+		h.s.log.Debug("reading key limits failed; the document's counts apply to this attempt", "error", err)
 	}
 }
 
@@ -299,6 +321,7 @@ func (h *handler) tryN(n int) (*budget.Charge, error) {
 func (h *handler) try(n int) (_ *budget.Charge, permanentErr error, done bool) {
 	s := h.s
 	h.followMeters()
+	h.followKeys()
 	if s.cfg.Admission.Riders() {
 		t, end, fwd, foreignN, costSum := h.transaction(n)
 		if ch, ok := s.cfg.Limiter.Riders(t, &h.batch, n); ok {

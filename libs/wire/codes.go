@@ -161,6 +161,19 @@ const (
 	// CodeNoVendorMeter means an observe names a node (or budget) whose
 	// budgets mirror no vendor meter (vendorMeter in the document).
 	CodeNoVendorMeter Code = "no-vendor-meter"
+	// CodeBudgetNotFound means the node has no budget of that id (field
+	// budget).
+	CodeBudgetNotFound Code = "budget-not-found"
+	// CodeUnscopedBudget means limits per key name a budget without
+	// scopeBy, which keeps one counter for every item (field budget).
+	CodeUnscopedBudget Code = "unscoped-budget"
+	// CodeInvalidKeyLimit means a limit per key cannot be set: a scope
+	// value that is empty or longer than the key room, a count outside
+	// 1..10^12 or below the node's largest item (field value or count).
+	CodeInvalidKeyLimit Code = "invalid-key-limit"
+	// CodeKeyLimitNotFound means the scope value has no runtime limit on
+	// that budget (a document count, if any, is in the plan's keys).
+	CodeKeyLimitNotFound Code = "key-limit-not-found"
 	// CodeETAUnavailable means the backlog or the counters an ETA needs
 	// could not be read from the broker.
 	CodeETAUnavailable Code = "eta-unavailable"
@@ -381,6 +394,10 @@ var Codes = []CodeStatuses{
 	{CodeNoUnscopedBudget, []int{422}},
 	{CodeInvalidHeader, []int{422}},
 	{CodeNoVendorMeter, []int{422}},
+	{CodeBudgetNotFound, []int{404}},
+	{CodeUnscopedBudget, []int{422}},
+	{CodeInvalidKeyLimit, []int{422}},
+	{CodeKeyLimitNotFound, []int{404}},
 	{CodeETAUnavailable, []int{503}},
 	{CodeGone, []int{410}},
 	{CodeDeclareRefused, []int{409, 422}},

@@ -39,5 +39,6 @@ func (l *Live) Routes(r *httpapi.Router) {
 	plane.Both(r, "eta", http.MethodGet, "/graphs/{graph}/nodes/{node}/eta", small, l.eta)
 	plane.Both(r, "target-eta", http.MethodGet, "/targets/{graph}/eta", small, l.eta)
 	r.Handle(httpapi.Route{Name: "app-metrics", Method: http.MethodGet, Path: "/v1/apps/{app}/metrics", Limit: small}, l.productMetrics)
+	l.keysRoutes(r)
 	l.consoleRoutes(r)
 }

@@ -482,6 +482,14 @@ export interface ExplainCounter {
   reason: string | null;
   /** Binds marks the binding counter. */
   binds: boolean;
+  /**
+   * KeyCount is, on a scoped counter, what its scope value counts per
+   * the budget's window, and KeySource where that comes from: "runtime"
+   * (a limit per key set through the API), "document" (the budget's
+   * keys) or "budget" (the budget's own count). Absent on other kinds.
+   */
+  keyCount?: number;
+  keySource?: string;
 }
 
 /** ExplainShare is one path's ceiling on a counter. */
@@ -496,6 +504,69 @@ export interface ExplainBackoff {
   until: number;
   retryAfterSeconds: number;
   by?: string;
+}
+
+/**
+ * KeyLimit is one scope value's count on a scoped budget: the 200 answer
+ * of GET, PUT and DELETE …/budgets/{budget}/keys/{value}, and an entry of
+ * KeyLimits. For one value a runtime limit wins over the document's.
+ */
+export interface KeyLimit {
+  node: string;
+  budget: string;
+  value: string;
+  /**
+   * Count is what the value counts per TimeMs now, and Source where it
+   * comes from: "runtime" (set through the API), "document" (the
+   * budget's keys) or "budget" (neither: the budget's own count).
+   */
+  count: number;
+  timeMs: number;
+  source: string;
+  /**
+   * Ceiling is the value's counter's ceiling per sub-window for the
+   * widest path (what one sub-window admits).
+   */
+  ceiling: number;
+  /**
+   * Default is the budget's own count; Document the document's count for
+   * the value (null: none), still in force when the runtime one is gone.
+   */
+  default: number;
+  document: number | null;
+  /** At is when the runtime limit was written (epoch ms; 0 when none). */
+  at: number;
+  /**
+   * Deleted is true on a DELETE's answer: the runtime limit is gone and
+   * Count is what the value counts from the next sub-window.
+   */
+  deleted?: boolean;
+}
+
+/**
+ * KeyLimits is the 200 answer of GET …/budgets/{budget}/keys: one page of
+ * the budget's runtime limits per key (in byte order of their values) and,
+ * on the first page, every count the document gives.
+ */
+export interface KeyLimits {
+  node: string;
+  budget: string;
+  scopeBy: string;
+  /** Default is the budget's own count per TimeMs, for every other value. */
+  default: number;
+  timeMs: number;
+  /** Runtime is the page of limits set through the API. */
+  runtime: KeyLimit[];
+  /**
+   * Document is the document's per-key counts (first page only, else
+   * empty), each with the runtime limit that overrides it, if on this
+   * page, left to the caller to match.
+   */
+  document: KeyLimit[];
+  /** NextAfter is the after of the next page; "" on the last. */
+  nextAfter: string;
+  /** Wins says which of two limits for one value applies: "runtime". */
+  wins: string;
 }
 
 /**
@@ -551,6 +622,10 @@ export interface ExplainBackoff {
  * - `no-unscoped-budget`: a backoff names a node with only scoped budgets, which has no window to spend.
  * - `invalid-header`: an observed vendor answer carries a header Gate cannot read: malformed, negative, huge, dated, too long or too many (field names the header).
  * - `no-vendor-meter`: an observe names a node (or budget) whose budgets mirror no vendor meter (vendorMeter in the document).
+ * - `budget-not-found`: the node has no budget of that id (field budget).
+ * - `unscoped-budget`: limits per key name a budget without scopeBy, which keeps one counter for every item (field budget).
+ * - `invalid-key-limit`: a limit per key cannot be set: a scope value that is empty or longer than the key room, a count outside 1..10^12 or below the node's largest item (field value or count).
+ * - `key-limit-not-found`: the scope value has no runtime limit on that budget (a document count, if any, is in the plan's keys).
  * - `eta-unavailable`: the backlog or the counters an ETA needs could not be read from the broker.
  * - `gone`: the route was removed (the pop and the leases): the sentence says what replaces it (queue when there is one).
  * - `declare-refused`: the document was refused by a declare rule (rule, rules, problems; 409 for version-bump, version-order and ingress-owner), or could not be read as a document at all (rule document).
@@ -644,6 +719,10 @@ export type Code =
   | "no-unscoped-budget"
   | "invalid-header"
   | "no-vendor-meter"
+  | "budget-not-found"
+  | "unscoped-budget"
+  | "invalid-key-limit"
+  | "key-limit-not-found"
   | "eta-unavailable"
   | "gone"
   | "declare-refused"

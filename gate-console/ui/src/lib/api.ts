@@ -78,6 +78,9 @@ export const api = {
     for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== "") p.set(k, v);
     return request<W.Explanation>("GET", `${g(app, graph)}/nodes/${seg(node)}/explain?${p}`);
   },
+  /** One page of a scoped budget's limits per key (runtime, in value order; the document's on the first page). */
+  keyLimits: (app: string, graph: string, node: string, budget: string, after = "", limit = 20) =>
+    request<W.KeyLimits>("GET", `${g(app, graph)}/nodes/${seg(node)}/budgets/${seg(budget)}/keys?limit=${limit}${after ? `&after=${encodeURIComponent(after)}` : ""}`),
   simulateGraph: (app: string, graph: string, doc: unknown, minutes: number) => request<W.GraphSimulation>("POST", `${g(app, graph)}/simulate?minutes=${minutes}`, doc),
   /** The graph view with the stored document's ETag (what an edit sends as If-Match). */
   graphTagged: async (app: string, graph: string) => {
