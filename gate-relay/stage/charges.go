@@ -80,10 +80,10 @@ func (h *handler) appendRecords(b []byte, e *entry, now int64) []byte {
 	if raw, ok := cost.Lookup(e.msg.Data, cost.Root+"."+cost.Stamp+".charges"); ok && len(raw) > 2 {
 		if in, ok := cost.StampOf(e.msg.Data); ok {
 			st, err := cost.ParseStamp(in)
-			if err == nil && s.cfg.Signer.Verify(st, e.msg.TransactionID) {
+			if err == nil && s.cfg.Signer.Verify(st, s.cfg.App, e.msg.TransactionID) {
 				carried = st.Charges
 			} else if n := s.forged.Add(1); n == 1 || n%1000 == 0 {
-				s.log.Warn("an item's stamp carries charges that do not verify (written by no relay of this fleet, or altered); they are dropped", "transactionId", e.msg.TransactionID, "dropped", n)
+				s.log.Warn("an item's stamp carries charges that do not verify (written by no relay of this fleet, or altered); they are dropped", "transactionId", e.msg.TransactionID, "failures", n)
 			}
 		}
 	}

@@ -33,7 +33,7 @@ func (r *rig) chargesOf(p string, sg *cost.Signer) []cost.Charge {
 		if err != nil || len(st.Charges) != 1 {
 			r.t.Fatalf("stamp %s: %v", raw, err)
 		}
-		if !sg.Verify(st, m.TransactionID) {
+		if !sg.Verify(st, "a", m.TransactionID) {
 			r.t.Fatalf("the stamp of %s does not verify: %s", m.TransactionID, raw)
 		}
 		out = append(out, st.Charges[0])

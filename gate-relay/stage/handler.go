@@ -683,7 +683,7 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 				if di == 0 {
 					sc.charges = h.appendRecords(sc.charges[:0], e, now)
 				}
-				if out, ok := stamps[di].appendCharged(arena, e.msg.Data, sc.charges, h.s.cfg.Signer, txn); ok {
+				if out, ok := stamps[di].appendCharged(arena, e.msg.Data, sc.charges, h.s.cfg.Signer, s.cfg.App, txn); ok {
 					arena = out
 					payload = arena[from:len(arena):len(arena)]
 				}

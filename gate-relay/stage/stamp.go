@@ -80,7 +80,7 @@ func stampedPath(data []byte) (string, bool) {
 
 // appendCharged is appendClaimed with the item's charge records (the
 // "charges" array), signed for the transaction id txn it is pushed with.
-func (s Stamp) appendCharged(dst, data, charges []byte, signer *cost.Signer, txn string) ([]byte, bool) {
+func (s Stamp) appendCharged(dst, data, charges []byte, signer *cost.Signer, app, txn string) ([]byte, bool) {
 	st := cost.GateStamp{Graph: s.Graph, Path: s.Path, Hop: s.Hop, Node: s.Node, At: s.At}
-	return st.AppendStamped(dst, data, cost.Splice{Head: s.head, KeepAttempt: true, Charges: charges, Signer: signer, Txn: txn})
+	return st.AppendStamped(dst, data, cost.Splice{Head: s.head, KeepAttempt: true, Charges: charges, Signer: signer, App: app, Txn: txn})
 }

@@ -113,6 +113,66 @@ type Settle struct {
 	Row      string
 	// Now is the caller's clock, for RefundMargin.
 	Now time.Time
+	// Stats, when set, is the node's settle statistics (SettleStatsKey):
+	// the settle counts itself, its estimate and its actual cost there.
+	Stats string
+}
+
+// SettleStatsKey is the prefix of a node's settle statistics: three kv
+// counters (":n", ":est", ":act") that live SettleStatsTTL from the first
+// settle after they lapse.
+func SettleStatsKey(app, graph, node string) string {
+	return "settlestats:" + app + ":" + graph + ":" + node
+}
+
+// SettleStatsTTL is how long a node's settle statistics count before they
+// start over.
+const SettleStatsTTL = 24 * time.Hour
+
+// SettleStats is a node's settles since its statistics started.
+type SettleStats struct {
+	Settles, Estimated, Actual int64
+	// Until is when the statistics lapse (they started at most
+	// SettleStatsTTL before).
+	Until time.Time
+}
+
+// ReadSettleStats reads the settle statistics of each prefix
+// (SettleStatsKey) in one getMany; a node never settled is absent.
+func ReadSettleStats(ctx context.Context, kv KV, ns string, prefixes []string) (map[string]SettleStats, error) {
+	out := map[string]SettleStats{}
+	if len(prefixes) == 0 {
+		return out, nil
+	}
+	keys := make([]string, 0, 3*len(prefixes))
+	for _, p := range prefixes {
+		keys = append(keys, p+":n", p+":est", p+":act")
+	}
+	rows, err := getMany(ctx, kv, ns, keys)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading settle statistics: %w", ErrCall, err)
+	}
+	byKey := map[string]queen.KVRow{}
+	for _, r := range rows {
+		byKey[r.Key] = r
+	}
+	for _, p := range prefixes {
+		n, ok := byKey[p+":n"]
+		if !ok {
+			continue
+		}
+		var st SettleStats
+		st.Settles, _ = n.Int64()
+		st.Until, _ = n.ExpiresAt.Time()
+		if r, ok := byKey[p+":est"]; ok {
+			st.Estimated, _ = r.Int64()
+		}
+		if r, ok := byKey[p+":act"]; ok {
+			st.Actual, _ = r.Int64()
+		}
+		out[p] = st
+	}
+	return out, nil
 }
 
 // Outcomes of one counter of a settle.
@@ -223,6 +283,12 @@ func (l *Limiter) Settle(ctx context.Context, s Settle) (SettleResult, error) {
 				res.Counters[i].Outcome = SettleRefunded
 			}
 		}
+	}
+	if s.Stats != "" {
+		day := int64(SettleStatsTTL / time.Second)
+		ops = append(ops, queen.KVIncr(l.NS, s.Stats+":n", 1, queen.IncrOpts{TTLSeconds: day}),
+			queen.KVIncr(l.NS, s.Stats+":est", s.Estimated, queen.IncrOpts{TTLSeconds: day}),
+			queen.KVIncr(l.NS, s.Stats+":act", s.Actual, queen.IncrOpts{TTLSeconds: day}))
 	}
 	keys := make([]string, 0, len(write))
 	for _, i := range write {

@@ -138,9 +138,10 @@ func StampOf(payload []byte) ([]byte, bool) {
 const SigLen = 22
 
 // Signer signs and verifies stamps with the fleet's key: HMAC-SHA256 over
-// the stamp as AppendSigned writes it, a zero byte and the transaction id
-// the item was pushed with, cut to 16 bytes. A stamp copied onto another
-// message, or altered in any member, no longer verifies. Safe for
+// the stamp as AppendSigned writes it, then, each after a zero byte, the
+// application and the transaction id the item was pushed with, cut to 16
+// bytes. A stamp copied onto another message or application, or altered
+// in any member, no longer verifies. Safe for
 // concurrent use.
 type Signer struct {
 	pool sync.Pool
@@ -160,29 +161,29 @@ func NewSigner(key []byte) (*Signer, error) {
 	return s, nil
 }
 
-// mac writes the 16-byte signature of signed and txn into out.
-func (s *Signer) mac(out *[sha256.Size]byte, signed []byte, txn string) {
+// mac writes the 16-byte signature of signed, app and txn into out.
+func (s *Signer) mac(out *[sha256.Size]byte, signed []byte, app, txn string) {
 	h := s.pool.Get().(hash.Hash)
 	h.Reset()
 	h.Write(signed)
-	var buf [96]byte
-	h.Write(append(append(buf[:0], 0), txn...))
+	var buf [160]byte
+	h.Write(append(append(append(append(buf[:0], 0), app...), 0), txn...))
 	h.Sum(out[:0])
 	s.pool.Put(h)
 }
 
 // AppendSig appends the signature of signed (the stamp's AppendSigned
-// bytes) for transaction id txn to dst, base64url without padding.
-// signed may alias dst.
-func (s *Signer) AppendSig(dst, signed []byte, txn string) []byte {
+// bytes) for application app and transaction id txn to dst, base64url
+// without padding. signed may alias dst.
+func (s *Signer) AppendSig(dst, signed []byte, app, txn string) []byte {
 	var sum [sha256.Size]byte
-	s.mac(&sum, signed, txn)
+	s.mac(&sum, signed, app, txn)
 	return base64.RawURLEncoding.AppendEncode(dst, sum[:16])
 }
 
-// Verify reports whether st carries the signature its members and txn
-// have.
-func (s *Signer) Verify(st GateStamp, txn string) bool {
+// Verify reports whether st carries the signature its members, app and
+// txn have.
+func (s *Signer) Verify(st GateStamp, app, txn string) bool {
 	if len(st.Sig) != SigLen {
 		return false
 	}
@@ -191,6 +192,6 @@ func (s *Signer) Verify(st GateStamp, txn string) bool {
 		return false
 	}
 	var sum [sha256.Size]byte
-	s.mac(&sum, st.AppendSigned(nil), txn)
+	s.mac(&sum, st.AppendSigned(nil), app, txn)
 	return hmac.Equal(got, sum[:16])
 }

@@ -28,7 +28,7 @@ func TestSignedSpliceVerifiesAndReadsBack(t *testing.T) {
 		{Node: "tokens", Cost: 4000, At: 1700000000120, Windows: []int64{1700000001000, 0}, Row: "r\"2"},
 	}
 	enc := AppendCharges(nil, charges)
-	out, ok := st.AppendStamped(nil, []byte(`{"prompt":"hi","_gate":{"attempt":2}}`), Splice{Head: st.AppendHead(nil), KeepAttempt: true, Charges: enc, Signer: sg, Txn: "tx-1"})
+	out, ok := st.AppendStamped(nil, []byte(`{"prompt":"hi","_gate":{"attempt":2}}`), Splice{Head: st.AppendHead(nil), KeepAttempt: true, Charges: enc, Signer: sg, App: "a", Txn: "tx-1"})
 	if !ok || !json.Valid(out) {
 		t.Fatalf("splice: %s", out)
 	}
@@ -44,13 +44,16 @@ func TestSignedSpliceVerifiesAndReadsBack(t *testing.T) {
 		got.Charges[1].Cost != 4000 || got.Charges[1].Row != "r\"2" || got.Charges[1].Windows[0] != 1700000001000 || len(got.Sig) != SigLen {
 		t.Fatalf("read back %+v from %s", got, raw)
 	}
-	if !sg.Verify(got, "tx-1") {
+	if !sg.Verify(got, "a", "tx-1") {
 		t.Fatalf("the relay's own stamp does not verify: %s", raw)
 	}
-	if sg.Verify(got, "tx-2") {
+	if sg.Verify(got, "a", "tx-2") {
 		t.Fatal("a stamp verified for another transaction id")
 	}
-	if testSigner(t, 8).Verify(got, "tx-1") {
+	if sg.Verify(got, "b", "tx-1") {
+		t.Fatal("a stamp verified for another application")
+	}
+	if testSigner(t, 8).Verify(got, "a", "tx-1") {
 		t.Fatal("a stamp verified under another key")
 	}
 	// The canonical encoding is what was written: a worker that decodes
@@ -66,8 +69,8 @@ func TestAlteredStampsDoNotVerify(t *testing.T) {
 	sg := testSigner(t, 1)
 	base := GateStamp{Graph: "g", Path: "p", Hop: 1, Node: "n", At: 10,
 		Charges: []Charge{{Node: "n", Cost: 40, At: 9, Windows: []int64{1000}, Row: "r"}}}
-	base.Sig = string(sg.AppendSig(nil, base.AppendSigned(nil), "t"))
-	if !sg.Verify(base, "t") {
+	base.Sig = string(sg.AppendSig(nil, base.AppendSigned(nil), "a", "t"))
+	if !sg.Verify(base, "a", "t") {
 		t.Fatal("the signed stamp does not verify")
 	}
 	alter := []func(*GateStamp){
@@ -94,7 +97,7 @@ func TestAlteredStampsDoNotVerify(t *testing.T) {
 		s.Charges = []Charge{base.Charges[0]}
 		s.Charges[0].Windows = []int64{1000}
 		f(&s)
-		if sg.Verify(s, "t") {
+		if sg.Verify(s, "a", "t") {
 			t.Errorf("alteration %d verified: %+v", i, s)
 		}
 	}
@@ -136,7 +139,7 @@ func FuzzParseStamp(f *testing.F) {
 		if err != nil || !bytes.Equal(back.AppendJSON(nil), enc) {
 			t.Fatalf("round trip: %v %s", err, enc)
 		}
-		if sg.Verify(st, "t") && st.Sig != string(sg.AppendSig(nil, st.AppendSigned(nil), "t")) {
+		if sg.Verify(st, "a", "t") && st.Sig != string(sg.AppendSig(nil, st.AppendSigned(nil), "a", "t")) {
 			t.Fatalf("a signature verified that the key did not make: %s", raw)
 		}
 	})
@@ -151,6 +154,6 @@ func BenchmarkSignedSplice(b *testing.B) {
 	dst := make([]byte, 0, 512)
 	b.ReportAllocs()
 	for b.Loop() {
-		dst, _ = st.AppendStamped(dst[:0], data, Splice{Head: head, KeepAttempt: true, Charges: enc, Signer: sg, Txn: "0123456789abcdef0123456789abcdef"})
+		dst, _ = st.AppendStamped(dst[:0], data, Splice{Head: head, KeepAttempt: true, Charges: enc, Signer: sg, App: "app", Txn: "0123456789abcdef0123456789abcdef"})
 	}
 }

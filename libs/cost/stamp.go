@@ -103,10 +103,11 @@ type Splice struct {
 	// Charges, when not empty, is the stamp's "charges" array as
 	// AppendCharges encodes it (the item's own; the stamp's Charges field
 	// is not read when Head is set). A stamp with charges is signed with
-	// Signer over the stamp and Txn, the transaction id the item is pushed
-	// with; a nil Signer writes none.
+	// Signer over the stamp, App and Txn, the transaction id the item is
+	// pushed with; a nil Signer writes none.
 	Charges []byte
 	Signer  *Signer
+	App     string
 	Txn     string
 }
 
@@ -177,7 +178,7 @@ func (s GateStamp) AppendStamped(dst, data []byte, how Splice) ([]byte, bool) {
 	out = s.appendAttempt(out)
 	if len(how.Charges) > 0 && how.Signer != nil {
 		out = append(out, `,"sig":"`...)
-		out = how.Signer.AppendSig(out, out[start:len(out)-len(`,"sig":"`)], how.Txn)
+		out = how.Signer.AppendSig(out, out[start:len(out)-len(`,"sig":"`)], how.App, how.Txn)
 		out = append(out, '"')
 	}
 	return append(out, '}', '}'), true

@@ -31,13 +31,13 @@ func TestTheFleetSharesOneStampKey(t *testing.T) {
 		return
 	}
 	st := cost.GateStamp{Graph: "g", Hop: 1, Node: "n", At: 1, Charges: []cost.Charge{{Node: "n", Cost: 2, At: 1, Windows: []int64{5}, Row: "r"}}}
-	st.Sig = string(signers[0].AppendSig(nil, st.AppendSigned(nil), "t"))
+	st.Sig = string(signers[0].AppendSig(nil, st.AppendSigned(nil), "a", "t"))
 	later, err := s.StampSigner(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, sg := range append(signers, later) {
-		if !sg.Verify(st, "t") {
+		if !sg.Verify(st, "a", "t") {
 			t.Fatalf("signer %d does not verify signer 0's stamp: two keys", i)
 		}
 	}

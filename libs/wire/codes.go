@@ -161,6 +161,16 @@ const (
 	// CodeNoVendorMeter means an observe names a node (or budget) whose
 	// budgets mirror no vendor meter (vendorMeter in the document).
 	CodeNoVendorMeter Code = "no-vendor-meter"
+	// CodeInvalidStamp means a settle's message carries no `_gate` stamp
+	// with charge records, or one whose signature does not verify: forged,
+	// altered, or copied from another message (field names it).
+	CodeInvalidStamp Code = "invalid-stamp"
+	// CodeUnknownMessage means a settle's stamp is for another graph, or
+	// records no charge at the node settled.
+	CodeUnknownMessage Code = "unknown-message"
+	// CodeStaleCharge means a settle comes later than its charge's longest
+	// window plus four minutes, when a repeat could no longer be told apart.
+	CodeStaleCharge Code = "stale-charge"
 	// CodeETAUnavailable means the backlog or the counters an ETA needs
 	// could not be read from the broker.
 	CodeETAUnavailable Code = "eta-unavailable"
@@ -373,6 +383,9 @@ var Codes = []CodeStatuses{
 	{CodeNoUnscopedBudget, []int{422}},
 	{CodeInvalidHeader, []int{422}},
 	{CodeNoVendorMeter, []int{422}},
+	{CodeInvalidStamp, []int{422}},
+	{CodeUnknownMessage, []int{422}},
+	{CodeStaleCharge, []int{422}},
 	{CodeETAUnavailable, []int{503}},
 	{CodeGone, []int{410}},
 	{CodeDeclareRefused, []int{409, 422}},
