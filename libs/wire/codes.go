@@ -174,6 +174,16 @@ const (
 	// CodeKeyLimitNotFound means the scope value has no runtime limit on
 	// that budget (a document count, if any, is in the plan's keys).
 	CodeKeyLimitNotFound Code = "key-limit-not-found"
+	// CodeInvalidStamp means a settle's message carries no `_gate` stamp
+	// with charge records, or one whose signature does not verify: forged,
+	// altered, or copied from another message (field names it).
+	CodeInvalidStamp Code = "invalid-stamp"
+	// CodeUnknownMessage means a settle's stamp is for another graph, or
+	// records no charge at the node settled.
+	CodeUnknownMessage Code = "unknown-message"
+	// CodeStaleCharge means a settle comes later than its charge's longest
+	// window plus four minutes, when a repeat could no longer be told apart.
+	CodeStaleCharge Code = "stale-charge"
 	// CodeETAUnavailable means the backlog or the counters an ETA needs
 	// could not be read from the broker.
 	CodeETAUnavailable Code = "eta-unavailable"
@@ -398,6 +408,9 @@ var Codes = []CodeStatuses{
 	{CodeUnscopedBudget, []int{422}},
 	{CodeInvalidKeyLimit, []int{422}},
 	{CodeKeyLimitNotFound, []int{404}},
+	{CodeInvalidStamp, []int{422}},
+	{CodeUnknownMessage, []int{422}},
+	{CodeStaleCharge, []int{422}},
 	{CodeETAUnavailable, []int{503}},
 	{CodeGone, []int{410}},
 	{CodeDeclareRefused, []int{409, 422}},

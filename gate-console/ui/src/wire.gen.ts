@@ -197,6 +197,69 @@ export interface Observed {
   backoff: Backoff | null;
 }
 
+/**
+ * Settled is the 200 answer of POST …/nodes/{node}/settle: what the
+ * reported actual cost did to each counter the message was charged to.
+ */
+export interface Settled {
+  ok: boolean;
+  node: string;
+  transactionId: string;
+  /**
+   * Estimated is what the message was charged at the node; Actual what
+   * was reported.
+   */
+  estimated: number;
+  actual: number;
+  /** Duplicate says the message was settled before: nothing changed. */
+  duplicate: boolean;
+  /**
+   * Refunded and Charged are the cost units given back and charged as a
+   * debt, summed over the counters.
+   */
+  refunded: number;
+  charged: number;
+  budgets: SettledBudget[];
+  /** Note says what happened in a sentence. */
+  note: string;
+}
+
+/** SettledBudget is one counter of a settle. */
+export interface SettledBudget {
+  budget: string;
+  key: string;
+  /**
+   * Outcome is refunded, charged, even, window-ended, window-unknown or
+   * guarded.
+   */
+  outcome: string;
+  /**
+   * Delta is what was added (negative: refunded); Counter the counter
+   * after it and WindowEnd the end of the window written (epoch ms), both
+   * 0 when nothing was written.
+   */
+  delta: number;
+  counter: number;
+  windowEnd: number;
+}
+
+/**
+ * SettleStats is how good a node's cost estimates are: its settles since
+ * the statistics started (they last a day from the first settle).
+ */
+export interface SettleStats {
+  settles: number;
+  estimated: number;
+  actual: number;
+  /**
+   * Ratio is Actual / Estimated (1: exact; 0.25: a fourth of the
+   * estimate was used); 0 when nothing was estimated.
+   */
+  ratio: number;
+  /** Until is when the statistics start over (epoch ms). */
+  until: number;
+}
+
 /** ObservedBudget is one mirrored budget after an observation. */
 export interface ObservedBudget {
   /** Budget is the budget's id and Headers the family it mirrors. */
@@ -626,6 +689,9 @@ export interface KeyLimits {
  * - `unscoped-budget`: limits per key name a budget without scopeBy, which keeps one counter for every item (field budget).
  * - `invalid-key-limit`: a limit per key cannot be set: a scope value that is empty or longer than the key room, a count outside 1..10^12 or below the node's largest item (field value or count).
  * - `key-limit-not-found`: the scope value has no runtime limit on that budget (a document count, if any, is in the plan's keys).
+ * - `invalid-stamp`: a settle's message carries no `_gate` stamp with charge records, or one whose signature does not verify: forged, altered, or copied from another message (field names it).
+ * - `unknown-message`: a settle's stamp is for another graph, or records no charge at the node settled.
+ * - `stale-charge`: a settle comes later than its charge's longest window plus four minutes, when a repeat could no longer be told apart.
  * - `eta-unavailable`: the backlog or the counters an ETA needs could not be read from the broker.
  * - `gone`: the route was removed (the pop and the leases): the sentence says what replaces it (queue when there is one).
  * - `declare-refused`: the document was refused by a declare rule (rule, rules, problems; 409 for version-bump, version-order and ingress-owner), or could not be read as a document at all (rule document).
@@ -723,6 +789,9 @@ export type Code =
   | "unscoped-budget"
   | "invalid-key-limit"
   | "key-limit-not-found"
+  | "invalid-stamp"
+  | "unknown-message"
+  | "stale-charge"
   | "eta-unavailable"
   | "gone"
   | "declare-refused"
@@ -2574,6 +2643,11 @@ export interface ViewNode {
   breaker: Breaker | null;
   waiting_for_budget: number;
   waiting_for_workers: number;
+  /**
+   * Settle is how good the node's cost estimates are, from the settles
+   * reported (POST …/settle); null when none was.
+   */
+  settle: SettleStats | null;
 }
 
 /** ViewBudget is one budget with its live counter. */
