@@ -158,25 +158,33 @@ func dayOfPathSamples(b *testing.B, db *history.DB, start int64) {
 
 // BenchmarkGraphDayRead is the history read of a whole-graph simulation
 // over 24 h: every path's per-second arrivals at its entry node (20 paths,
-// 1.7 M sample rows), the read the POST …/simulate route makes.
+// 1.7 M sample rows), the read the POST …/simulate route makes — from the
+// samples (raw) and with every hour sealed (sealed), as gate-recorder's
+// hourly pass leaves all but the last SealAfter.
 func BenchmarkGraphDayRead(b *testing.B) {
 	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	db := benchDB(b, now)
 	start := now.UnixMilli()
 	dayOfPathSamples(b, db, start)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		var rows int
-		for p := range 20 {
-			secs, err := db.PathSeconds(b.Context(), "bench", "g", fmt.Sprintf("entry-%02d", p%10), fmt.Sprintf("path-%02d", p), start, start, start+86400_000)
-			if err != nil {
-				b.Fatal(err)
+	read := func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var rows int
+			for p := range 20 {
+				secs, err := db.PathSeconds(b.Context(), "bench", "g", fmt.Sprintf("entry-%02d", p%10), fmt.Sprintf("path-%02d", p), start, start, start+86400_000)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows += len(secs)
 			}
-			rows += len(secs)
-		}
-		if rows != 20*86400 {
-			b.Fatalf("read %d seconds, want %d", rows, 20*86400)
+			if rows != 20*86400 {
+				b.Fatalf("read %d seconds, want %d", rows, 20*86400)
+			}
 		}
 	}
+	b.Run("raw", read)
+	if n, err := db.SealSeries(b.Context(), now.Add(24*time.Hour+history.SealAfter)); err != nil || n != 24 {
+		b.Fatalf("sealed %d hours (%v), want 24", n, err)
+	}
+	b.Run("sealed", read)
 }

@@ -38,7 +38,7 @@ func (db *DB) seconds(ctx context.Context, app, graph, node, path string, sessio
 		return nil, fmt.Errorf("history: reading sealed hours of samples: %w", err)
 	}
 	hours, ranges := splitSealed(sealed, since, until)
-	packed, err := db.sealedSeconds(ctx, app, graph, node, path, session, hours, costPerItem)
+	packed, err := db.sealedSeconds(ctx, app, graph, node, path, session, since, until, hours, costPerItem)
 	if err != nil {
 		return nil, fmt.Errorf("history: reading sealed samples: %w", err)
 	}

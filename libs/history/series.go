@@ -75,8 +75,9 @@ func appendPacked(body []byte, prev int64, s packedSecond) []byte {
 
 var errBadBody = errors.New("history: a sealed series body does not decode")
 
-// unpack appends the seconds of a body of hour to out.
-func unpack(out []packedSecond, hour int64, body []byte) ([]packedSecond, error) {
+// unpackInto appends the seconds in [since, until) of a body of hour to
+// out; costPerItem ≥ 0 judges Uniform against it, < 0 leaves it true.
+func unpackInto(out []SecondTraffic, hour int64, body []byte, since, until, costPerItem int64) ([]SecondTraffic, error) {
 	at := hour
 	for len(body) > 0 {
 		var v [5]uint64
@@ -91,7 +92,11 @@ func unpack(out []packedSecond, hour int64, body []byte) ([]packedSecond, error)
 		if at >= hour+hourMs {
 			return out, errBadBody
 		}
-		out = append(out, packedSecond{second: at, items: int64(v[1]), cost: int64(v[2]), rows: int64(v[3]), unit: v[4]})
+		if at < since || at >= until {
+			continue
+		}
+		out = append(out, SecondTraffic{Second: at, Items: int64(v[1]), Cost: int64(v[2]), Rows: int(v[3]),
+			Uniform: costPerItem < 0 || atCost(v[4], costPerItem)})
 	}
 	return out, nil
 }
@@ -232,9 +237,9 @@ func (db *DB) sealSeries(ctx context.Context, from, to int64) error {
 	return tx.Commit(ctx)
 }
 
-// seriesSealed lists the sealed hours of samples in [since, until).
+// seriesSealed lists the sealed hours of samples that overlap [since, until).
 func (db *DB) seriesSealed(ctx context.Context, since, until int64) (map[int64]bool, error) {
-	rows, err := db.pool.Query(ctx, `SELECT hour FROM watch_series_seals WHERE hour >= $1 AND hour + $3 <= $2`, since, until, hourMs)
+	rows, err := db.pool.Query(ctx, `SELECT hour FROM watch_series_seals WHERE hour + $3 > $1 AND hour < $2`, since, until, hourMs)
 	if err != nil {
 		return nil, err
 	}
@@ -250,14 +255,14 @@ func (db *DB) seriesSealed(ctx context.Context, since, until int64) (map[int64]b
 	return out, rows.Err()
 }
 
-// splitSealed divides [since, until) into the sealed whole hours and the
-// stretches to read from the samples.
+// splitSealed divides [since, until) into the sealed hours it overlaps
+// and the stretches to read from the samples.
 func splitSealed(sealed map[int64]bool, since, until int64) (hours []int64, ranges [][2]int64) {
 	for c := since; c < until; {
 		h := floorHour(c)
-		if c == h && sealed[h] && h+hourMs <= until {
+		if sealed[h] {
 			hours = append(hours, h)
-			c = h + hourMs
+			c = min(until, h+hourMs)
 			continue
 		}
 		next := min(until, h+hourMs)
@@ -271,56 +276,68 @@ func splitSealed(sealed map[int64]bool, since, until int64) (hours []int64, rang
 	return hours, ranges
 }
 
-// sealedSeconds reads the packed seconds of one node and session in the
-// given sealed hours (path "" for every path), summed over paths and
-// ordered by second; costPerItem ≥ 0 judges Uniform against it, < 0
+// sealedSeconds reads the packed seconds in [since, until) of one node and
+// session in the given sealed hours (path "" for every path), summed over
+// paths and ordered by second; costPerItem ≥ 0 judges Uniform against it, < 0
 // leaves Uniform true.
-func (db *DB) sealedSeconds(ctx context.Context, app, graph, node, path string, session int64, hours []int64, costPerItem int64) ([]SecondTraffic, error) {
+func (db *DB) sealedSeconds(ctx context.Context, app, graph, node, path string, session, since, until int64, hours []int64, costPerItem int64) ([]SecondTraffic, error) {
 	if len(hours) == 0 {
 		return nil, nil
 	}
-	rows, err := db.pool.Query(ctx, `SELECT hour, body FROM watch_series
+	rows, err := db.pool.Query(ctx, `SELECT hour, seconds, body FROM watch_series
 		WHERE application = $1 AND graph = $2 AND node = $3 AND session = $4 AND ($5 = '' OR path = $5) AND hour = ANY($6)
 		ORDER BY hour`,
 		app, graph, node, session, path, hours)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var packed []packedSecond
-	var body []byte
+	type pack struct {
+		hour int64
+		body []byte
+	}
+	var packs []pack
+	total := 0
 	last, merge := int64(-1), false
 	for rows.Next() {
-		var hour int64
-		if err := rows.Scan(&hour, &body); err != nil {
+		var p pack
+		var n int
+		if err := rows.Scan(&p.hour, &n, &p.body); err != nil {
+			rows.Close()
 			return nil, err
 		}
 		// Rows come by hour: a second row of one hour is another path,
 		// whose seconds interleave.
-		merge = merge || hour == last
-		last = hour
-		if packed, err = unpack(packed, hour, body); err != nil {
-			return nil, fmt.Errorf("%w (%s/%s node %s, hour %d)", err, app, graph, node, hour)
-		}
+		merge = merge || p.hour == last
+		last = p.hour
+		packs, total = append(packs, p), total+n
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if merge {
-		sort.SliceStable(packed, func(i, j int) bool { return packed[i].second < packed[j].second })
+	out := make([]SecondTraffic, 0, total)
+	for _, p := range packs {
+		if out, err = unpackInto(out, p.hour, p.body, since, until, costPerItem); err != nil {
+			return nil, fmt.Errorf("%w (%s/%s node %s, hour %d)", err, app, graph, node, p.hour)
+		}
 	}
-	out := make([]SecondTraffic, 0, len(packed))
-	for _, p := range packed {
-		uniform := costPerItem < 0 || atCost(p.unit, costPerItem)
-		if n := len(out); n > 0 && out[n-1].Second == p.second {
-			o := &out[n-1]
-			o.Items += p.items
-			o.Cost += p.cost
-			o.Rows += int(p.rows)
-			o.Uniform = o.Uniform && uniform
+	if !merge {
+		return out, nil
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Second < out[j].Second })
+	k := 0
+	for _, s := range out {
+		if k > 0 && out[k-1].Second == s.Second {
+			o := &out[k-1]
+			o.Items += s.Items
+			o.Cost += s.Cost
+			o.Rows += s.Rows
+			o.Uniform = o.Uniform && s.Uniform
 			continue
 		}
-		out = append(out, SecondTraffic{Second: p.second, Items: p.items, Cost: p.cost, Rows: int(p.rows), Uniform: uniform})
+		out[k] = s
+		k++
 	}
+	out = out[:k]
 	return out, nil
 }
