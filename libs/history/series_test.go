@@ -92,7 +92,7 @@ func TestSealSeriesKeepsEveryRead(t *testing.T) {
 	// The hours from the partition's day start to start + 2 h are
 	// SealAfter old at start + 2 h + SealAfter.
 	n, err := db.SealSeries(t.Context(), start.Add(2*time.Hour+history.SealAfter))
-	if want := int((ms+2*3600_000-history.DayStart(ms))/3600_000); err != nil || n != want {
+	if want := int((ms + 2*3600_000 - history.DayStart(ms)) / 3600_000); err != nil || n != want {
 		t.Fatalf("sealed %d hours (%v), want %d", n, err, want)
 	}
 	var packed int
