@@ -260,7 +260,8 @@ func ToBatch(entries []handover.Entry) history.Batch {
 
 // Prune is the hourly pass as of the clock's now: retention, then sealing
 // the hours of minute roll-ups that can no longer change (the Watch
-// summary reads them whole).
+// summary reads them whole) and packing the hours of per-second samples
+// that can no longer change (a replay reads them as one row per path).
 func (r *Recorder) Prune(ctx context.Context) (history.Pruned, error) {
 	now := r.cfg.Clock.Now()
 	p, err := r.cfg.DB.Prune(ctx, now)
@@ -279,6 +280,11 @@ func (r *Recorder) Prune(ctx context.Context) (history.Pruned, error) {
 		return p, err
 	} else if n > 0 {
 		r.log.Debug("vendor meter spans pruned", "spans", n)
+	}
+	if n, err := r.cfg.DB.SealSeries(ctx, now); err != nil {
+		return p, err
+	} else if n > 0 {
+		r.log.Debug("sample hours sealed", "hours", n)
 	}
 	return p, nil
 }

@@ -403,6 +403,17 @@ type Explanation struct {
 	// ahead through the unscoped counters at one ceiling per window.
 	EarliestAdmission int64 `json:"earliestAdmission"`
 	WaitSeconds       int64 `json:"waitSeconds"`
+	// TransactionID is the item asked about by its transaction id (null:
+	// asked by scope and op); PushedAt is when the push door queued it
+	// and PushedTo the node it was pushed to (null without a transaction
+	// id).
+	TransactionID *string `json:"transactionId"`
+	PushedAt      *int64  `json:"pushedAt"`
+	PushedTo      *string `json:"pushedTo"`
+	// Forwarded is true when the item asked about by its transaction id
+	// no longer waits at the node: nothing is pending in its partition
+	// (null without a transaction id).
+	Forwarded *bool `json:"forwarded"`
 	// Sentence is the answer in one sentence (the console shows it).
 	Sentence string `json:"sentence"`
 	Assumes  string `json:"assumes"`

@@ -105,6 +105,10 @@ const (
 	// CodePathNotFound means the graph has no path of that name, or none
 	// through the node (field names path; paths lists the choices).
 	CodePathNotFound Code = "path-not-found"
+	// CodeItemNotFound means explain was asked about a transaction id the
+	// push door has no record of (never pushed with it to this graph, or
+	// pushed more than a day ago; field names transactionId).
+	CodeItemNotFound Code = "item-not-found"
 	// CodeAmbiguousNode means a target has several ingress nodes, so the
 	// target route cannot pick one (nodes lists them).
 	CodeAmbiguousNode Code = "ambiguous-node"
@@ -388,6 +392,7 @@ var Codes = []CodeStatuses{
 	{CodeStoredDocumentInvalid, []int{409}},
 	{CodeNodeNotFound, []int{404}},
 	{CodePathNotFound, []int{404}},
+	{CodeItemNotFound, []int{404}},
 	{CodeAmbiguousNode, []int{409}},
 	{CodeNoIngress, []int{409}},
 	{CodeHTTPPushOff, []int{409}},

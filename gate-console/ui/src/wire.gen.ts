@@ -515,6 +515,21 @@ export interface Explanation {
    */
   earliestAdmission: number;
   waitSeconds: number;
+  /**
+   * TransactionID is the item asked about by its transaction id (null:
+   * asked by scope and op); PushedAt is when the push door queued it
+   * and PushedTo the node it was pushed to (null without a transaction
+   * id).
+   */
+  transactionId: string | null;
+  pushedAt: number | null;
+  pushedTo: string | null;
+  /**
+   * Forwarded is true when the item asked about by its transaction id
+   * no longer waits at the node: nothing is pending in its partition
+   * (null without a transaction id).
+   */
+  forwarded: boolean | null;
   /** Sentence is the answer in one sentence (the console shows it). */
   sentence: string;
   assumes: string;
@@ -669,6 +684,7 @@ export interface KeyLimits {
  * - `stored-document-invalid`: the graph's stored document does not compile (it was stored by an older gate-api): PUT a corrected one.
  * - `node-not-found`: the graph has no node of that name, or none the route can answer for (field names node).
  * - `path-not-found`: the graph has no path of that name, or none through the node (field names path; paths lists the choices).
+ * - `item-not-found`: explain was asked about a transaction id the push door has no record of (never pushed with it to this graph, or pushed more than a day ago; field names transactionId).
  * - `ambiguous-node`: a target has several ingress nodes, so the target route cannot pick one (nodes lists them).
  * - `no-ingress`: the node (or the target, or the path's first node) has no ingress to push or re-enter into.
  * - `http-push-off`: the node reads an application-owned queue with the HTTP front door off: push to that queue with your own SDK.
@@ -769,6 +785,7 @@ export type Code =
   | "stored-document-invalid"
   | "node-not-found"
   | "path-not-found"
+  | "item-not-found"
   | "ambiguous-node"
   | "no-ingress"
   | "http-push-off"

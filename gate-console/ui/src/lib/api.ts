@@ -73,7 +73,7 @@ export const api = {
     if (q.subWindows) p.set("subWindows", String(q.subWindows));
     return request<W.Simulation>("GET", `${g(app, graph)}/simulate?${p}`);
   },
-  explain: (app: string, graph: string, node: string, q: { scope?: string; op?: string; path?: string; partition?: string }) => {
+  explain: (app: string, graph: string, node: string, q: { scope?: string; op?: string; path?: string; partition?: string; transactionId?: string }) => {
     const p = new URLSearchParams();
     for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== "") p.set(k, v);
     return request<W.Explanation>("GET", `${g(app, graph)}/nodes/${seg(node)}/explain?${p}`);

@@ -3,6 +3,7 @@ import type { Explanation, GraphView, KeyLimit, NodeView, Shadow, StageCounters,
 import { api, ApiError, useLoad } from "../lib/api";
 import { Diagram } from "../lib/diagram";
 import { stageKey, useLiveCounters } from "../lib/live";
+import { explainQuery } from "../lib/explain";
 import { graphHref, navigate, useQueryParam } from "../lib/router";
 import { dropSaved, keepSaved, readSaved, storedBy, useSaveFlow } from "../lib/save";
 import { ShadowCard, ShadowEditor, ShadowNote } from "../lib/shadow";
@@ -311,20 +312,21 @@ function KeyLimitsBox({ view, node, budget, scopeBy }: { view: GraphView; node: 
   );
 }
 
-/** "Why is this item waiting?": one scope value (and op, partition) explained by the server in a sentence, with every counter it would charge. */
+/** "Why is this item waiting?": one item — by its transaction id, or by scope value (and op, partition) — explained by the server in a sentence, with every counter it would charge. */
 function ExplainBox({ view, n }: { view: GraphView; n: NodeView }) {
   const scoped = n.budgets.filter((b) => b.scopeBy);
   const ops = [...new Set(n.budgets.flatMap((b) => b.whenOp).filter((o) => o !== "*"))];
   const [scope, setScope] = useState("");
   const [op, setOp] = useState("");
   const [partition, setPartition] = useState("");
+  const [txn, setTxn] = useState("");
   const [ans, setAns] = useState<Explanation | null>(null);
   const [err, setErr] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
   const ask = async (e: FormEvent) => {
     e.preventDefault();
     setBusy(true); setErr(null);
-    try { setAns(await api.explain(view.application, view.graph, n.node, { scope: scoped.length ? scope : undefined, op, partition })); } catch (x) { setAns(null); setErr(x as ApiError); } finally { setBusy(false); }
+    try { setAns(await api.explain(view.application, view.graph, n.node, explainQuery({ txn, scope, op, partition, scoped: scoped.length > 0 }))); } catch (x) { setAns(null); setErr(x as ApiError); } finally { setBusy(false); }
   };
   return (
     <>
@@ -332,13 +334,15 @@ function ExplainBox({ view, n }: { view: GraphView; n: NodeView }) {
       <form className="row" onSubmit={ask} data-testid="explain-form" role="search" aria-label={`explain an item at node ${n.node}`}>
         {scoped.length ? <label className="field"><span className="name">{scoped.map((b) => b.scopeBy).filter((v, i, a) => a.indexOf(v) === i).join(" / ")}</span><input value={scope} onChange={(e) => setScope(e.target.value)} placeholder="scope value" data-testid="explain-scope" /></label> : null}
         {ops.length ? <label className="field"><span className="name">op</span><select value={op} onChange={(e) => setOp(e.target.value)} data-testid="explain-op"><option value="">any op</option>{ops.map((o) => <option key={o} value={o}>{o}</option>)}</select></label> : null}
-        <label className="field"><span className="name">partition</span><input value={partition} onChange={(e) => setPartition(e.target.value)} placeholder="optional" data-testid="explain-partition" style={{ width: 120 }} /></label>
+        <label className="field"><span className="name">partition</span><input value={partition} onChange={(e) => setPartition(e.target.value)} placeholder="optional" data-testid="explain-partition" style={{ width: 120 }} disabled={txn.trim() !== ""} /></label>
+        <label className="field"><span className="name">or transaction id</span><input value={txn} onChange={(e) => setTxn(e.target.value)} placeholder="the push's txn" data-testid="explain-txn" style={{ width: 160 }} /></label>
         <button type="submit" disabled={busy} data-testid="explain">Explain</button>
       </form>
       {err ? <ErrorState error={err} what="the explanation" /> : null}
       {ans ? (
         <div className="notice" data-testid="explain-answer">
           <p data-testid="explain-sentence">{ans.sentence.charAt(0).toUpperCase() + ans.sentence.slice(1)}.</p>
+          {ans.transactionId && ans.pushedAt ? <p className="small muted" data-testid="explain-item">Item {ans.transactionId}: pushed to {ans.pushedTo} at {when(ans.pushedAt)}, partition {ans.partition}{ans.scope ? `, scope ${ans.scope}` : ""}{ans.op ? `, op ${ans.op}` : ""}.</p> : null}
           <div className="tablewrap"><table className="small">
             <thead><tr><th>counter</th><th>kind</th><th>used</th><th>frees</th><th></th></tr></thead>
             <tbody>{ans.counters.map((c) => (
