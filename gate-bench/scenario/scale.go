@@ -30,7 +30,7 @@ const scaleSample = 20
 func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
 	t := stats.Table{Title: "scale — N two-node graphs on one relay (PUT cost, PUT → running, idle cost)",
 		Header: []string{"graphs", "PUT p50 ms", "PUT p99 ms", "last PUT → running s", "PUT → running p99 ms", "relay /health",
-			"relay goroutines/stage", "relay RSS MB", "relay idle CPU %", "broker RSS MB", "broker idle CPU %"}}
+			"relay goroutines/stage", "relay RSS MB", "relay idle CPU %", "broker RSS MB", "broker idle CPU %", "relay idle pops/s", "relay idle calls/s"}}
 	var declared []string
 	defer func() {
 		for _, g := range declared {
@@ -108,6 +108,7 @@ func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
 		gor, rss := b.relayProcess(ctx)
 		relayCPU := startCPU(b.relayPid())
 		brokerCPU := startCPU(b.queenPid())
+		calls0, callsOK := b.snap(ctx)
 		wall := time.Now()
 		select {
 		case <-ctx.Done():
@@ -122,16 +123,22 @@ func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
 			}
 			return fmt.Sprintf("%.1f", 100*d[0].Seconds()/secs)
 		}
+		pops, calls := "-", "-"
+		if calls1, ok := b.snap(ctx); ok && callsOK {
+			d := calls1.Sub(calls0)
+			pops, calls = fmt.Sprintf("%.1f", float64(d.Pop)/secs), fmt.Sprintf("%.1f", float64(d.Total)/secs)
+		}
 		perStage := "-"
 		if gor > 0 {
 			perStage = fmt.Sprintf("%.2f", float64(gor)/float64(2*n))
 		}
 		t.Add(strconv.Itoa(n), ms(quantile(lat, 0.5)), ms(quantile(lat, 0.99)), lastRunning, toRunP99, health,
-			perStage, mb(rss), pct(relayCPU), mb(rssOf(b.queenPid())), pct(brokerCPU))
+			perStage, mb(rss), pct(relayCPU), mb(rssOf(b.queenPid())), pct(brokerCPU), pops, calls)
 		t.Figure(fmt.Sprintf("put p99 ms at %d", n), float64(quantile(lat, 0.99).Microseconds())/1000)
 	}
 	t.Note("PUT → running: a PUT of a sample of %d graphs per step, then pushes until one answers running (the relay's status as gate-api reads it)", scaleSample)
 	t.Note("idle figures over BENCH_IDLE_SECONDS after a 5 s settle; goroutines per stage = the relay's go_goroutines ÷ (2 × graphs)")
+	t.Note("relay idle pops/s and calls/s: the relay's own client's count (gate_relay_broker_calls_total) over the idle window; a parked long-poll counts when it is sent")
 	return []stats.Table{t}, ctx.Err()
 }
 
