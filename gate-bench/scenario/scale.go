@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/gate-bench/stats"
+	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/wire"
 )
 
@@ -61,6 +62,7 @@ func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
 		p, err := b.api.Push(c, b.cfg.App, graph, "in", wire.PushBody{Payload: json.RawMessage(`{"scale":1}`)})
 		return err == nil && p.Running
 	}
+	var lastPut time.Time
 	for _, n := range b.cfg.ScaleGraphs {
 		var lat []time.Duration
 		last := ""
@@ -70,6 +72,7 @@ func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
 				return []stats.Table{t}, err
 			}
 			lat, last = append(lat, d), g
+			lastPut = time.Now()
 		}
 		t0 := time.Now()
 		lastRunning := "-"
@@ -88,6 +91,7 @@ func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
 				return []stats.Table{t}, err
 			}
 			lat = append(lat, d)
+			lastPut = time.Now()
 			if never {
 				continue
 			}
@@ -104,7 +108,10 @@ func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
 			toRunP99 = "not in 30 s"
 		}
 		health := b.relayHealth(ctx)
-		time.Sleep(5 * time.Second)
+		// The idle figures are the relay's steady idle: past the time its
+		// quiet interior stages take to doze (twice the poll timeout or
+		// the lease, whichever is longer) since the step's last PUT.
+		time.Sleep(max(5*time.Second, time.Until(lastPut.Add(dozeAfter()+5*time.Second))))
 		gor, rss := b.relayProcess(ctx)
 		relayCPU := startCPU(b.relayPid())
 		brokerCPU := startCPU(b.queenPid())
@@ -137,9 +144,24 @@ func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
 		t.Figure(fmt.Sprintf("put p99 ms at %d", n), float64(quantile(lat, 0.99).Microseconds())/1000)
 	}
 	t.Note("PUT → running: a PUT of a sample of %d graphs per step, then pushes until one answers running (the relay's status as gate-api reads it)", scaleSample)
-	t.Note("idle figures over BENCH_IDLE_SECONDS after a 5 s settle; goroutines per stage = the relay's go_goroutines ÷ (2 × graphs)")
+	t.Note("idle figures over BENCH_IDLE_SECONDS after a settle of 5 s, and at least until the interior stages doze (twice GATE_POLL_TIMEOUT_SECONDS or GATE_LEASE_SECONDS after the last PUT); goroutines per stage = the relay's go_goroutines ÷ (2 × graphs)")
 	t.Note("relay idle pops/s and calls/s: the relay's own client's count (gate_relay_broker_calls_total) over the idle window; a parked long-poll counts when it is sent")
 	return []stats.Table{t}, ctx.Err()
+}
+
+// dozeAfter is how long an embedded relay's interior stage must be quiet
+// before it dozes (stage.Config.DozeAfter: twice the poll timeout or the
+// lease, whichever is longer), from the knobs the stack inherits.
+func dozeAfter() time.Duration {
+	poll, err := knob.PollTimeoutSeconds.Read(os.Getenv)
+	if err != nil {
+		poll = knob.PollTimeoutSeconds.Default
+	}
+	lease, err := knob.LeaseSeconds.Read(os.Getenv)
+	if err != nil {
+		lease = knob.LeaseSeconds.Default
+	}
+	return 2 * time.Duration(max(poll, lease)) * time.Second
 }
 
 func quantile(d []time.Duration, q float64) time.Duration {
