@@ -110,8 +110,10 @@ func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
 		health := b.relayHealth(ctx)
 		// The idle figures are the relay's steady idle: past the time its
 		// quiet interior stages take to doze (twice the poll timeout or
-		// the lease, whichever is longer) since the step's last PUT.
-		time.Sleep(max(5*time.Second, time.Until(lastPut.Add(dozeAfter()+5*time.Second))))
+		// the lease, and at most one poll timeout more for the poll parked
+		// then) since the step's last PUT, and the client's idle
+		// keep-alive timeout after that (the connections they parked on).
+		time.Sleep(max(5*time.Second, time.Until(lastPut.Add(dozeAfter()+idleConns))))
 		gor, rss := b.relayProcess(ctx)
 		relayCPU := startCPU(b.relayPid())
 		brokerCPU := startCPU(b.queenPid())
@@ -144,14 +146,19 @@ func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
 		t.Figure(fmt.Sprintf("put p99 ms at %d", n), float64(quantile(lat, 0.99).Microseconds())/1000)
 	}
 	t.Note("PUT → running: a PUT of a sample of %d graphs per step, then pushes until one answers running (the relay's status as gate-api reads it)", scaleSample)
-	t.Note("idle figures over BENCH_IDLE_SECONDS after a settle of 5 s, and at least until the interior stages doze (twice GATE_POLL_TIMEOUT_SECONDS or GATE_LEASE_SECONDS after the last PUT); goroutines per stage = the relay's go_goroutines ÷ (2 × graphs)")
+	t.Note("idle figures over BENCH_IDLE_SECONDS after a settle of 5 s, and at least until the quiet interior stages doze and the connections they parked on idle out (twice GATE_POLL_TIMEOUT_SECONDS or GATE_LEASE_SECONDS, one poll timeout and 95 s after the last PUT); goroutines per stage = the relay's go_goroutines ÷ (2 × graphs)")
 	t.Note("relay idle pops/s and calls/s: the relay's own client's count (gate_relay_broker_calls_total) over the idle window; a parked long-poll counts when it is sent")
 	return []stats.Table{t}, ctx.Err()
 }
 
-// dozeAfter is how long an embedded relay's interior stage must be quiet
-// before it dozes (stage.Config.DozeAfter: twice the poll timeout or the
-// lease, whichever is longer), from the knobs the stack inherits.
+// idleConns is the relay's client's idle keep-alive timeout
+// (queen.NewTransport's IdleConnTimeout) and a margin.
+const idleConns = 95 * time.Second
+
+// dozeAfter is how long until an embedded relay's interior stage quiet
+// since then dozes: stage.Config.DozeAfter (twice the poll timeout or the
+// lease, whichever is longer) and the poll parked at that instant, from
+// the knobs the stack inherits.
 func dozeAfter() time.Duration {
 	poll, err := knob.PollTimeoutSeconds.Read(os.Getenv)
 	if err != nil {
@@ -161,7 +168,7 @@ func dozeAfter() time.Duration {
 	if err != nil {
 		lease = knob.LeaseSeconds.Default
 	}
-	return 2 * time.Duration(max(poll, lease)) * time.Second
+	return 2*time.Duration(max(poll, lease))*time.Second + time.Duration(poll)*time.Second
 }
 
 func quantile(d []time.Duration, q float64) time.Duration {
