@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -109,7 +110,10 @@ func (b *Bench) fleet(ctx context.Context) ([]stats.Table, error) {
 			lat = append(lat, d)
 		}
 		for _, r := range b.cfg.ScaleReplicas {
-			row, err := b.fleetStep(ctx, st, declared, r, min(perGraph, r), put)
+			row, notes, err := b.fleetStep(ctx, st, declared, r, min(perGraph, r), put)
+			for _, n := range notes {
+				t.Note("%d graphs, %d replicas: %s", len(declared), r, n)
+			}
 			if err != nil {
 				return []stats.Table{t}, err
 			}
@@ -135,7 +139,7 @@ func (b *Bench) fleetDoc(graph string, count int) map[string]any {
 }
 
 // fleetStep runs one row: r relays started cold over declared.
-func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []string, r, perGraph int, put func(string, int) (time.Duration, error)) ([]string, error) {
+func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []string, r, perGraph int, put func(string, int) (time.Duration, error)) (row, notes []string, err error) {
 	b.logf("scale-fleet: %d graphs, %d replicas: cold start…", len(declared), r)
 	f := &fleetRun{}
 	defer f.stop()
@@ -143,7 +147,7 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 	for range r {
 		p, err := b.st.StartRelay(ctx, "GATE_ADMISSION=riders")
 		if err != nil {
-			return nil, fmt.Errorf("starting relay replica %d of %d: %w", len(f.procs)+1, r, err)
+			return nil, nil, fmt.Errorf("starting relay replica %d of %d: %w", len(f.procs)+1, r, err)
 		}
 		f.procs = append(f.procs, p)
 		f.index = append(f.index, len(b.st.Relays())-1)
@@ -163,7 +167,7 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 		g := b.graphName(fmt.Sprintf("fleet-new-%d-%d", r, i))
 		d, err := put(g, 100)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		want[g] = true
 		t1 := time.Now()
@@ -184,7 +188,7 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 	wall := time.Now()
 	select {
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	case <-time.After(b.cfg.IdleSeconds):
 	}
 	secs := time.Since(wall).Seconds()
@@ -210,35 +214,52 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 	}
 	b.logf("scale-fleet: push door at %d req/s…", fleetPushRate)
 	spread := declared[:min(len(declared), fleetPushGraphs)]
-	p99, perItem := b.fleetLoad(ctx, f, spread)
+	p99, perItem, note := b.fleetLoad(ctx, st, f, spread)
+	notes = append(notes, fmt.Sprintf("push over %d graphs: %s", len(spread), note))
 	one := b.graphName(fmt.Sprintf("fleet-one-%d-%d", len(declared), r))
 	if _, err := put(one, 1_000_000); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	want[one] = true
 	if !waitFor(ctx, 30*time.Second, func() bool { return b.pushRunning(ctx, one) }) {
-		return nil, fmt.Errorf("the one-graph row's graph %s did not run within 30 s", one)
+		return nil, notes, fmt.Errorf("the one-graph row's graph %s did not run within 30 s", one)
 	}
-	_, perItemOne := b.fleetLoad(ctx, f, []string{one})
+	_, perItemOne, note := b.fleetLoad(ctx, st, f, []string{one})
+	notes = append(notes, "push into one graph: "+note)
 	list := b.latencies(ctx, 20, "/api/graphs?limit=50", "/api/targets?limit=50")
 	overview := b.latencies(ctx, 20, "/api/overview")
 	killed := "-"
 	if r >= 3 {
 		killed = b.fleetKill(ctx, st, f, want, perGraph)
 	}
+	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
+		notes = append(notes, "load average at the row's end: "+strings.Join(strings.Fields(string(l))[:3], " "))
+	}
 	return []string{cold, toRunP99, strings.Join(idle, " / "), strings.Join(rss, " / "), brokerIdle, mb(rssOf(b.queenPid())), perStage,
-		p99, perItem + " (" + perItemOne + ")", list, overview, killed}, nil
+		p99, perItem + " (" + perItemOne + ")", list, overview, killed}, notes, nil
 }
 
 // fleetLoad pushes fleetPushRate req/s through the door round-robin over
-// graphs for BENCH_SECONDS and answers the p99 and the relays' CPU per
-// stage forward over the window (and a little after, for what was queued
-// to be forwarded).
-func (b *Bench) fleetLoad(ctx context.Context, f *fleetRun, graphs []string) (p99, perItem string) {
+// graphs for BENCH_SECONDS and answers the p99, the relays' CPU per stage
+// forward over the window (and 3 s after, for what was queued to be
+// forwarded; the forwards read from the relays' status rows, written every
+// second), and a note: the rate reached, the answers, the driver's slips.
+func (b *Bench) fleetLoad(ctx context.Context, st *store.Store, f *fleetRun, graphs []string) (p99, perItem, note string) {
 	forwarded := func() float64 {
+		all, err := st.Statuses(ctx)
+		if err != nil {
+			return -1
+		}
 		n := 0.0
-		for _, p := range f.procs {
-			n += relayMetrics(ctx, p.HealthURL)["gate_relay_stage_forwarded_total"]
+		for _, rs := range all {
+			for _, g := range rs.Graphs {
+				if g.App != b.cfg.App {
+					continue
+				}
+				for _, s := range g.Stages {
+					n += float64(s.Counters.Forwarded)
+				}
+			}
 		}
 		return n
 	}
@@ -257,21 +278,24 @@ func (b *Bench) fleetLoad(ctx context.Context, f *fleetRun, graphs []string) (p9
 		return http.StatusOK, 1
 	}
 	res := stats.OpenLoop(ctx, "fleet", fleetPushRate, 4096, b.cfg.Warmup, b.cfg.Seconds, call)
-	time.Sleep(2 * time.Second)
+	time.Sleep(3 * time.Second)
 	d, ok := cpu.stop()
-	items := forwarded() - before
+	after := forwarded()
+	items := after - before
 	p99 = stats.Ms(res.Latency.P99)
 	if res.OK() < 0.99 {
 		p99 += fmt.Sprintf(" (%.1f%% 2xx)", 100*res.OK())
-	}
-	if !ok || items <= 0 {
-		return p99, "-"
 	}
 	var total time.Duration
 	for _, c := range d {
 		total += c
 	}
-	return p99, fmt.Sprintf("%.0f", float64(total.Microseconds())/items)
+	note = fmt.Sprintf("%.0f req/s, p50 %s ms, answers %s, %d sends slipped > 50 ms, %d skipped at the in-flight cap; %.0f stage forwards, relays' CPU %.1f s",
+		res.ReqPerSec(), stats.Ms(res.Latency.P50), stats.Statuses(res.Statuses), res.Slipped, res.Capped, items, total.Seconds())
+	if !ok || before < 0 || after < 0 || items <= 0 {
+		return p99, "-", note
+	}
+	return p99, fmt.Sprintf("%.0f", float64(total.Microseconds())/items), note
 }
 
 // fleetKill kills the fleet's first replica with SIGKILL and answers how
