@@ -183,6 +183,8 @@ func (b *Bench) scenario(ctx context.Context, name string) ([]stats.Table, error
 		return b.watch(ctx)
 	case "observe":
 		return b.observe(ctx)
+	case "mirrored":
+		return b.mirrored(ctx)
 	case "scale":
 		return b.scale(ctx)
 	case "scale-fleet":
