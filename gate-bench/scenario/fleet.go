@@ -68,7 +68,7 @@ func (f *fleetRun) stop() {
 // replicas as before. Every graph is deleted at the end.
 func (b *Bench) fleet(ctx context.Context) ([]stats.Table, error) {
 	t := stats.Table{Title: "scale-fleet — N two-node graphs on R relay processes, one broker (placement, cold start, idle cost, load spread, a replica killed)",
-		Header: []string{"graphs", "replicas", "PUT p50 ms", "PUT p99 ms", "cold start → all running s", "PUT → running p99 ms",
+		Header: []string{"graphs", "replicas", "PUT p50 ms", "PUT p99 ms", "gate-api CPU ms/PUT", "cold start → all running s", "PUT → running p99 ms",
 			"idle CPU % per replica", "RSS MB per replica", "broker idle CPU %", "broker RSS MB", "goroutines/stage",
 			"push p99 ms @2000/s", "relay CPU µs/item (1 graph)", "list p50/p99 ms", "overview p50/p99 ms", "kill -9 → re-placed s"}}
 	if b.st == nil {
@@ -102,12 +102,17 @@ func (b *Bench) fleet(ctx context.Context) ([]stats.Table, error) {
 	perGraph := knob.ReplicasPerGraph.Default
 	for _, n := range b.cfg.ScaleGraphs {
 		var lat []time.Duration
+		apiCPU := startCPU(b.st.API().Pid())
 		for i := len(declared); i < n; i++ {
 			d, err := put(b.graphName("fleet-"+strconv.Itoa(i)), 100)
 			if err != nil {
 				return []stats.Table{t}, err
 			}
 			lat = append(lat, d)
+		}
+		perPut := "-"
+		if d, ok := apiCPU.stop(); ok && len(d) == 1 && len(lat) > 0 {
+			perPut = fmt.Sprintf("%.2f", float64(d[0].Microseconds())/1000/float64(len(lat)))
 		}
 		for _, r := range b.cfg.ScaleReplicas {
 			row, notes, err := b.fleetStep(ctx, st, declared, r, min(perGraph, r), put)
@@ -117,11 +122,11 @@ func (b *Bench) fleet(ctx context.Context) ([]stats.Table, error) {
 			if err != nil {
 				return []stats.Table{t}, err
 			}
-			t.Add(append([]string{strconv.Itoa(n), strconv.Itoa(r), ms(quantile(lat, 0.5)), ms(quantile(lat, 0.99))}, row...)...)
+			t.Add(append([]string{strconv.Itoa(n), strconv.Itoa(r), ms(quantile(lat, 0.5)), ms(quantile(lat, 0.99)), perPut}, row...)...)
 			t.Figure(fmt.Sprintf("put p99 ms at %d", n), float64(quantile(lat, 0.99).Microseconds())/1000)
 		}
 	}
-	t.Note("PUT p50/p99: the step's PUTs with no relay running (GATE_DECLARE_WAIT_MS=0); PUT → running: %d new graphs PUT one at a time with the fleet up, each until a push answers running (gate-api's view of the relays' status)", scaleSample)
+	t.Note("PUT p50/p99: the step's PUTs with no relay running (GATE_DECLARE_WAIT_MS=0), and gate-api's CPU over them ÷ their number; PUT → running: %d new graphs PUT one at a time with the fleet up, each until a push answers running (gate-api's view of the relays' status)", scaleSample)
 	t.Note("cold start: from starting the first relay process to every declared graph running on a live replica (the relays' status rows, as gate-api reads them); each graph runs on min(GATE_RELAY_REPLICAS_PER_GRAPH=%d, R) replicas", perGraph)
 	t.Note("idle: over BENCH_IDLE_SECONDS after a 5 s settle; goroutines/stage = the replicas' go_goroutines summed ÷ the stages they run (2 per graph per replica running it)")
 	t.Note("push: open loop at %d req/s over BENCH_SECONDS through the door, round-robin over the first %d graphs; relay CPU per item: the replicas' CPU over that window ÷ the stage forwards it made (two per item, summed over stages), and in brackets the same rate into one graph with budgets that never refuse", fleetPushRate, fleetPushGraphs)
