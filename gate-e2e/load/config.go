@@ -96,6 +96,11 @@ type Config struct {
 	// answer to observe (GATE_E2E_VENDOR_OBSERVE=0 turns it off: the
 	// "before" run).
 	VendorObserve bool
+	// VendorSettle runs `vendor settle`: items estimated at 4× their cost,
+	// settled after the call (SettleReports false: never settled, the
+	// figure before).
+	VendorSettle  bool
+	SettleReports bool
 	// Seed seeds chaos timing (GATE_E2E_SEED; 0 = time-based).
 	Seed int64
 	// Dump, when set, is a file the run's raw observation and params are
@@ -171,6 +176,10 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 				if s != ScenarioLoad {
 					pos = pos[1:]
 				}
+				if s == ScenarioVendor && len(pos) > 0 && pos[0] == "settle" {
+					cfg.VendorSettle = true
+					pos = pos[1:]
+				}
 				break
 			}
 		}
@@ -226,6 +235,7 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 		}
 	}
 	cfg.VendorObserve = getenv("GATE_E2E_VENDOR_OBSERVE") != "0"
+	cfg.SettleReports = getenv("GATE_E2E_SETTLE") != "0"
 	if v := getenv("GATE_E2E_VENDOR_LIMITS"); v != "" {
 		for _, f := range strings.Split(v, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
