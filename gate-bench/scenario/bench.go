@@ -183,6 +183,8 @@ func (b *Bench) scenario(ctx context.Context, name string) ([]stats.Table, error
 		return b.watch(ctx)
 	case "observe":
 		return b.observe(ctx)
+	case "settle":
+		return b.settle(ctx)
 	case "scale":
 		return b.scale(ctx)
 	}

@@ -14,7 +14,7 @@ import (
 var ErrUsage = errors.New("usage")
 
 // Names are the scenarios in the order `all` runs them.
-var Names = []string{"health", "push", "drain", "throughput", "contention", "throttled", "idle", "overhead", "peers", "watch", "observe"}
+var Names = []string{"health", "push", "drain", "throughput", "contention", "throttled", "idle", "overhead", "peers", "watch", "observe", "settle"}
 
 // Extra are the scenarios run only when named (not by all): scale
 // declares up to thousands of graphs.
@@ -68,7 +68,7 @@ const MaxPayloadBytes = 65536
 // Usage is gate-bench's help text.
 const Usage = `usage: gate-bench [--embedded] [--json FILE] all | NAME[,NAME...]
 
-scenarios: health, push, drain, throughput, contention, throttled, idle, overhead, peers, watch, observe
+scenarios: health, push, drain, throughput, contention, throttled, idle, overhead, peers, watch, observe, settle
            scale (only when named: N two-node graphs, BENCH_SCALE_GRAPHS)
 
 env: GATE_URL (http://127.0.0.1:8788)  GATE_APP (bench)  QUEEN_URL (http://127.0.0.1:6632)
