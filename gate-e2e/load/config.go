@@ -116,8 +116,8 @@ type Config struct {
 const Usage = `usage: gate-e2e [--embedded] [--json] [--direct] [--no-progress] [--exact-name]
                 [SCENARIO] [GRAPH] [RATE] [TOTAL] [SECONDS] [WINDOW_S] [BATCH]
 
-  SCENARIO  load (default), replicas, chaos, backoff or vendor; a first word that is
-            not a scenario is the graph name of a load run
+  SCENARIO  load (default), replicas, chaos, backoff, vendor or vendor settle; a first
+            word that is not a scenario is the graph name of a load run
   GRAPH     graph name (default: the scenario name; "-{runId}" is appended unless --exact-name)
   RATE      declared items per second on the shared node (default 50)
   TOTAL     items pushed (default 3000)
@@ -135,6 +135,7 @@ env: GATE_URL (http://127.0.0.1:8788), QUEEN_URL (http://127.0.0.1:6632),
      GATE_E2E_DUMP (a file the raw observation is written to, for replaying a judgement)
      vendor: GATE_E2E_VENDOR_LIMITS (20,10: the vendor's limit per second, one per
      phase of SECONDS, default 30), GATE_E2E_VENDOR_OBSERVE (0: workers do not report)
+     vendor settle: GATE_E2E_SETTLE (0: workers do not settle)
 exit: 0 every gate passed, 1 a gate failed, 2 usage or setup error
 `
 
