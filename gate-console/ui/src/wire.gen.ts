@@ -198,6 +198,17 @@ export interface Observed {
 }
 
 /**
+ * SettleBody is the body of POST …/nodes/{node}/settle: the egress message
+ * as the worker popped it (its transactionId and data, the `_gate` stamp
+ * in it; other members are allowed and ignored) and the call's actual
+ * cost in the node's units.
+ */
+export interface SettleBody {
+  message: unknown;
+  actualCost: number;
+}
+
+/**
  * Settled is the 200 answer of POST …/nodes/{node}/settle: what the
  * reported actual cost did to each counter the message was charged to.
  */
