@@ -304,3 +304,33 @@ func BenchmarkKeyCeilings(b *testing.B) {
 		}
 	}
 }
+
+// FuzzValidateKeyLimit: whatever a caller sends as a value and a count, a
+// limit ValidateKeyLimit accepts has a row key and a counter key the broker
+// takes, a count in range and a sub-window count that fits the largest
+// item; one it refuses names value or count.
+func FuzzValidateKeyLimit(f *testing.F) {
+	f.Add("acct-42", int64(500))
+	f.Add("", int64(5))
+	f.Add(strings.Repeat("v", 480), int64(1))
+	f.Add("x", int64(-1))
+	f.Add("ü/é", int64(plan.MaxKeyCount))
+	n := perKeyNode()
+	n.Cost = cost.Rule{Path: "payload.tokens", Default: 1, Max: 3}
+	b := &n.Budgets[1]
+	f.Fuzz(func(t *testing.T, value string, count int64) {
+		field, why := budget.ValidateKeyLimit(n, b, value, count)
+		if field == "" {
+			if len(plan.KeyLimitKey(b.Key, value)) > plan.MaxKVKeyBytes || len(plan.ScopedKey(b.Key, value)) > plan.MaxKVKeyBytes {
+				t.Fatalf("accepted %q whose keys pass the broker's limit", value)
+			}
+			if count < 3 || count > plan.MaxKeyCount || value == "" {
+				t.Fatalf("accepted %q with count %d", value, count)
+			}
+			return
+		}
+		if (field != "value" && field != "count") || why == "" {
+			t.Fatalf("refused with field %q: %q", field, why)
+		}
+	})
+}
