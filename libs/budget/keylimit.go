@@ -346,26 +346,3 @@ func scopedBudget(n *plan.Node, id string) *plan.Budget {
 	}
 	return nil
 }
-
-// KeyCount is the count per timeMs that value counts on the scoped budget
-// b, and where it comes from: "runtime" (its row), "document" (the plan's
-// keys) or "budget" (neither). It reads the row with one getMany (explain
-// and the ETA use it; the relay reads through KeyLimits).
-func KeyCount(ctx context.Context, kv KV, ns string, b *plan.Budget, value string) (count int64, source string, err error) {
-	count, declared := b.KeyCount(value)
-	source = "budget"
-	if declared {
-		source = "document"
-	}
-	if b.ScopeBy == "" || len(value) > plan.KeyLimitRoom(b.Key) {
-		return count, source, nil
-	}
-	row, ok, err := GetKeyLimit(ctx, kv, ns, b, value)
-	if err != nil {
-		return count, source, err
-	}
-	if ok {
-		return row.Count, "runtime", nil
-	}
-	return count, source, nil
-}
