@@ -91,6 +91,27 @@ func TestKeyCeilingsTakeTheRuntimeRowThenTheDocumentThenTheBudget(t *testing.T) 
 	}
 }
 
+// A value that fits its counter key but has no room for a row key is never
+// asked for (the broker would refuse the whole read): it counts the
+// budget's, and the values beside it still get their rows.
+func TestAValueWithoutRoomForARowCountsTheBudgetsAndSpoilsNoRead(t *testing.T) {
+	t.Parallel()
+	l, c, vc := keyRig(t)
+	n := perKeyNode()
+	bd := &n.Budgets[1]
+	if _, err := budget.PutKeyLimit(t.Context(), c, meterNS, bd, "trial", 7, vc.Now()); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", plan.ScopeRoom(bd.Key))
+	b := keyWindow(n, "trial", long)
+	if err := l.KeyCeilings(t.Context(), n, "main", b); err != nil {
+		t.Fatalf("a value past the row room spoiled the read: %v", err)
+	}
+	if got := ceilings(b); got["trial"] != 7 || got[long] != 10 {
+		t.Fatalf("ceilings %v, want trial's row 7 and the long value at the budget's 10", got)
+	}
+}
+
 // Another relay's cache sees a change once its copy is KeyRefresh old —
 // within one sub-window — and a deleted row falls back to the document.
 func TestAKeyLimitChangeReachesEveryRelayWithinASecond(t *testing.T) {
