@@ -2372,6 +2372,11 @@ export interface ResolvedBudget {
   countSub: number;
   windowSubSeconds: number;
   ceilings: Record<string, number>;
+  /**
+   * Keys are the document's limits per key: scope value → its own count
+   * per TimeMs (absent when none; runtime ones are read from …/keys).
+   */
+  keys?: Record<string, number>;
 }
 
 /** ResolvedStage is one stage entry. */
