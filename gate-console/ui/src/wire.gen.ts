@@ -1650,8 +1650,10 @@ export interface VendorSpan {
   /** Headers names the header family that spoke. */
   headers: string;
   /**
-   * Sentence says it in words ("the vendor enforced 10 where 50 is
-   * declared, from … to …").
+   * Sentence says it in words: "the vendor enforced 10 where 50 is
+   * declared, from … to …", or for one still holding "the vendor
+   * enforces 10 where 50 is declared, since … (until … unless it says so
+   * again)".
    */
   sentence: string;
 }
