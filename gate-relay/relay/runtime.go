@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -92,10 +93,23 @@ func (r *Relay) launch(ctx context.Context, doc store.Document, p *plan.Plan) (*
 		return rt, err
 	}
 	seed := rt.started.Add(-r.cfg.InteriorSeedSkew)
+	// fed are the queues this graph's stages push into short of the
+	// egress: only they write an interior queue, and this replica runs
+	// every stage of the graph, so a stage on one is woken by its
+	// upstream here and may doze while quiet (stage.Config.Fed).
+	fed := map[string]bool{}
+	for _, st := range p.Stages {
+		for _, d := range st.Destinations {
+			if !d.Terminal {
+				fed[d.Queue] = true
+			}
+		}
+	}
 	var stages []*stage.Stage
 	for i := range p.Stages {
 		st := p.Stages[i]
 		s, err := stage.New(stage.Config{
+			Fed: st.SourceIsInterior && fed[st.Source],
 			App: p.Application, Graph: p.Graph, Stage: st, Node: p.Node(st.Node),
 			Client: r.client, Limiter: r.limiter, Lease: r.cfg.Lease, PollTimeout: r.cfg.PollTimeout,
 			MaxPark: r.cfg.MaxPark, SeedFrom: seed, Clock: r.cfg.Clock, Logger: r.log,
@@ -106,6 +120,18 @@ func (r *Relay) launch(ctx context.Context, doc store.Document, p *plan.Plan) (*
 			return rt, err
 		}
 		stages = append(stages, s)
+	}
+	for i, st := range p.Stages {
+		for _, d := range st.Destinations {
+			if d.Terminal {
+				continue
+			}
+			for j, next := range p.Stages {
+				if next.Source == d.Queue && !slices.Contains(stages[i].FeedsTo(), stages[j]) {
+					stages[i].Feeds(stages[j])
+				}
+			}
+		}
 	}
 	// The stages run until the runtime cancels them (a swap, a removal,
 	// the relay's stop), not until the reconcile pass that launched them

@@ -779,6 +779,11 @@ func (h *handler) committed(fwd, foreignN int, costSum int64, ch *budget.Charge)
 	s.wedgeMu.Lock()
 	s.wedge = nil
 	s.wedgeMu.Unlock()
+	if fwd > 0 {
+		for _, next := range s.feeds {
+			next.Wake()
+		}
+	}
 	if s.cfg.Observer != nil && fwd > 0 {
 		ev := Settled{App: s.cfg.App, Graph: s.cfg.Graph, Path: s.cfg.Stage.Path, Node: s.cfg.Stage.Node,
 			Partition: h.msgs[0].Partition, Items: fwd, Cost: costSum, At: s.cfg.Clock.Now()}

@@ -237,6 +237,14 @@ const (
 	// CodeRecordingCostChanged means the node's recorded cost per item
 	// changed inside the replayed range (second names where).
 	CodeRecordingCostChanged Code = "recording-cost-changed"
+	// CodeShadowInvalid means a shadow candidate's body is not budgets per
+	// node ({"nodes": {"NODE": {"budgets": [...]}}}) of the graph's own
+	// nodes (field names what; a candidate whose budgets do not compile is
+	// declare-refused, naming the document field).
+	CodeShadowInvalid Code = "shadow-invalid"
+	// CodeShadowNotFound means the graph has no shadow candidate: PUT one
+	// to …/shadow first.
+	CodeShadowNotFound Code = "shadow-not-found"
 
 	// CodeAIOff means the AI configuration agent is off: the sentence says
 	// which knobs turn it on (rule ai-off).
@@ -397,6 +405,8 @@ var Codes = []CodeStatuses{
 	{CodePreviewUnsupported, []int{422}},
 	{CodeAllowanceTooSmall, []int{422}},
 	{CodeRecordingCostChanged, []int{409}},
+	{CodeShadowInvalid, []int{422}},
+	{CodeShadowNotFound, []int{404}},
 	{CodeAIOff, []int{503}},
 	{CodeAIBusy, []int{429}},
 	{CodeAIRequest, []int{422}},

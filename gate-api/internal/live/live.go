@@ -19,6 +19,9 @@ type Live struct {
 	p *plane.Plane
 	// figures are the overview's fleet figures between computations.
 	figures fleetCache
+	// enforcing are the plans of graphs in Watch as if they enforced
+	// (watchplan.go).
+	enforcing enforcingPlans
 }
 
 // New builds the live-reads family on p.

@@ -586,6 +586,8 @@ export interface ExplainBackoff {
  * - `preview-unsupported`: the node's shape is outside what the one-node limit preview replays (a payload cost, several paths): use POST …/simulate with a candidate document.
  * - `allowance-too-small`: the tried allowance admits less per sub-window than one item costs, so no item could ever pass.
  * - `recording-cost-changed`: the node's recorded cost per item changed inside the replayed range (second names where).
+ * - `shadow-invalid`: a shadow candidate's body is not budgets per node ({"nodes": {"NODE": {"budgets": [...]}}}) of the graph's own nodes (field names what; a candidate whose budgets do not compile is declare-refused, naming the document field).
+ * - `shadow-not-found`: the graph has no shadow candidate: PUT one to …/shadow first.
  * - `ai-off`: the AI configuration agent is off: the sentence says which knobs turn it on (rule ai-off).
  * - `ai-busy`: this replica already runs its most concurrent AI chats (rule ai-busy, Retry-After: 1).
  * - `ai-request`: the chat request breaks one of its bounds (rule ai-request, field).
@@ -678,6 +680,8 @@ export type Code =
   | "preview-unsupported"
   | "allowance-too-small"
   | "recording-cost-changed"
+  | "shadow-invalid"
+  | "shadow-not-found"
   | "ai-off"
   | "ai-busy"
   | "ai-request"
@@ -1453,6 +1457,82 @@ export interface Timeline {
   /** Enabled says queue sampling (counters) is on for the graph. */
   enabled: boolean;
   resolutionSeconds: number;
+  /**
+   * Vendor is every limit a vendor stated below what is declared (a
+   * budget that mirrors its meter) that held in the range, oldest
+   * first, as gate-recorder sampled it.
+   */
+  vendor: VendorSpan[];
+}
+
+/**
+ * VendorSpan is one limit a vendor stated for a budget that mirrors its
+ * meter, from when it was first stated to when it lapsed or went.
+ */
+export interface VendorSpan {
+  node: string;
+  budget: string;
+  /**
+   * Since is when the vendor first stated it (ms); Until when it stopped
+   * holding (ms): it lapsed, another limit replaced it, or the vendor
+   * allowed the declared count again (Ended). An Until after now is when
+   * it lapses unless the vendor restates it.
+   */
+  since: number;
+  until: number;
+  ended: boolean;
+  /**
+   * Limit is the vendor's limit where Declared is declared, both per
+   * TimeMs (the budget's window).
+   */
+  limit: number;
+  declared: number;
+  timeMs: number;
+  /** Headers names the header family that spoke. */
+  headers: string;
+  /**
+   * Sentence says it in words ("the vendor enforced 10 where 50 is
+   * declared, from … to …").
+   */
+  sentence: string;
+}
+
+/**
+ * VendorComparison is "Try a limit" checked against what the vendor
+ * really allowed while the Watch recorded (a node with a budget that
+ * mirrors the vendor's meter).
+ */
+export interface VendorComparison {
+  /** Budgets are the node's budgets that mirror a vendor meter. */
+  budgets: string[];
+  /**
+   * Seconds is the replayed seconds in which the vendor enforced less
+   * than declared.
+   */
+  seconds: number;
+  /**
+   * ExceededSeconds is, of those, the seconds in which the candidate
+   * limit allows more than the vendor did (compared as rates).
+   */
+  exceededSeconds: number;
+  /**
+   * OverSeconds is, of those, the seconds in which the recorded traffic
+   * replayed under the candidate is sent faster than the vendor's limit
+   * (spread evenly over the vendor's window), and OverItems the items
+   * above it: calls the vendor would likely have refused.
+   */
+  overSeconds: number;
+  overItems: number;
+  /**
+   * LowestLimit and LowestTimeMs are the lowest limit the vendor stated
+   * in the range (null when it stated none).
+   */
+  lowestLimit: number | null;
+  lowestTimeMs: number | null;
+  /** Spans are the vendor's limits that held in the range. */
+  spans: VendorSpan[];
+  /** Sentence says the comparison in words. */
+  sentence: string;
 }
 
 /** TimelineSample is one node's snapshot of one minute. */
@@ -1541,6 +1621,11 @@ export interface Simulation {
   coverage: Coverage;
   effective: Effective;
   hasKnownGaps: boolean;
+  /**
+   * Vendor compares the candidate with the limits the vendor stated in
+   * the range; null when no budget of the node mirrors a vendor meter.
+   */
+  vendor: VendorComparison | null;
 }
 
 /**
@@ -2248,6 +2333,120 @@ export interface RelayGraph {
 export interface RecorderHealth {
   status: string;
   error?: string;
+}
+
+/**
+ * Shadow is GET (and PUT) …/graphs/{graph}/shadow: a candidate set of
+ * budgets that runs beside the enforced document on the graph's live
+ * traffic, never refusing anything, and what it would have done per
+ * minute (issue 27).
+ */
+export interface Shadow {
+  application: string;
+  graph: string;
+  /** Since is when the candidate was set (ms): its results start there. */
+  since: number;
+  /** SetBy is who set it (the console identity, or "api"). */
+  setBy: string;
+  /**
+   * BasedOn is the entity tag of the stored document the candidate was
+   * set against; Current says the stored document is still that one.
+   */
+  basedOn: string;
+  current: boolean;
+  /**
+   * Recording says what the candidate is judged on: "watch" (the Watch
+   * session's recorded arrivals) or "forwarded" (the items each node
+   * forwards under the enforced limits, recorded per second while a
+   * candidate is set).
+   */
+  recording: string;
+  /**
+   * Minutes is the range answered (?minutes=, 1..1440, default 60);
+   * EvaluatedThrough is the end (ms) of the last minute evaluated, null
+   * before the first (gate-recorder evaluates once a minute, about a
+   * minute behind).
+   */
+  minutes: number;
+  evaluatedThrough: number | null;
+  /** Nodes are the candidate's nodes in name order. */
+  nodes: ShadowNode[];
+  /**
+   * Unsupported are candidate budgets the recording cannot judge
+   * (scoped or operation-filtered): they are not charged.
+   */
+  unsupported: SimUnsupported[];
+  /** Assumes says what the evaluation assumes. */
+  assumes: string[];
+}
+
+/**
+ * ShadowNode is one node of a shadow candidate: its candidate budgets (in
+ * the document's syntax), what it would have done over the range and per
+ * minute.
+ */
+export interface ShadowNode {
+  node: string;
+  /**
+   * Budgets is the candidate's budget list for the node, as the
+   * document declares budgets.
+   */
+  budgets: unknown[];
+  /**
+   * IfEnforced sums the range; Sentence says it in one line ("if
+   * enforced: 95 of 100 items delayed, up to 19 s; no backlog").
+   */
+  ifEnforced: ShadowTotals;
+  sentence: string;
+  /** PerMinute is every evaluated minute of the range, oldest first. */
+  perMinute: ShadowMinute[];
+}
+
+/** ShadowTotals is a shadow node's figures over a range of minutes. */
+export interface ShadowTotals {
+  /**
+   * Arrived and Delayed are summed; PeakBacklog, DelayMaxMs and
+   * OldestWaitingMs are the range's largest; Backlog is the last
+   * minute's.
+   */
+  arrived: number;
+  delayed: number;
+  backlog: number;
+  peakBacklog: number;
+  delayMaxMs: number;
+  oldestWaitingMs: number;
+}
+
+/** ShadowMinute is one node's shadow result for one minute. */
+export interface ShadowMinute {
+  /** T is the minute's start (ms). */
+  t: number;
+  /**
+   * Arrived are the items recorded at the node; Admitted those the
+   * candidate would have let through in the minute; Delayed those of
+   * them that waited at least a second; Backlog the items still waiting
+   * at the minute's end.
+   */
+  arrived: number;
+  admitted: number;
+  delayed: number;
+  backlog: number;
+  /**
+   * DelayP50Ms and DelayMaxMs are the delay the candidate would have
+   * added to the items admitted in the minute; OldestWaitingMs how long
+   * the oldest waiting item had waited at its end.
+   */
+  delayP50Ms: number;
+  delayMaxMs: number;
+  oldestWaitingMs: number;
+}
+
+/** ShadowDeleted is DELETE …/shadow. */
+export interface ShadowDeleted {
+  application: string;
+  graph: string;
+  /** Deleted says a candidate was set and is now gone. */
+  deleted: boolean;
 }
 
 /**

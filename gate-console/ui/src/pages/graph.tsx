@@ -1,11 +1,12 @@
 import { useEffect, useState, type FormEvent } from "react";
-import type { Explanation, GraphView, NodeView, StageCounters, StageView } from "../wire";
+import type { Explanation, GraphView, NodeView, Shadow, StageCounters, StageView } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
 import { Diagram } from "../lib/diagram";
 import { stageKey, useLiveCounters } from "../lib/live";
 import { explainQuery } from "../lib/explain";
 import { graphHref, navigate, useQueryParam } from "../lib/router";
-import { dropSaved, readSaved, storedBy } from "../lib/save";
+import { dropSaved, keepSaved, readSaved, storedBy, useSaveFlow } from "../lib/save";
+import { ShadowCard, ShadowEditor, ShadowNote } from "../lib/shadow";
 import { Warnings } from "../lib/diffview";
 import { ago, BudgetBar, CopyButton, Empty, ErrorState, fmt, Link, Loading, pct, Unknown, useBrokerUp, useCanWrite, useMe, when, windowText } from "../lib/ui";
 import { HistoryPage } from "./history";
@@ -123,6 +124,13 @@ function Detail({ initial, etag }: { initial: GraphView; etag: string | null }) 
   const view = useLoad(() => api.graph(app, graph), [app, graph], !live ? 0 : stream.state === "live" ? 5000 : 2000);
   const v = view.data ?? initial;
   const traces = useLoad(() => api.traces(100), [], live ? 5000 : 0);
+  // Shadow limits: re-read each half minute (gate-recorder evaluates once a minute).
+  const shadow = useLoad(() => api.shadow(app, graph), [app, graph], 30000);
+  const enforce = useSaveFlow((res) => {
+    keepSaved(app, graph, res);
+    // The candidate is now the enforced limits: the shadow has done its job.
+    void api.dropShadow(app, graph).catch(() => undefined).finally(() => { shadow.reload(); view.reload(); });
+  });
   const counters = (s: StageView): StageCounters => (stream.state === "live" && stream.stages[stageKey(s)]) || s.counters;
   const perNode: Record<string, StageCounters> = {};
   for (const s of v.stages) {
@@ -152,7 +160,7 @@ function Detail({ initial, etag }: { initial: GraphView; etag: string | null }) 
         <Diagram view={v} selected={sel?.node ?? ""} onSelect={setNode} counters={perNode} />
       </section>
       <div className="grid2">
-        {sel ? <NodePanel view={v} n={sel} onChanged={view.reload} /> : null}
+        {sel ? <NodePanel view={v} n={sel} onChanged={view.reload} shadow={shadow.data} /> : null}
         <section className="card">
           <h2>Recent denials</h2>
           {traces.error ? <ErrorState error={traces.error} what="denials" /> : null}
@@ -161,6 +169,9 @@ function Detail({ initial, etag }: { initial: GraphView; etag: string | null }) 
             <tbody data-testid="denials">{denials.map((t, i) => <tr key={i}><td>{when(t.at)}</td><td>{t.node}</td><td>{t.path}</td><td>{t.budgetId || "—"}</td><td>{t.outcome}{t.source === "history" ? <span className="small muted"> (history)</span> : null}</td></tr>)}</tbody></table></div> : null}
         </section>
       </div>
+      <ShadowCard app={app} graph={graph} spec={v.spec} etag={etag} shadow={shadow} canWrite={canWrite} flow={enforce}
+        onStop={() => { void api.dropShadow(app, graph).catch(() => undefined).finally(shadow.reload); }} />
+      {canWrite && shadow.error?.body?.code !== "no-history" && sel ? <ShadowEditor key={sel.node} app={app} graph={graph} spec={v.spec} node={sel.node} onSet={shadow.reload} /> : null}
       <section className="card" style={{ marginTop: 14 }}>
         <h2>Stages</h2>
         <p className="small muted">One stage per hop of each path. forwarded / commits is what explains a stage's throughput (items per settle transaction); wedged is the one to alert on.</p>
@@ -186,7 +197,7 @@ function Detail({ initial, etag }: { initial: GraphView; etag: string | null }) 
   );
 }
 
-function NodePanel({ view, n, onChanged }: { view: GraphView; n: NodeView; onChanged: () => void }) {
+function NodePanel({ view, n, onChanged, shadow }: { view: GraphView; n: NodeView; onChanged: () => void; shadow: Shadow | null }) {
   const canWrite = useCanWrite();
   const me = useMe();
   const [secs, setSecs] = useState("60");
@@ -223,6 +234,7 @@ function NodePanel({ view, n, onChanged }: { view: GraphView; n: NodeView; onCha
         <dt>outgoing</dt><dd>{n.egressQueue ?? "—"}{n.egressGroup ? ` · group ${n.egressGroup}` : ""}</dd>
         <dt>waiting</dt><dd>{brokerUp === false ? <Unknown /> : <>{fmt(n.waiting_for_budget)} for budget · {fmt(n.waiting_for_workers)} for your workers</>}</dd>
       </dl>
+      <ShadowNote shadow={shadow} node={n.node} />
       <h3>Backoff</h3>
       {brokerUp === false ? <p className="small" data-testid="backoff-unknown">Backoff: <Unknown /> (the broker holds the record and is not answering).</p> : held ? (
         <div className="notice warn" data-testid="backoff-active">Backoff holding until {when(held.until)} ({held.retryAfterSeconds} s{held.by ? `, by ${held.by}` : ""}): every path through {n.node} waits.
