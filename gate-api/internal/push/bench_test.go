@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -27,12 +29,25 @@ func cpuTime() time.Duration {
 // CPU one push costs the whole process.
 //
 //	GATE_TEST_REQUIRE_LIVE=1 go test -run '^$' -bench BenchmarkPush -benchtime 20000x ./gate-api/internal/push
-func BenchmarkPush(b *testing.B) {
+func BenchmarkPush(b *testing.B) { benchPush(b, false) }
+
+// BenchmarkPushTxn is BenchmarkPush with a distinct txn on every push: the
+// door also records each item for explain by transaction id (one kv write
+// beside the push).
+func BenchmarkPushTxn(b *testing.B) { benchPush(b, true) }
+
+func benchPush(b *testing.B, txn bool) {
 	h := apitest.New(b)
 	h.Expect(h.Do(http.MethodPut, h.GraphURL("bench"), h.Target("bench", 1_000_000)), http.StatusOK)
 	h.Run("relay-1", "bench", 1)
 	url := h.URL + h.GraphURL("bench") + "/nodes/limit/push"
-	body := []byte(`{"op":"bench","payload":{"n":1}}`)
+	var seq atomic.Int64
+	body := func() []byte {
+		if !txn {
+			return []byte(`{"op":"bench","payload":{"n":1}}`)
+		}
+		return []byte(`{"op":"bench","txn":"t-` + strconv.FormatInt(seq.Add(1), 10) + `","payload":{"n":1}}`)
+	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	var mu sync.Mutex
 	var all []time.Duration
@@ -43,7 +58,7 @@ func BenchmarkPush(b *testing.B) {
 		lat := make([]time.Duration, 0, 1024)
 		for pb.Next() {
 			t0 := time.Now()
-			resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+			resp, err := client.Post(url, "application/json", bytes.NewReader(body()))
 			if err != nil {
 				b.Error(err)
 				return
