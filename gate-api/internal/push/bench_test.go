@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queen-mq/gate/gate-api/config"
 	"github.com/queen-mq/gate/gate-api/internal/apitest"
 )
 
@@ -29,15 +30,23 @@ func cpuTime() time.Duration {
 // CPU one push costs the whole process.
 //
 //	GATE_TEST_REQUIRE_LIVE=1 go test -run '^$' -bench BenchmarkPush -benchtime 20000x ./gate-api/internal/push
-func BenchmarkPush(b *testing.B) { benchPush(b, false) }
+func BenchmarkPush(b *testing.B) { benchPush(b, false, true) }
 
 // BenchmarkPushTxn is BenchmarkPush with a distinct txn on every push: the
-// door also records each item for explain by transaction id (one kv write
-// beside the push).
-func BenchmarkPushTxn(b *testing.B) { benchPush(b, true) }
+// door also records each item for explain by transaction id (a kv write
+// beside the push, coalesced with the other pushes' records).
+func BenchmarkPushTxn(b *testing.B) { benchPush(b, true, true) }
 
-func benchPush(b *testing.B, txn bool) {
-	h := apitest.New(b)
+// BenchmarkPushTxnNoRecords is BenchmarkPushTxn with the records off
+// (GATE_ITEM_RECORD_SECONDS=0): what the record costs.
+func BenchmarkPushTxnNoRecords(b *testing.B) { benchPush(b, true, false) }
+
+func benchPush(b *testing.B, txn, records bool) {
+	h := apitest.New(b, func(c *config.Config) {
+		if !records {
+			c.ItemRecordSeconds = 0
+		}
+	})
 	h.Expect(h.Do(http.MethodPut, h.GraphURL("bench"), h.Target("bench", 1_000_000)), http.StatusOK)
 	h.Run("relay-1", "bench", 1)
 	url := h.URL + h.GraphURL("bench") + "/nodes/limit/push"

@@ -11,7 +11,7 @@ import (
 	"github.com/queen-mq/gate/libs/store"
 )
 
-// Records arriving while both kv calls are in flight leave together in
+// Records arriving while every kv call is in flight leave together in
 // the next call, each answered with that call's outcome; a failed call
 // fails exactly its own records.
 func TestRecordBatcherCoalesces(t *testing.T) {
@@ -30,20 +30,22 @@ func TestRecordBatcherCoalesces(t *testing.T) {
 		}
 		return nil
 	}}
-	errs := make([]error, 12)
+	const first = recordCallSlots // each alone in a call of its own
+	errs := make([]error, first+10)
 	var wg sync.WaitGroup
 	put := func(i int) {
 		defer wg.Done()
 		errs[i] = b.Put(context.Background(), store.ItemPut{TxnID: "t-" + strconv.Itoa(i)})
 	}
-	wg.Add(2)
-	go put(0) // t-0 and t-1 take the two slots, each alone
-	go put(1)
-	for b.busyNow() < 2 {
+	wg.Add(first)
+	for i := range first {
+		go put(i)
+	}
+	for b.busyNow() < first {
 		time.Sleep(time.Millisecond)
 	}
 	wg.Add(10)
-	for i := 2; i < 12; i++ {
+	for i := first; i < first+10; i++ {
 		go put(i)
 	}
 	for b.queuedNow() < 10 {
@@ -51,13 +53,13 @@ func TestRecordBatcherCoalesces(t *testing.T) {
 	}
 	close(release)
 	wg.Wait()
-	if b.calls.Load() != 3 || b.items.Load() != 12 {
-		t.Fatalf("%d calls carried %d records (sizes %v), want 3 carrying 12: the 10 queued in one", b.calls.Load(), b.items.Load(), sizes)
+	if b.calls.Load() != first+1 || b.items.Load() != first+10 {
+		t.Fatalf("%d calls carried %d records (sizes %v), want %d carrying %d: the 10 queued in one", b.calls.Load(), b.items.Load(), sizes, first+1, first+10)
 	}
 	if errs[0] == nil {
 		t.Fatal("t-0's failed call answered it nil")
 	}
-	for i := 1; i < 12; i++ {
+	for i := 1; i < first+10; i++ {
 		if errs[i] != nil {
 			t.Fatalf("t-%d: %v", i, errs[i])
 		}
