@@ -73,11 +73,14 @@ export const api = {
     if (q.subWindows) p.set("subWindows", String(q.subWindows));
     return request<W.Simulation>("GET", `${g(app, graph)}/simulate?${p}`);
   },
-  explain: (app: string, graph: string, node: string, q: { scope?: string; op?: string; path?: string; partition?: string }) => {
+  explain: (app: string, graph: string, node: string, q: { scope?: string; op?: string; path?: string; partition?: string; transactionId?: string }) => {
     const p = new URLSearchParams();
     for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== "") p.set(k, v);
     return request<W.Explanation>("GET", `${g(app, graph)}/nodes/${seg(node)}/explain?${p}`);
   },
+  /** One page of a scoped budget's limits per key (runtime, in value order; the document's on the first page). */
+  keyLimits: (app: string, graph: string, node: string, budget: string, after = "", limit = 20) =>
+    request<W.KeyLimits>("GET", `${g(app, graph)}/nodes/${seg(node)}/budgets/${seg(budget)}/keys?limit=${limit}${after ? `&after=${encodeURIComponent(after)}` : ""}`),
   simulateGraph: (app: string, graph: string, doc: unknown, minutes: number) => request<W.GraphSimulation>("POST", `${g(app, graph)}/simulate?minutes=${minutes}`, doc),
   /** The graph view with the stored document's ETag (what an edit sends as If-Match). */
   graphTagged: async (app: string, graph: string) => {

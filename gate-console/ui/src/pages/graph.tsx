@@ -1,8 +1,9 @@
 import { useEffect, useState, type FormEvent } from "react";
-import type { Explanation, GraphView, NodeView, Shadow, StageCounters, StageView } from "../wire";
+import type { Explanation, GraphView, KeyLimit, NodeView, Shadow, StageCounters, StageView } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
 import { Diagram } from "../lib/diagram";
 import { stageKey, useLiveCounters } from "../lib/live";
+import { explainQuery } from "../lib/explain";
 import { graphHref, navigate, useQueryParam } from "../lib/router";
 import { dropSaved, keepSaved, readSaved, storedBy, useSaveFlow } from "../lib/save";
 import { ShadowCard, ShadowEditor, ShadowNote } from "../lib/shadow";
@@ -267,24 +268,65 @@ function NodePanel({ view, n, onChanged, shadow }: { view: GraphView; n: NodeVie
           ))}</tbody>
         </table></div>
       )}
+      {n.budgets.filter((b) => b.scopeBy).map((b) => <KeyLimitsBox key={b.id} view={view} node={n.node} budget={b.id} scopeBy={b.scopeBy ?? ""} />)}
     </section>
   );
 }
 
-/** "Why is this item waiting?": one scope value (and op, partition) explained by the server in a sentence, with every counter it would charge. */
+/** KEY_PAGE is how many runtime limits per key one page shows. */
+const KEY_PAGE = 20;
+
+/** A scoped budget's limits per key: the document's and, paged, the ones set at runtime (which win for the same value). */
+function KeyLimitsBox({ view, node, budget, scopeBy }: { view: GraphView; node: string; budget: string; scopeBy: string }) {
+  const [trail, setTrail] = useState<string[]>([""]);
+  const after = trail[trail.length - 1];
+  const page = useLoad(() => api.keyLimits(view.application, view.graph, node, budget, after, KEY_PAGE), [view.application, view.graph, node, budget, after], 10_000);
+  const d = page.data;
+  const row = (k: KeyLimit) => (
+    <tr key={k.source + ":" + k.value} data-testid="key-limit">
+      <td><code>{k.value}</code></td><td className="num">{windowText(k.count, k.timeMs)}</td>
+      <td className="num">{fmt(k.ceiling)}</td><td>{k.source === "runtime" ? `runtime${k.at ? `, set ${when(k.at)}` : ""}` : "document"}{k.source === "runtime" && k.document !== null ? <span className="small muted"> (document: {fmt(k.document)})</span> : null}</td>
+    </tr>
+  );
+  return (
+    <section aria-label={`limits per key of budget ${budget}`} data-testid="key-limits">
+      <h3>Limits per key — {budget} (per {scopeBy})</h3>
+      {page.error ? <ErrorState error={page.error} what="the limits per key" /> : !d ? <Loading /> : (
+        <>
+          <p className="small muted">Every other value counts {windowText(d.default, d.timeMs)}. A limit set at runtime wins over the document's for the same value and reaches every relay within a second.</p>
+          {d.document.length === 0 && d.runtime.length === 0 ? <p className="small muted" data-testid="key-limits-none">No value has its own limit{trail.length > 1 ? " on this page" : ""}.</p> : (
+            <div className="tablewrap"><table className="small">
+              <thead><tr><th>{scopeBy}</th><th>limit</th><th>per sub-window</th><th>from</th></tr></thead>
+              <tbody>{d.runtime.map(row)}{d.document.map(row)}</tbody>
+            </table></div>
+          )}
+          {trail.length > 1 || d.nextAfter ? (
+            <div className="row" data-testid="key-limits-pager">
+              <button type="button" disabled={trail.length <= 1} onClick={() => setTrail(trail.slice(0, -1))}>Previous</button>
+              <button type="button" disabled={!d.nextAfter} onClick={() => setTrail([...trail, d.nextAfter])} data-testid="key-limits-next">Next</button>
+            </div>
+          ) : null}
+        </>
+      )}
+    </section>
+  );
+}
+
+/** "Why is this item waiting?": one item — by its transaction id, or by scope value (and op, partition) — explained by the server in a sentence, with every counter it would charge. */
 function ExplainBox({ view, n }: { view: GraphView; n: NodeView }) {
   const scoped = n.budgets.filter((b) => b.scopeBy);
   const ops = [...new Set(n.budgets.flatMap((b) => b.whenOp).filter((o) => o !== "*"))];
   const [scope, setScope] = useState("");
   const [op, setOp] = useState("");
   const [partition, setPartition] = useState("");
+  const [txn, setTxn] = useState("");
   const [ans, setAns] = useState<Explanation | null>(null);
   const [err, setErr] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
   const ask = async (e: FormEvent) => {
     e.preventDefault();
     setBusy(true); setErr(null);
-    try { setAns(await api.explain(view.application, view.graph, n.node, { scope: scoped.length ? scope : undefined, op, partition })); } catch (x) { setAns(null); setErr(x as ApiError); } finally { setBusy(false); }
+    try { setAns(await api.explain(view.application, view.graph, n.node, explainQuery({ txn, scope, op, partition, scoped: scoped.length > 0 }))); } catch (x) { setAns(null); setErr(x as ApiError); } finally { setBusy(false); }
   };
   return (
     <>
@@ -292,13 +334,15 @@ function ExplainBox({ view, n }: { view: GraphView; n: NodeView }) {
       <form className="row" onSubmit={ask} data-testid="explain-form" role="search" aria-label={`explain an item at node ${n.node}`}>
         {scoped.length ? <label className="field"><span className="name">{scoped.map((b) => b.scopeBy).filter((v, i, a) => a.indexOf(v) === i).join(" / ")}</span><input value={scope} onChange={(e) => setScope(e.target.value)} placeholder="scope value" data-testid="explain-scope" /></label> : null}
         {ops.length ? <label className="field"><span className="name">op</span><select value={op} onChange={(e) => setOp(e.target.value)} data-testid="explain-op"><option value="">any op</option>{ops.map((o) => <option key={o} value={o}>{o}</option>)}</select></label> : null}
-        <label className="field"><span className="name">partition</span><input value={partition} onChange={(e) => setPartition(e.target.value)} placeholder="optional" data-testid="explain-partition" style={{ width: 120 }} /></label>
+        <label className="field"><span className="name">partition</span><input value={partition} onChange={(e) => setPartition(e.target.value)} placeholder="optional" data-testid="explain-partition" style={{ width: 120 }} disabled={txn.trim() !== ""} /></label>
+        <label className="field"><span className="name">or transaction id</span><input value={txn} onChange={(e) => setTxn(e.target.value)} placeholder="the push's txn" data-testid="explain-txn" style={{ width: 160 }} /></label>
         <button type="submit" disabled={busy} data-testid="explain">Explain</button>
       </form>
       {err ? <ErrorState error={err} what="the explanation" /> : null}
       {ans ? (
         <div className="notice" data-testid="explain-answer">
           <p data-testid="explain-sentence">{ans.sentence.charAt(0).toUpperCase() + ans.sentence.slice(1)}.</p>
+          {ans.transactionId && ans.pushedAt ? <p className="small muted" data-testid="explain-item">Item {ans.transactionId}: pushed to {ans.pushedTo} at {when(ans.pushedAt)}, partition {ans.partition}{ans.scope ? `, scope ${ans.scope}` : ""}{ans.op ? `, op ${ans.op}` : ""}.</p> : null}
           <div className="tablewrap"><table className="small">
             <thead><tr><th>counter</th><th>kind</th><th>used</th><th>frees</th><th></th></tr></thead>
             <tbody>{ans.counters.map((c) => (
