@@ -254,6 +254,9 @@ type Limiter struct {
 	// Meters, when set, lowers the ceiling of every budget that mirrors a
 	// vendor meter to what the vendor last stated (Ceiling).
 	Meters *Meters
+	// Keys, when set, gives scoped counters their runtime key limits
+	// (KeyCeilings); nil uses the document's per-key counts alone.
+	Keys *KeyLimits
 }
 
 // Ceiling is path's ceiling on b as this limiter charges it: the plan's,

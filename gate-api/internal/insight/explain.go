@@ -54,7 +54,7 @@ func (in *Insight) explain(q *httpapi.Request) *httpapi.Refusal {
 			return bad
 		}
 	}
-	stage, bad := explainStage(e, n, x.path)
+	stage, bad := plane.NodeStage(e, n, x.path)
 	if bad != nil {
 		return bad
 	}
@@ -67,6 +67,13 @@ func (in *Insight) explain(q *httpapi.Request) *httpapi.Refusal {
 	partition, hasPartition := x.partition, x.hasPartition
 	ctx, cancel := context.WithTimeout(q.Context(), diagViewTimeout)
 	defer cancel()
+	if x.hasScope {
+		// The value's own limit, as every relay charges it: a runtime
+		// row over the document's keys over the budget's count.
+		if err := in.p.Limiter().ItemKeyLimits(ctx, n, stage.Path, x.scope, counters); err != nil {
+			return httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeETAUnavailable, "explaining node '%s' needs the limits per key of '%.60s' from the broker, which did not answer; retry", n.Name, x.scope).RetryAfter(1)
+		}
+	}
 	ans, complete := in.explainItem(ctx, e, n, stage, counters, unjudged, partition, hasPartition)
 	if !complete {
 		return httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeETAUnavailable, "explaining node '%s' needs its counters and backlog from the broker, which did not answer; retry", n.Name).RetryAfter(1)
@@ -194,33 +201,6 @@ func readExplainQuery(v url.Values, n *plan.Node) (explainQ, *httpapi.Refusal) {
 	return x, nil
 }
 
-// explainStage is the stage the item is judged on: the named path's, or
-// the highest-priority path through the node.
-func explainStage(e *plane.Entry, n *plan.Node, path string) (*plan.Stage, *httpapi.Refusal) {
-	var stage *plan.Stage
-	var through []string
-	for i := range e.Plan.Stages {
-		st := &e.Plan.Stages[i]
-		if st.Node != n.Name {
-			continue
-		}
-		through = append(through, st.Path)
-		switch {
-		case path != "" && st.Path == path && stage == nil:
-			stage = st
-		case path == "" && (stage == nil || st.Priority < stage.Priority):
-			stage = st
-		}
-	}
-	if stage != nil {
-		return stage, nil
-	}
-	if path == "" {
-		return nil, httpapi.Refuse(http.StatusNotFound, wire.CodePathNotFound, "no path crosses node '%s' of graph '%s/%s': nothing waits there", n.Name, e.App, e.Graph).Field("node")
-	}
-	return nil, httpapi.Refuse(http.StatusNotFound, wire.CodePathNotFound, "path '%.60s' does not cross node '%s': the paths through it are %s", path, n.Name, strings.Join(through, ", ")).Field("path").Paths(through)
-}
-
 // opNamed reports whether some budget of n names op (a pattern of its
 // whenOp matches it).
 func opNamed(n *plan.Node, op string) bool {
@@ -294,7 +274,8 @@ func (in *Insight) explainItem(ctx context.Context, e *plane.Entry, n *plan.Node
 	j := budget.JudgeItem(counters, ans.Cost, ahead, live, until, now)
 	for i, c := range j.Counters {
 		wc := wire.ExplainCounter{Budget: c.Budget, Kind: c.Kind, Key: c.Key, Value: c.Value, Ceiling: c.Ceiling, Widest: c.Widest,
-			WindowSeconds: c.WindowSeconds, Fits: c.Fits, Binds: i == j.Binding, Shares: []wire.ExplainShare{}}
+			WindowSeconds: c.WindowSeconds, Fits: c.Fits, Binds: i == j.Binding, Shares: []wire.ExplainShare{},
+			KeyCount: c.KeyCount, KeySource: c.KeySource}
 		for _, p := range c.SortedShares() {
 			wc.Shares = append(wc.Shares, wire.ExplainShare{Path: p, Ceiling: c.Shares[p]})
 		}
@@ -354,6 +335,9 @@ func sentence(x *wire.Explanation, now time.Time) string {
 	switch {
 	case binding != nil:
 		s := fmt.Sprintf("waiting for %s: %d of %d %s", binding.Budget, binding.Value, binding.Ceiling, windowWords(binding.WindowSeconds))
+		if x.Scope != nil && (binding.KeySource == "runtime" || binding.KeySource == "document") {
+			s = fmt.Sprintf("waiting for %s (%.40s's own limit, %s): %d of %d %s", binding.Budget, *x.Scope, map[string]string{"runtime": "set at runtime", "document": "in the document"}[binding.KeySource], binding.Value, binding.Ceiling, windowWords(binding.WindowSeconds))
+		}
 		if binding.FreesAt != nil {
 			s += ", frees " + clockTime(*binding.FreesAt, now)
 		}

@@ -161,6 +161,52 @@ func TestExplainRefusesBadInputNamingTheField(t *testing.T) {
 	}
 }
 
+// A listing with its own limit is judged at it: the document's 300 a week
+// (a spent 100 fits under it), then a runtime 100 that wins over it (the
+// same 100 binds, "its own limit"); another listing stays at the budget's.
+func TestExplainJudgesAScopeValueAtItsOwnLimit(t *testing.T) {
+	t.Parallel()
+	h := apitest.New(t)
+	doc := listingsDoc(h)
+	per := doc["nodes"].(map[string]any)["list"].(map[string]any)["budgets"].([]any)[1].(map[string]any)
+	per["keys"] = map[string]any{"L-big": 300}
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("listings"), doc), http.StatusOK)
+	n := h.Plane().Cat.Lookup(h.App, "listings").Plan.Node("list")
+	key := plan.ScopedKey(n.Budgets[1].Key, "L-big")
+	if _, err := h.Client.KV(context.Background(), queen.KVPut(h.NS, key, json.RawMessage("100"), queen.PutOpts{TTLSeconds: 3 * 86400})); err != nil {
+		t.Fatal(err)
+	}
+	scoped := func(x wire.Explanation) wire.ExplainCounter {
+		for _, c := range x.Counters {
+			if c.Budget == "per-listing" {
+				return c
+			}
+		}
+		t.Fatalf("no per-listing counter: %+v", x)
+		return wire.ExplainCounter{}
+	}
+	x := explanation(t, h, url.Values{"scope": {"L-big"}})
+	c := scoped(x)
+	if c.Ceiling != 300 || c.KeyCount != 300 || c.KeySource != "document" || !c.Fits || x.Binding != nil {
+		t.Fatalf("L-big under its document count: %+v", c)
+	}
+	// backfill's share of the value's own count is half of it.
+	if x.Counters[1].Shares[0].Path != "backfill" || x.Counters[1].Shares[0].Ceiling != 150 {
+		t.Fatalf("shares: %+v", x.Counters[1].Shares)
+	}
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("listings")+"/nodes/list/budgets/per-listing/keys/L-big", map[string]any{"count": 100}), http.StatusOK)
+	x = explanation(t, h, url.Values{"scope": {"L-big"}})
+	c = scoped(x)
+	if c.Ceiling != 100 || c.KeySource != "runtime" || c.Fits || x.Binding == nil || *x.Binding != "per-listing" ||
+		!strings.Contains(x.Sentence, "waiting for per-listing (L-big's own limit, set at runtime): 100 of 100 this week") {
+		t.Fatalf("L-big under a runtime 100: %+v; sentence %q", c, x.Sentence)
+	}
+	c = scoped(explanation(t, h, url.Values{"scope": {"L-small"}}))
+	if c.Ceiling != 100 || c.KeySource != "budget" || c.KeyCount != 100 {
+		t.Fatalf("another listing: %+v", c)
+	}
+}
+
 // Explain by transaction id: the push door's record gives the item's op,
 // scope value and partition, so the answer is the one scope and op would
 // give, with the id, when it was pushed and where; an unknown id is a 404

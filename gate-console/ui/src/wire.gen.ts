@@ -197,6 +197,80 @@ export interface Observed {
   backoff: Backoff | null;
 }
 
+/**
+ * SettleBody is the body of POST …/nodes/{node}/settle: the egress message
+ * as the worker popped it (its transactionId and data, the `_gate` stamp
+ * in it; other members are allowed and ignored) and the call's actual
+ * cost in the node's units.
+ */
+export interface SettleBody {
+  message: unknown;
+  actualCost: number;
+}
+
+/**
+ * Settled is the 200 answer of POST …/nodes/{node}/settle: what the
+ * reported actual cost did to each counter the message was charged to.
+ */
+export interface Settled {
+  ok: boolean;
+  node: string;
+  transactionId: string;
+  /**
+   * Estimated is what the message was charged at the node; Actual what
+   * was reported.
+   */
+  estimated: number;
+  actual: number;
+  /** Duplicate says the message was settled before: nothing changed. */
+  duplicate: boolean;
+  /**
+   * Refunded and Charged are the cost units given back and charged as a
+   * debt, summed over the counters.
+   */
+  refunded: number;
+  charged: number;
+  budgets: SettledBudget[];
+  /** Note says what happened in a sentence. */
+  note: string;
+}
+
+/** SettledBudget is one counter of a settle. */
+export interface SettledBudget {
+  budget: string;
+  key: string;
+  /**
+   * Outcome is refunded, charged, even, window-ended, window-unknown or
+   * guarded.
+   */
+  outcome: string;
+  /**
+   * Delta is what was added (negative: refunded); Counter the counter
+   * after it and WindowEnd the end of the window written (epoch ms), both
+   * 0 when nothing was written.
+   */
+  delta: number;
+  counter: number;
+  windowEnd: number;
+}
+
+/**
+ * SettleStats is how good a node's cost estimates are: its settles since
+ * the statistics started (they last a day from the first settle).
+ */
+export interface SettleStats {
+  settles: number;
+  estimated: number;
+  actual: number;
+  /**
+   * Ratio is Actual / Estimated (1: exact; 0.25: a fourth of the
+   * estimate was used); 0 when nothing was estimated.
+   */
+  ratio: number;
+  /** Until is when the statistics start over (epoch ms). */
+  until: number;
+}
+
 /** ObservedBudget is one mirrored budget after an observation. */
 export interface ObservedBudget {
   /** Budget is the budget's id and Headers the family it mirrors. */
@@ -497,6 +571,14 @@ export interface ExplainCounter {
   reason: string | null;
   /** Binds marks the binding counter. */
   binds: boolean;
+  /**
+   * KeyCount is, on a scoped counter, what its scope value counts per
+   * the budget's window, and KeySource where that comes from: "runtime"
+   * (a limit per key set through the API), "document" (the budget's
+   * keys) or "budget" (the budget's own count). Absent on other kinds.
+   */
+  keyCount?: number;
+  keySource?: string;
 }
 
 /** ExplainShare is one path's ceiling on a counter. */
@@ -511,6 +593,69 @@ export interface ExplainBackoff {
   until: number;
   retryAfterSeconds: number;
   by?: string;
+}
+
+/**
+ * KeyLimit is one scope value's count on a scoped budget: the 200 answer
+ * of GET, PUT and DELETE …/budgets/{budget}/keys/{value}, and an entry of
+ * KeyLimits. For one value a runtime limit wins over the document's.
+ */
+export interface KeyLimit {
+  node: string;
+  budget: string;
+  value: string;
+  /**
+   * Count is what the value counts per TimeMs now, and Source where it
+   * comes from: "runtime" (set through the API), "document" (the
+   * budget's keys) or "budget" (neither: the budget's own count).
+   */
+  count: number;
+  timeMs: number;
+  source: string;
+  /**
+   * Ceiling is the value's counter's ceiling per sub-window for the
+   * widest path (what one sub-window admits).
+   */
+  ceiling: number;
+  /**
+   * Default is the budget's own count; Document the document's count for
+   * the value (null: none), still in force when the runtime one is gone.
+   */
+  default: number;
+  document: number | null;
+  /** At is when the runtime limit was written (epoch ms; 0 when none). */
+  at: number;
+  /**
+   * Deleted is true on a DELETE's answer: the runtime limit is gone and
+   * Count is what the value counts from the next sub-window.
+   */
+  deleted?: boolean;
+}
+
+/**
+ * KeyLimits is the 200 answer of GET …/budgets/{budget}/keys: one page of
+ * the budget's runtime limits per key (in byte order of their values) and,
+ * on the first page, every count the document gives.
+ */
+export interface KeyLimits {
+  node: string;
+  budget: string;
+  scopeBy: string;
+  /** Default is the budget's own count per TimeMs, for every other value. */
+  default: number;
+  timeMs: number;
+  /** Runtime is the page of limits set through the API. */
+  runtime: KeyLimit[];
+  /**
+   * Document is the document's per-key counts (first page only, else
+   * empty), each with the runtime limit that overrides it, if on this
+   * page, left to the caller to match.
+   */
+  document: KeyLimit[];
+  /** NextAfter is the after of the next page; "" on the last. */
+  nextAfter: string;
+  /** Wins says which of two limits for one value applies: "runtime". */
+  wins: string;
 }
 
 /**
@@ -567,6 +712,13 @@ export interface ExplainBackoff {
  * - `no-unscoped-budget`: a backoff names a node with only scoped budgets, which has no window to spend.
  * - `invalid-header`: an observed vendor answer carries a header Gate cannot read: malformed, negative, huge, dated, too long or too many (field names the header).
  * - `no-vendor-meter`: an observe names a node (or budget) whose budgets mirror no vendor meter (vendorMeter in the document).
+ * - `budget-not-found`: the node has no budget of that id (field budget).
+ * - `unscoped-budget`: limits per key name a budget without scopeBy, which keeps one counter for every item (field budget).
+ * - `invalid-key-limit`: a limit per key cannot be set: a scope value that is empty or longer than the key room, a count outside 1..10^12 or below the node's largest item (field value or count).
+ * - `key-limit-not-found`: the scope value has no runtime limit on that budget (a document count, if any, is in the plan's keys).
+ * - `invalid-stamp`: a settle's message carries no `_gate` stamp with charge records, or one whose signature does not verify: forged, altered, or copied from another message (field names it).
+ * - `unknown-message`: a settle's stamp is for another graph, or records no charge at the node settled.
+ * - `stale-charge`: a settle comes later than its charge's longest window plus four minutes, when a repeat could no longer be told apart.
  * - `eta-unavailable`: the backlog or the counters an ETA needs could not be read from the broker.
  * - `gone`: the route was removed (the pop and the leases): the sentence says what replaces it (queue when there is one).
  * - `declare-refused`: the document was refused by a declare rule (rule, rules, problems; 409 for version-bump, version-order and ingress-owner), or could not be read as a document at all (rule document).
@@ -587,7 +739,6 @@ export interface ExplainBackoff {
  * - `allowance-too-small`: the tried allowance admits less per sub-window than one item costs, so no item could ever pass.
  * - `recording-cost-changed`: the node's recorded cost per item changed inside the replayed range (second names where).
  * - `shadow-invalid`: a shadow candidate's body is not budgets per node ({"nodes": {"NODE": {"budgets": [...]}}}) of the graph's own nodes (field names what; a candidate whose budgets do not compile is declare-refused, naming the document field).
- * - `shadow-not-found`: the graph has no shadow candidate: PUT one to …/shadow first.
  * - `ai-off`: the AI configuration agent is off: the sentence says which knobs turn it on (rule ai-off).
  * - `ai-busy`: this replica already runs its most concurrent AI chats (rule ai-busy, Retry-After: 1).
  * - `ai-request`: the chat request breaks one of its bounds (rule ai-request, field).
@@ -661,6 +812,13 @@ export type Code =
   | "no-unscoped-budget"
   | "invalid-header"
   | "no-vendor-meter"
+  | "budget-not-found"
+  | "unscoped-budget"
+  | "invalid-key-limit"
+  | "key-limit-not-found"
+  | "invalid-stamp"
+  | "unknown-message"
+  | "stale-charge"
   | "eta-unavailable"
   | "gone"
   | "declare-refused"
@@ -681,7 +839,6 @@ export type Code =
   | "allowance-too-small"
   | "recording-cost-changed"
   | "shadow-invalid"
-  | "shadow-not-found"
   | "ai-off"
   | "ai-busy"
   | "ai-request"
@@ -1491,8 +1648,10 @@ export interface VendorSpan {
   /** Headers names the header family that spoke. */
   headers: string;
   /**
-   * Sentence says it in words ("the vendor enforced 10 where 50 is
-   * declared, from … to …").
+   * Sentence says it in words: "the vendor enforced 10 where 50 is
+   * declared, from … to …", or for one still holding "the vendor
+   * enforces 10 where 50 is declared, since … (until … unless it says so
+   * again)".
    */
   sentence: string;
 }
@@ -2213,6 +2372,11 @@ export interface ResolvedBudget {
   countSub: number;
   windowSubSeconds: number;
   ceilings: Record<string, number>;
+  /**
+   * Keys are the document's limits per key: scope value → its own count
+   * per TimeMs (absent when none; runtime ones are read from …/keys).
+   */
+  keys?: Record<string, number>;
 }
 
 /** ResolvedStage is one stage entry. */
@@ -2344,6 +2508,12 @@ export interface RecorderHealth {
 export interface Shadow {
   application: string;
   graph: string;
+  /**
+   * Set is false when the graph has no candidate: then every other
+   * field is empty (GET answers 200, so a page that asks is never an
+   * error, and needs no PostgreSQL to learn that nothing is set).
+   */
+  set: boolean;
   /** Since is when the candidate was set (ms): its results start there. */
   since: number;
   /** SetBy is who set it (the console identity, or "api"). */
@@ -2512,6 +2682,11 @@ export interface ViewNode {
   breaker: Breaker | null;
   waiting_for_budget: number;
   waiting_for_workers: number;
+  /**
+   * Settle is how good the node's cost estimates are, from the settles
+   * reported (POST …/settle); null when none was.
+   */
+  settle: SettleStats | null;
 }
 
 /** ViewBudget is one budget with its live counter. */

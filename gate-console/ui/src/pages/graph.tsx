@@ -1,5 +1,5 @@
 import { useEffect, useState, type FormEvent } from "react";
-import type { Explanation, GraphView, NodeView, Shadow, StageCounters, StageView } from "../wire";
+import type { Explanation, GraphView, KeyLimit, NodeView, Shadow, StageCounters, StageView } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
 import { Diagram } from "../lib/diagram";
 import { stageKey, useLiveCounters } from "../lib/live";
@@ -8,6 +8,7 @@ import { graphHref, navigate, useQueryParam } from "../lib/router";
 import { dropSaved, keepSaved, readSaved, storedBy, useSaveFlow } from "../lib/save";
 import { ShadowCard, ShadowEditor, ShadowNote } from "../lib/shadow";
 import { Warnings } from "../lib/diffview";
+import { estimateQuality } from "../lib/settle";
 import { ago, BudgetBar, CopyButton, Empty, ErrorState, fmt, Link, Loading, pct, Unknown, useBrokerUp, useCanWrite, useMe, when, windowText } from "../lib/ui";
 import { HistoryPage } from "./history";
 import { EditPage } from "./edit";
@@ -252,6 +253,7 @@ function NodePanel({ view, n, onChanged, shadow }: { view: GraphView; n: NodeVie
       ) : null}
       {err ? <ErrorState error={err} what="the backoff" /> : null}
       <ExplainBox view={view} n={n} />
+      <Estimates n={n} />
       <h3>Budgets</h3>
       {n.budgets.length === 0 ? <p className="small muted">{view.watching ? "No budgets are enforced: the graph is in Watch." : "No budgets."}</p> : (
         <div className="tablewrap"><table>
@@ -268,7 +270,63 @@ function NodePanel({ view, n, onChanged, shadow }: { view: GraphView; n: NodeVie
           ))}</tbody>
         </table></div>
       )}
+      {n.budgets.filter((b) => b.scopeBy).map((b) => <KeyLimitsBox key={b.id} view={view} node={n.node} budget={b.id} scopeBy={b.scopeBy ?? ""} />)}
     </section>
+  );
+}
+
+/** KEY_PAGE is how many runtime limits per key one page shows. */
+const KEY_PAGE = 20;
+
+/** A scoped budget's limits per key: the document's and, paged, the ones set at runtime (which win for the same value). */
+function KeyLimitsBox({ view, node, budget, scopeBy }: { view: GraphView; node: string; budget: string; scopeBy: string }) {
+  const [trail, setTrail] = useState<string[]>([""]);
+  const after = trail[trail.length - 1];
+  const page = useLoad(() => api.keyLimits(view.application, view.graph, node, budget, after, KEY_PAGE), [view.application, view.graph, node, budget, after], 10_000);
+  const d = page.data;
+  const row = (k: KeyLimit) => (
+    <tr key={k.source + ":" + k.value} data-testid="key-limit">
+      <td><code>{k.value}</code></td><td className="num">{windowText(k.count, k.timeMs)}</td>
+      <td className="num">{fmt(k.ceiling)}</td><td>{k.source === "runtime" ? `runtime${k.at ? `, set ${when(k.at)}` : ""}` : "document"}{k.source === "runtime" && k.document !== null ? <span className="small muted"> (document: {fmt(k.document)})</span> : null}</td>
+    </tr>
+  );
+  return (
+    <section aria-label={`limits per key of budget ${budget}`} data-testid="key-limits">
+      <h3>Limits per key — {budget} (per {scopeBy})</h3>
+      {page.error ? <ErrorState error={page.error} what="the limits per key" /> : !d ? <Loading /> : (
+        <>
+          <p className="small muted">Every other value counts {windowText(d.default, d.timeMs)}. A limit set at runtime wins over the document's for the same value and reaches every relay within a second.</p>
+          {d.document.length === 0 && d.runtime.length === 0 ? <p className="small muted" data-testid="key-limits-none">No value has its own limit{trail.length > 1 ? " on this page" : ""}.</p> : (
+            <div className="tablewrap"><table className="small">
+              <thead><tr><th>{scopeBy}</th><th>limit</th><th>per sub-window</th><th>from</th></tr></thead>
+              <tbody>{d.runtime.map(row)}{d.document.map(row)}</tbody>
+            </table></div>
+          )}
+          {trail.length > 1 || d.nextAfter ? (
+            <div className="row" data-testid="key-limits-pager">
+              <button type="button" disabled={trail.length <= 1} onClick={() => setTrail(trail.slice(0, -1))}>Previous</button>
+              <button type="button" disabled={!d.nextAfter} onClick={() => setTrail([...trail, d.nextAfter])} data-testid="key-limits-next">Next</button>
+            </div>
+          ) : null}
+        </>
+      )}
+    </section>
+  );
+}
+
+/** "Cost estimates": how the settled actual costs compare with what the relays charged (POST …/settle). */
+function Estimates({ n }: { n: NodeView }) {
+  const q = estimateQuality(n.settle);
+  if (!n.settle) {
+    return null;
+  }
+  const badge = q.tone === "good" ? <span className="badge good">close</span> : q.tone === "over" ? <span className="badge warn">high</span> : q.tone === "under" ? <span className="badge warn">low</span> : null;
+  return (
+    <>
+      <h3>Cost estimates {badge}</h3>
+      <p className="small" data-testid="settle-quality">{q.headline}{n.settle && n.settle.until ? <span className="muted"> Counted until {when(n.settle.until)}.</span> : null}</p>
+      {q.hint ? <p className="small muted">{q.hint}</p> : null}
+    </>
   );
 }
 
