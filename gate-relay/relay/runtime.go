@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/queen-mq/gate/gate-relay/stage"
 	"github.com/queen-mq/gate/libs/clock"
+	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/declare"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/provision"
@@ -92,20 +94,47 @@ func (r *Relay) launch(ctx context.Context, doc store.Document, p *plan.Plan) (*
 		return rt, err
 	}
 	seed := rt.started.Add(-r.cfg.InteriorSeedSkew)
+	// fed are the queues this graph's stages push into short of the
+	// egress: only they write an interior queue, and this replica runs
+	// every stage of the graph, so a stage on one is woken by its
+	// upstream here and may doze while quiet (stage.Config.Fed).
+	fed := map[string]bool{}
+	for _, st := range p.Stages {
+		for _, d := range st.Destinations {
+			if !d.Terminal {
+				fed[d.Queue] = true
+			}
+		}
+	}
+	signer := r.stampSigner(ctx)
 	var stages []*stage.Stage
 	for i := range p.Stages {
 		st := p.Stages[i]
 		s, err := stage.New(stage.Config{
+			Fed: st.SourceIsInterior && fed[st.Source],
 			App: p.Application, Graph: p.Graph, Stage: st, Node: p.Node(st.Node),
 			Client: r.client, Limiter: r.limiter, Lease: r.cfg.Lease, PollTimeout: r.cfg.PollTimeout,
 			MaxPark: r.cfg.MaxPark, SeedFrom: seed, Clock: r.cfg.Clock, Logger: r.log,
 			Denials: r.denials, Observer: r.cfg.Observer, Admission: r.admit, Linger: r.cfg.Linger,
+			Signer: signer,
 		})
 		if err != nil {
 			rt.setErr(err.Error())
 			return rt, err
 		}
 		stages = append(stages, s)
+	}
+	for i, st := range p.Stages {
+		for _, d := range st.Destinations {
+			if d.Terminal {
+				continue
+			}
+			for j, next := range p.Stages {
+				if next.Source == d.Queue && !slices.Contains(stages[i].FeedsTo(), stages[j]) {
+					stages[i].Feeds(stages[j])
+				}
+			}
+		}
 	}
 	// The stages run until the runtime cancels them (a swap, a removal,
 	// the relay's stop), not until the reconcile pass that launched them
@@ -160,4 +189,20 @@ func (rt *runtime) status() store.GraphStatus {
 		g.Stages = append(g.Stages, s.Status())
 	}
 	return g
+}
+
+// stampSigner returns the fleet's stamp signer, reading (or creating) the
+// key once. A failed read is logged and the graph runs without charge
+// records (its items cannot be settled) until a later launch reads it.
+func (r *Relay) stampSigner(ctx context.Context) *cost.Signer {
+	if sg := r.signer.Load(); sg != nil {
+		return sg
+	}
+	sg, err := r.store.StampSigner(ctx)
+	if err != nil {
+		r.log.Warn("reading the fleet's stamp key failed; this graph's items carry no charge records and cannot be settled until it is read", "error", err)
+		return nil
+	}
+	r.signer.Store(sg)
+	return sg
 }

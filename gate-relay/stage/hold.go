@@ -43,8 +43,13 @@ type hold struct {
 	mu     sync.Mutex
 	claims []*handler
 	closed bool
-	// wake is signalled when a claim is added.
-	wake chan struct{}
+	// ctx is the stage's run (set by start); nil until the stage starts,
+	// and then no runner is started (tests drive check themselves).
+	ctx context.Context
+	// running is true while a runner goroutine rechecks the claims. A
+	// hold runs one only while it keeps claims: an idle stage holds no
+	// goroutine for its hold.
+	running bool
 	// last is the instant of the last recheck.
 	last time.Time
 	// readFailing counts failed rechecks in a row (logged once a streak).
@@ -55,7 +60,14 @@ type hold struct {
 
 func newHold(s *Stage) *hold {
 	seed := uint64(s.cfg.Clock.Now().UnixNano())
-	return &hold{s: s, rnd: rand.New(rand.NewPCG(seed, seed^0x5bd1e995)), wake: make(chan struct{}, 1)}
+	return &hold{s: s, rnd: rand.New(rand.NewPCG(seed, seed^0x5bd1e995))}
+}
+
+// start makes adds start a runner under ctx (the stage's run).
+func (hd *hold) start(ctx context.Context) {
+	hd.mu.Lock()
+	hd.ctx, hd.closed = ctx, false
+	hd.mu.Unlock()
 }
 
 // add takes h into the hold, reporting false when the hold is full or
@@ -64,8 +76,15 @@ func newHold(s *Stage) *hold {
 func (hd *hold) add(h *handler, opens time.Time) bool {
 	hd.mu.Lock()
 	defer hd.mu.Unlock()
-	if hd.closed || len(hd.claims) >= MaxHeld {
+	if hd.closed || len(hd.claims) >= MaxHeld || (hd.ctx != nil && hd.ctx.Err() != nil) {
 		return false
+	}
+	if hd.ctx != nil && !hd.running {
+		ctx := hd.ctx
+		if !hd.s.Go(func() { hd.run(ctx) }) {
+			return false
+		}
+		hd.running = true
 	}
 	h.held, h.opens = true, opens
 	h.window = slices.Clone(h.window)
@@ -73,10 +92,6 @@ func (hd *hold) add(h *handler, opens time.Time) bool {
 	hd.s.c.held.Add(1)
 	hd.claims = append(hd.claims, h)
 	hd.count.Store(int64(len(hd.claims)))
-	select {
-	case hd.wake <- struct{}{}:
-	default:
-	}
 	return true
 }
 
@@ -102,20 +117,20 @@ func (hd *hold) snapshot() []*handler {
 // len is how many claims are held now.
 func (hd *hold) len() int { return int(hd.count.Load()) }
 
-// run rechecks the held claims until ctx ends, then lets go of every claim
-// still held (its lease lapses; nothing is acked or nacked).
+// run rechecks the held claims until the hold is empty (the next add
+// starts a runner again) or ctx ends, when it lets go of every claim still
+// held (its lease lapses; nothing is acked or nacked).
 func (hd *hold) run(ctx context.Context) {
-	defer hd.close()
 	for {
-		if hd.len() == 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hd.wake:
-				continue
-			}
+		hd.mu.Lock()
+		if len(hd.claims) == 0 && ctx.Err() == nil {
+			hd.running = false
+			hd.mu.Unlock()
+			return
 		}
+		hd.mu.Unlock()
 		if clock.Sleep(ctx, hd.s.cfg.Clock, hd.next(hd.s.cfg.Clock.Now())) != nil {
+			hd.close()
 			return
 		}
 		hd.check(ctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/queen-mq/gate/gate-relay/denial"
 	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/clock"
+	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
@@ -100,10 +101,32 @@ type Config struct {
 	// Admission is the relay's admission path; nil charges with the
 	// separate kv call.
 	Admission *Admission
+	// Signer, when set, signs the charge records every item this stage
+	// forwards carries in its stamp (see charges.go); nil writes none.
+	Signer *cost.Signer
 	// Linger is how long, after claims of fewer than a quarter of the
 	// batch, the stage waits between pops: its workers take turns, one
 	// pop per Linger (GATE_STAGE_LINGER_MS; 0 never waits).
 	Linger time.Duration
+	// Fed is true when the stage's source is an interior queue only the
+	// stages of its graph push into, each calling Wake on this process's
+	// copy of the stage after it settles (Feeds): a replica that runs the
+	// graph runs every stage of it, so whatever its upstream forwards, its
+	// own copy of this stage is woken for. Once quiet for DozeAfter, such a
+	// stage stops parking long-polls and dozes: its workers wait for a
+	// Wake, and one of them checks the source with one pop without wait
+	// every PollTimeout (what a replica that stopped or died left there,
+	// and claims whose lease lapsed). A stage not Fed parks its long-polls
+	// always.
+	Fed bool
+}
+
+// DozeAfter is how long a Fed stage must have claimed nothing, and been
+// woken by nothing, before it dozes: twice the poll timeout, and at least
+// twice the lease, so the tail of a claim whose prefix was acked (it comes
+// back once its lease lapses) is claimed by a parked poll first.
+func (c Config) DozeAfter() time.Duration {
+	return max(2*c.PollTimeout, 2*c.Lease)
 }
 
 // WithDefaults returns c with its zero fields filled: the lease and poll
@@ -136,6 +159,72 @@ type Stage struct {
 	// heldFull counts claims let go because the hold was full.
 	heldFull atomic.Int64
 	denied   denials
+	// windows is the window end last seen per counter (charges.go);
+	// forged counts incoming charge records dropped for a bad signature,
+	// corrections the correction rows written.
+	windows             windowCache
+	forged, corrections atomic.Int64
+	// dozer is when the stage last claimed or was woken, and its dozing
+	// workers' wake (a Fed stage only).
+	dozer dozer
+	// feeds are the stages whose source this stage's settles push into
+	// (Feeds), woken after every settle that forwarded items.
+	feeds []*Stage
+}
+
+// Feeds names the stages of the same graph whose source this stage's
+// settles push into: each is woken (Wake) after a settle that forwarded
+// items. Call it before Start.
+func (s *Stage) Feeds(next ...*Stage) { s.feeds = append(s.feeds, next...) }
+
+// FeedsTo is the stages Feeds named.
+func (s *Stage) FeedsTo() []*Stage { return s.feeds }
+
+// Wake tells the stage that its source just got items: dozing workers go
+// back to parked long-polls at once, and the stage stays awake for another
+// DozeAfter.
+func (s *Stage) Wake() { s.dozer.wake(s.cfg.Clock.Now()) }
+
+// Dozing reports whether a worker of the stage dozes now (a Fed stage
+// quiet for DozeAfter: no parked long-poll).
+func (s *Stage) Dozing() bool { return s.dozer.asleep.Load() > 0 }
+
+// dozer is a Fed stage's quiet time and the wake of its dozing workers.
+type dozer struct {
+	mu sync.Mutex
+	// last is the stage's start, its last claim or its last Wake.
+	last time.Time
+	// ch is closed by the next wake; nil while no worker dozes.
+	ch chan struct{}
+	// asleep counts the workers dozing now.
+	asleep atomic.Int32
+}
+
+// enter returns the channel a worker dozes on, or false when the stage
+// claimed or was woken within after.
+func (d *dozer) enter(now time.Time, after time.Duration) (chan struct{}, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if now.Sub(d.last) < after {
+		return nil, false
+	}
+	if d.ch == nil {
+		d.ch = make(chan struct{})
+	}
+	return d.ch, true
+}
+
+// wake marks now as the stage's last activity and ends every doze.
+func (d *dozer) wake(now time.Time) {
+	d.mu.Lock()
+	if now.After(d.last) {
+		d.last = now
+	}
+	if d.ch != nil {
+		close(d.ch)
+		d.ch = nil
+	}
+	d.mu.Unlock()
 }
 
 // New validates cfg and returns a stage ready to Start.
@@ -157,11 +246,12 @@ func (s *Stage) Start(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
+	s.dozer.wake(s.cfg.Clock.Now())
 	n := max(int(s.cfg.Stage.Concurrency), 1)
 	for i := 0; i < n; i++ {
 		s.Go(func() { s.work(ctx, i) })
 	}
-	s.Go(func() { s.hold.run(ctx) })
+	s.hold.start(ctx)
 	s.Ready()
 	return nil
 }
@@ -216,13 +306,19 @@ func (s *Stage) popRequest() queen.PopRequest {
 }
 
 // work is one worker: a parked long-poll, then the claim's handler, until
-// ctx ends. An idle stage is a parked poll, never a loop.
+// ctx ends. An idle stage is a parked poll, never a loop; an idle Fed stage
+// dozes instead (doze).
 func (s *Stage) work(ctx context.Context, worker int) {
 	req := s.popRequest()
 	rnd := rand.New(rand.NewPCG(uint64(s.cfg.Clock.Now().UnixNano()), uint64(worker)))
 	sc := &scratch{}
 	failing := 0
 	for ctx.Err() == nil {
+		wait, ok := s.doze(ctx, worker)
+		if !ok {
+			return
+		}
+		req.Wait = wait
 		claim, err := s.cfg.Client.Pop(ctx, req)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -241,8 +337,44 @@ func (s *Stage) work(ctx context.Context, worker int) {
 		if claim.Empty() {
 			continue
 		}
+		if s.cfg.Fed {
+			// Items: every dozing worker of the stage pops again.
+			s.dozer.wake(s.cfg.Clock.Now())
+		}
 		s.handleClaim(ctx, claim, rnd, sc)
 		s.linger(ctx, req.Batch, len(claim.Messages))
+	}
+}
+
+// doze is a Fed stage's worker between pops when the stage is quiet: it
+// waits for a Wake (then its next pop is a parked long-poll again) and,
+// on worker 0, for PollTimeout, after which its next pop checks the source
+// without waiting. It reports whether the next pop long-polls, and false
+// for ok once ctx ended. A stage that is not Fed, claimed or was woken
+// within DozeAfter, or holds claims never dozes: its pops long-poll.
+func (s *Stage) doze(ctx context.Context, worker int) (wait, ok bool) {
+	if !s.cfg.Fed || s.hold.len() > 0 {
+		return true, true
+	}
+	woken, dozing := s.dozer.enter(s.cfg.Clock.Now(), s.cfg.DozeAfter())
+	if !dozing {
+		return true, true
+	}
+	s.dozer.asleep.Add(1)
+	defer s.dozer.asleep.Add(-1)
+	var check <-chan time.Time
+	if worker == 0 {
+		t := s.cfg.Clock.NewTimer(s.cfg.PollTimeout)
+		defer t.Stop()
+		check = t.C()
+	}
+	select {
+	case <-ctx.Done():
+		return false, false
+	case <-woken:
+		return true, true
+	case <-check:
+		return false, true
 	}
 }
 

@@ -190,3 +190,7 @@ func (s *Server) DeadLetters(queue string) []DeadLetter {
 	}
 	return out
 }
+
+// Parked is how many long-polls are parked on the broker now (waiting for
+// a push, a lease to lapse or their timeout).
+func (s *Server) Parked() int { return int(s.parked.Load()) }

@@ -70,10 +70,10 @@ func (b *Base) StartInit(ctx context.Context) (context.Context, bool) {
 	wctx, cancel := context.WithCancelCause(ctx)
 	r := &run{cancel: cancel, active: 1, stopped: b.stopped}
 	b.cur = r
-	go func() {
-		<-wctx.Done()
-		b.release(r)
-	}()
+	// The context's end releases the run's first count; AfterFunc holds
+	// no goroutine while the work runs (a relay runs thousands of stages,
+	// each a service).
+	context.AfterFunc(wctx, func() { b.release(r) })
 	return wctx, true
 }
 

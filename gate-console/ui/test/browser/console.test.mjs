@@ -271,6 +271,38 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await p.close();
   });
 
+  test("a scoped budget's limits per key show on the node page: the document's and the runtime ones, paged", async () => {
+    const doc = {
+      version: 1,
+      nodes: { call: { ingress: { http: true }, egress: `${app}.tiers.out`, budgets: [
+        { id: "global", count: 3000, timeMs: 60000, confidence: "assumed" },
+        { id: "per-customer", count: 60, timeMs: 60000, subWindows: 6, scopeBy: "payload.customer", confidence: "assumed", keys: { "acme-enterprise": 600, "trial-7": 6 } },
+      ] } },
+      paths: [{ name: "main", nodes: ["call"] }],
+    };
+    let r = await apiCall(stack.console, "PUT", `/v1/apps/${app}/graphs/tiers`, doc);
+    assert.equal(r.status, 200, r.text);
+    for (let i = 0; i < 25; i++) {
+      r = await apiCall(stack.console, "PUT", `/v1/apps/${app}/graphs/tiers/nodes/call/budgets/per-customer/keys/c-${String(i).padStart(2, "0")}`, { count: 100 + i });
+      assert.equal(r.status, 200, r.text);
+    }
+    const p = await open(stack.console, `/graphs/${app}/tiers`);
+    const pg = p.page;
+    const rows = pg.locator('[data-testid="key-limits"] [data-testid="key-limit"]');
+    await pg.getByTestId("key-limits").waitFor();
+    await pg.waitForFunction(() => document.querySelectorAll('[data-testid="key-limits"] [data-testid="key-limit"]').length === 22, null, { timeout: 30000 });
+    const first = await pg.getByTestId("key-limits").innerText();
+    assert.match(first, /Every other value counts/);
+    assert.match(first, /acme-enterprise/);
+    assert.match(first, /c-00/);
+    assert.doesNotMatch(first, /c-20/);
+    await pg.getByTestId("key-limits-next").click();
+    await pg.waitForFunction(() => document.querySelectorAll('[data-testid="key-limits"] [data-testid="key-limit"]').length === 5, null, { timeout: 30000 });
+    assert.match(await rows.first().innerText(), /c-20/);
+    p.assertClean();
+    await p.close();
+  });
+
   test("Traffic over time shows the annotation of a changing declare", async () => {
     // mailer went from v1 to v2 (a renamed budget) in the edit test: gate-api annotated it.
     const p = await open(stack.console, `/graphs/${app}/mailer/traffic`);

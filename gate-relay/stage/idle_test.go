@@ -1,0 +1,112 @@
+package stage
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/gate/libs/clock"
+)
+
+// idleRig is a rig whose stage runs on a virtual clock, Fed (an interior
+// source woken by its upstream) or not.
+func idleRig(t *testing.T, fed bool) (*rig, *Stage, *clock.Virtual) {
+	t.Helper()
+	r := newRig(t, rigOpts{ceiling: 100, riders: true})
+	v := clock.NewVirtual(r.mini.Now())
+	cfg := r.s.cfg
+	cfg.Clock, cfg.Fed = v, fed
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop() })
+	return r, s, v
+}
+
+// eventually polls cond in real time (the broker answers in real time)
+// without moving the stage's clock.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 15 s of real time", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A Fed stage quiet for DozeAfter dozes: it holds no parked long-poll on
+// the broker. A Wake (its upstream settled into its source) ends the doze
+// at once: the new item is forwarded with no time passing on the stage's
+// clock. An item that arrives with no Wake (left by a replica that
+// stopped) is found by the check pop one PollTimeout into the doze, not
+// before: that is the bound.
+func TestAQuietFedStageDozesAndAWakeForwardsANewItemAtOnce(t *testing.T) {
+	t.Parallel()
+	r, s, v := idleRig(t, true)
+	after := s.cfg.DozeAfter()
+	if after != 20*time.Second {
+		t.Fatalf("DozeAfter is %s with a 1 s poll and a 10 s lease, want 20 s (twice the lease)", after)
+	}
+	eventually(t, "the stage's long-poll parks", func() bool { return r.mini.Parked() == 1 })
+	if s.Dozing() {
+		t.Fatal("the stage dozes before it was quiet for DozeAfter")
+	}
+
+	v.Advance(after)
+	eventually(t, "the quiet stage dozes with no poll parked", func() bool { return s.Dozing() && r.mini.Parked() == 0 })
+
+	// Woken: the item goes through with the stage's clock standing still.
+	at := v.Now()
+	r.fill("p", seqs(3)...)
+	s.Wake()
+	eventually(t, "the woken stage forwards the new items", func() bool { return len(r.forwarded("p")) == 3 })
+	if !v.Now().Equal(at) {
+		t.Fatalf("the stage's clock moved %s", v.Now().Sub(at))
+	}
+	eventually(t, "the woken stage parks its long-poll again", func() bool { return !s.Dozing() && r.mini.Parked() == 1 })
+
+	// Quiet again, then an item with no Wake: the check one PollTimeout
+	// into the doze claims it.
+	v.Advance(after)
+	eventually(t, "the stage dozes again", func() bool { return s.Dozing() && r.mini.Parked() == 0 })
+	r.fill("q", seqs(2)...)
+	// The doze's only wait on the clock is its check, PollTimeout away.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if !v.WaitForPending(1, ctx.Done()) {
+		t.Fatalf("%d waits on the stage's clock, want the doze's check", v.Pending())
+	}
+	if next, _ := v.Next(); next.Sub(v.Now()) != s.cfg.PollTimeout {
+		t.Fatalf("the doze checks its source %s from now, want PollTimeout (%s)", next.Sub(v.Now()), s.cfg.PollTimeout)
+	}
+	if got := r.forwarded("q"); len(got) != 0 {
+		t.Fatalf("forwarded %v before the check", got)
+	}
+	v.Advance(s.cfg.PollTimeout)
+	eventually(t, "the check pop forwards the items left with no wake", func() bool { return len(r.forwarded("q")) == 2 })
+	eventually(t, "the stage is awake after the check found items", func() bool { return !s.Dozing() && r.mini.Parked() == 1 })
+	if c := s.Counters(); c.Forwarded != 5 {
+		t.Fatalf("counters %+v, want 5 forwarded", c)
+	}
+}
+
+// A stage that is not Fed (an ingress source: the push door and other
+// producers wake nothing in the relay) never dozes: after an hour of
+// quiet its long-poll is parked and a new item goes through at once.
+func TestAnIngressStageNeverDozes(t *testing.T) {
+	t.Parallel()
+	r, s, v := idleRig(t, false)
+	v.Advance(time.Hour)
+	eventually(t, "the stage's long-poll parks", func() bool { return r.mini.Parked() == 1 })
+	if s.Dozing() {
+		t.Fatal("an ingress stage dozes")
+	}
+	r.fill("p", seqs(2)...)
+	eventually(t, "the parked poll forwards the new items", func() bool { return len(r.forwarded("p")) == 2 })
+}
