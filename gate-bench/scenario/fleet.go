@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -67,7 +68,7 @@ func (f *fleetRun) stop() {
 // replicas as before. Every graph is deleted at the end.
 func (b *Bench) fleet(ctx context.Context) ([]stats.Table, error) {
 	t := stats.Table{Title: "scale-fleet — N two-node graphs on R relay processes, one broker (placement, cold start, idle cost, load spread, a replica killed)",
-		Header: []string{"graphs", "replicas", "PUT p50 ms", "PUT p99 ms", "cold start → all running s", "PUT → running p99 ms",
+		Header: []string{"graphs", "replicas", "PUT p50 ms", "PUT p99 ms", "gate-api CPU ms/PUT", "cold start → all running s", "PUT → running p99 ms",
 			"idle CPU % per replica", "RSS MB per replica", "broker idle CPU %", "broker RSS MB", "goroutines/stage",
 			"push p99 ms @2000/s", "relay CPU µs/item (1 graph)", "list p50/p99 ms", "overview p50/p99 ms", "kill -9 → re-placed s"}}
 	if b.st == nil {
@@ -101,6 +102,7 @@ func (b *Bench) fleet(ctx context.Context) ([]stats.Table, error) {
 	perGraph := knob.ReplicasPerGraph.Default
 	for _, n := range b.cfg.ScaleGraphs {
 		var lat []time.Duration
+		apiCPU := startCPU(b.st.API().Pid())
 		for i := len(declared); i < n; i++ {
 			d, err := put(b.graphName("fleet-"+strconv.Itoa(i)), 100)
 			if err != nil {
@@ -108,16 +110,23 @@ func (b *Bench) fleet(ctx context.Context) ([]stats.Table, error) {
 			}
 			lat = append(lat, d)
 		}
+		perPut := "-"
+		if d, ok := apiCPU.stop(); ok && len(d) == 1 && len(lat) > 0 {
+			perPut = fmt.Sprintf("%.2f", float64(d[0].Microseconds())/1000/float64(len(lat)))
+		}
 		for _, r := range b.cfg.ScaleReplicas {
-			row, err := b.fleetStep(ctx, st, declared, r, min(perGraph, r), put)
+			row, notes, err := b.fleetStep(ctx, st, declared, r, min(perGraph, r), put)
+			for _, n := range notes {
+				t.Note("%d graphs, %d replicas: %s", len(declared), r, n)
+			}
 			if err != nil {
 				return []stats.Table{t}, err
 			}
-			t.Add(append([]string{strconv.Itoa(n), strconv.Itoa(r), ms(quantile(lat, 0.5)), ms(quantile(lat, 0.99))}, row...)...)
+			t.Add(append([]string{strconv.Itoa(n), strconv.Itoa(r), ms(quantile(lat, 0.5)), ms(quantile(lat, 0.99)), perPut}, row...)...)
 			t.Figure(fmt.Sprintf("put p99 ms at %d", n), float64(quantile(lat, 0.99).Microseconds())/1000)
 		}
 	}
-	t.Note("PUT p50/p99: the step's PUTs with no relay running (GATE_DECLARE_WAIT_MS=0); PUT → running: %d new graphs PUT one at a time with the fleet up, each until a push answers running (gate-api's view of the relays' status)", scaleSample)
+	t.Note("PUT p50/p99: the step's PUTs with no relay running (GATE_DECLARE_WAIT_MS=0), and gate-api's CPU over them ÷ their number; PUT → running: %d new graphs PUT one at a time with the fleet up, each until a push answers running (gate-api's view of the relays' status)", scaleSample)
 	t.Note("cold start: from starting the first relay process to every declared graph running on a live replica (the relays' status rows, as gate-api reads them); each graph runs on min(GATE_RELAY_REPLICAS_PER_GRAPH=%d, R) replicas", perGraph)
 	t.Note("idle: over BENCH_IDLE_SECONDS after a 5 s settle; goroutines/stage = the replicas' go_goroutines summed ÷ the stages they run (2 per graph per replica running it)")
 	t.Note("push: open loop at %d req/s over BENCH_SECONDS through the door, round-robin over the first %d graphs; relay CPU per item: the replicas' CPU over that window ÷ the stage forwards it made (two per item, summed over stages), and in brackets the same rate into one graph with budgets that never refuse", fleetPushRate, fleetPushGraphs)
@@ -135,7 +144,7 @@ func (b *Bench) fleetDoc(graph string, count int) map[string]any {
 }
 
 // fleetStep runs one row: r relays started cold over declared.
-func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []string, r, perGraph int, put func(string, int) (time.Duration, error)) ([]string, error) {
+func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []string, r, perGraph int, put func(string, int) (time.Duration, error)) (row, notes []string, err error) {
 	b.logf("scale-fleet: %d graphs, %d replicas: cold start…", len(declared), r)
 	f := &fleetRun{}
 	defer f.stop()
@@ -143,7 +152,7 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 	for range r {
 		p, err := b.st.StartRelay(ctx, "GATE_ADMISSION=riders")
 		if err != nil {
-			return nil, fmt.Errorf("starting relay replica %d of %d: %w", len(f.procs)+1, r, err)
+			return nil, nil, fmt.Errorf("starting relay replica %d of %d: %w", len(f.procs)+1, r, err)
 		}
 		f.procs = append(f.procs, p)
 		f.index = append(f.index, len(b.st.Relays())-1)
@@ -163,7 +172,7 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 		g := b.graphName(fmt.Sprintf("fleet-new-%d-%d", r, i))
 		d, err := put(g, 100)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		want[g] = true
 		t1 := time.Now()
@@ -184,7 +193,7 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 	wall := time.Now()
 	select {
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	case <-time.After(b.cfg.IdleSeconds):
 	}
 	secs := time.Since(wall).Seconds()
@@ -210,35 +219,52 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 	}
 	b.logf("scale-fleet: push door at %d req/s…", fleetPushRate)
 	spread := declared[:min(len(declared), fleetPushGraphs)]
-	p99, perItem := b.fleetLoad(ctx, f, spread)
+	p99, perItem, note := b.fleetLoad(ctx, st, f, spread)
+	notes = append(notes, fmt.Sprintf("push over %d graphs: %s", len(spread), note))
 	one := b.graphName(fmt.Sprintf("fleet-one-%d-%d", len(declared), r))
 	if _, err := put(one, 1_000_000); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	want[one] = true
 	if !waitFor(ctx, 30*time.Second, func() bool { return b.pushRunning(ctx, one) }) {
-		return nil, fmt.Errorf("the one-graph row's graph %s did not run within 30 s", one)
+		return nil, notes, fmt.Errorf("the one-graph row's graph %s did not run within 30 s", one)
 	}
-	_, perItemOne := b.fleetLoad(ctx, f, []string{one})
+	_, perItemOne, note := b.fleetLoad(ctx, st, f, []string{one})
+	notes = append(notes, "push into one graph: "+note)
 	list := b.latencies(ctx, 20, "/api/graphs?limit=50", "/api/targets?limit=50")
 	overview := b.latencies(ctx, 20, "/api/overview")
 	killed := "-"
 	if r >= 3 {
 		killed = b.fleetKill(ctx, st, f, want, perGraph)
 	}
+	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
+		notes = append(notes, "load average at the row's end: "+strings.Join(strings.Fields(string(l))[:3], " "))
+	}
 	return []string{cold, toRunP99, strings.Join(idle, " / "), strings.Join(rss, " / "), brokerIdle, mb(rssOf(b.queenPid())), perStage,
-		p99, perItem + " (" + perItemOne + ")", list, overview, killed}, nil
+		p99, perItem + " (" + perItemOne + ")", list, overview, killed}, notes, nil
 }
 
 // fleetLoad pushes fleetPushRate req/s through the door round-robin over
-// graphs for BENCH_SECONDS and answers the p99 and the relays' CPU per
-// stage forward over the window (and a little after, for what was queued
-// to be forwarded).
-func (b *Bench) fleetLoad(ctx context.Context, f *fleetRun, graphs []string) (p99, perItem string) {
+// graphs for BENCH_SECONDS and answers the p99, the relays' CPU per stage
+// forward over the window (and 3 s after, for what was queued to be
+// forwarded; the forwards read from the relays' status rows, written every
+// second), and a note: the rate reached, the answers, the driver's slips.
+func (b *Bench) fleetLoad(ctx context.Context, st *store.Store, f *fleetRun, graphs []string) (p99, perItem, note string) {
 	forwarded := func() float64 {
+		all, err := st.Statuses(ctx)
+		if err != nil {
+			return -1
+		}
 		n := 0.0
-		for _, p := range f.procs {
-			n += relayMetrics(ctx, p.HealthURL)["gate_relay_stage_forwarded_total"]
+		for _, rs := range all {
+			for _, g := range rs.Graphs {
+				if g.App != b.cfg.App {
+					continue
+				}
+				for _, s := range g.Stages {
+					n += float64(s.Counters.Forwarded)
+				}
+			}
 		}
 		return n
 	}
@@ -257,21 +283,24 @@ func (b *Bench) fleetLoad(ctx context.Context, f *fleetRun, graphs []string) (p9
 		return http.StatusOK, 1
 	}
 	res := stats.OpenLoop(ctx, "fleet", fleetPushRate, 4096, b.cfg.Warmup, b.cfg.Seconds, call)
-	time.Sleep(2 * time.Second)
+	time.Sleep(3 * time.Second)
 	d, ok := cpu.stop()
-	items := forwarded() - before
+	after := forwarded()
+	items := after - before
 	p99 = stats.Ms(res.Latency.P99)
 	if res.OK() < 0.99 {
 		p99 += fmt.Sprintf(" (%.1f%% 2xx)", 100*res.OK())
-	}
-	if !ok || items <= 0 {
-		return p99, "-"
 	}
 	var total time.Duration
 	for _, c := range d {
 		total += c
 	}
-	return p99, fmt.Sprintf("%.0f", float64(total.Microseconds())/items)
+	note = fmt.Sprintf("%.0f req/s, p50 %s ms, answers %s, %d sends slipped > 50 ms, %d skipped at the in-flight cap; %.0f stage forwards, relays' CPU %.1f s",
+		res.ReqPerSec(), stats.Ms(res.Latency.P50), stats.Statuses(res.Statuses), res.Slipped, res.Capped, items, total.Seconds())
+	if !ok || before < 0 || after < 0 || items <= 0 {
+		return p99, "-", note
+	}
+	return p99, fmt.Sprintf("%.0f", float64(total.Microseconds())/items), note
 }
 
 // fleetKill kills the fleet's first replica with SIGKILL and answers how

@@ -164,6 +164,9 @@ func (r *Recorder) Tick(ctx context.Context) {
 		if err := r.Sample(ctx); err != nil {
 			r.log.Warn("queue snapshots failed", "error", err)
 		}
+		if _, err := r.Shadow(ctx); err != nil {
+			r.log.Warn("shadow limits pass failed", "error", err)
+		}
 	}
 	if h := now.UnixMilli() / 3600000; h != r.lastHour {
 		r.lastHour = h
@@ -257,11 +260,15 @@ func ToBatch(entries []handover.Entry) history.Batch {
 
 // Prune is the hourly pass as of the clock's now: retention, then sealing
 // the hours of minute roll-ups that can no longer change (the Watch
-// summary reads them whole).
+// summary reads them whole) and packing the hours of per-second samples
+// that can no longer change (a replay reads them as one row per path).
 func (r *Recorder) Prune(ctx context.Context) (history.Pruned, error) {
 	now := r.cfg.Clock.Now()
 	p, err := r.cfg.DB.Prune(ctx, now)
 	if err != nil {
+		return p, err
+	}
+	if _, err := r.cfg.DB.PruneShadow(ctx, now); err != nil {
 		return p, err
 	}
 	if n, err := r.cfg.DB.SealHours(ctx, now); err != nil {
@@ -273,6 +280,11 @@ func (r *Recorder) Prune(ctx context.Context) (history.Pruned, error) {
 		return p, err
 	} else if n > 0 {
 		r.log.Debug("vendor meter spans pruned", "spans", n)
+	}
+	if n, err := r.cfg.DB.SealSeries(ctx, now); err != nil {
+		return p, err
+	} else if n > 0 {
+		r.log.Debug("sample hours sealed", "hours", n)
 	}
 	return p, nil
 }

@@ -129,6 +129,8 @@ type rigOpts struct {
 	// url, when set, is where the stage's client talks (a proxy in front
 	// of the broker).
 	url func(brokerURL string) string
+	// signer signs charge records (charges.go).
+	signer *cost.Signer
 }
 
 func newRig(t *testing.T, o rigOpts) *rig {
@@ -172,7 +174,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	}
 	r.kv.calls.Store(0)
 	s, err := New(Config{App: "a", Graph: "g", Stage: st, Node: node, Client: c, Limiter: r.lim, Lease: 10 * time.Second,
-		PollTimeout: time.Second, MaxPark: o.maxPark, Clock: r.clock, Admission: r.admit,
+		PollTimeout: time.Second, MaxPark: o.maxPark, Clock: r.clock, Admission: r.admit, Signer: o.signer,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
 	"strings"
@@ -147,6 +148,14 @@ func BreakerKey(app, graph, node string) string {
 
 // DocumentKey is the kv key a v2 document is stored under.
 func DocumentKey(app, graph string) string { return "graph:" + app + ":" + graph }
+
+// ItemRecordKey is the kv key of the push door's record of an item pushed
+// with transaction id txn (explain by transaction id reads it): the id is
+// hashed, so any id fits the broker's key limit.
+func ItemRecordKey(app, graph, txn string) string {
+	h := sha256.Sum256([]byte(txn))
+	return "item:" + app + ":" + graph + ":" + hex.EncodeToString(h[:16])
+}
 
 // LegacyTargetKey is the kv key of a stored v1 target document.
 func LegacyTargetKey(app, name string) string { return "spec:" + app + ":" + name }

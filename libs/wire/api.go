@@ -135,6 +135,64 @@ type Observed struct {
 	Backoff *Backoff `json:"backoff"`
 }
 
+// SettleBody is the body of POST …/nodes/{node}/settle: the egress message
+// as the worker popped it (its transactionId and data, the `_gate` stamp
+// in it; other members are allowed and ignored) and the call's actual
+// cost in the node's units.
+type SettleBody struct {
+	Message    json.RawMessage `json:"message"`
+	ActualCost int64           `json:"actualCost"`
+}
+
+// Settled is the 200 answer of POST …/nodes/{node}/settle: what the
+// reported actual cost did to each counter the message was charged to.
+type Settled struct {
+	OK            bool   `json:"ok"`
+	Node          string `json:"node"`
+	TransactionID string `json:"transactionId"`
+	// Estimated is what the message was charged at the node; Actual what
+	// was reported.
+	Estimated int64 `json:"estimated"`
+	Actual    int64 `json:"actual"`
+	// Duplicate says the message was settled before: nothing changed.
+	Duplicate bool `json:"duplicate"`
+	// Refunded and Charged are the cost units given back and charged as a
+	// debt, summed over the counters.
+	Refunded int64           `json:"refunded"`
+	Charged  int64           `json:"charged"`
+	Budgets  []SettledBudget `json:"budgets"`
+	// Note says what happened in a sentence.
+	Note string `json:"note"`
+}
+
+// SettledBudget is one counter of a settle.
+type SettledBudget struct {
+	Budget string `json:"budget"`
+	Key    string `json:"key"`
+	// Outcome is refunded, charged, even, window-ended, window-unknown or
+	// guarded.
+	Outcome string `json:"outcome"`
+	// Delta is what was added (negative: refunded); Counter the counter
+	// after it and WindowEnd the end of the window written (epoch ms), both
+	// 0 when nothing was written.
+	Delta     int64 `json:"delta"`
+	Counter   int64 `json:"counter"`
+	WindowEnd int64 `json:"windowEnd"`
+}
+
+// SettleStats is how good a node's cost estimates are: its settles since
+// the statistics started (they last a day from the first settle).
+type SettleStats struct {
+	Settles   int64 `json:"settles"`
+	Estimated int64 `json:"estimated"`
+	Actual    int64 `json:"actual"`
+	// Ratio is Actual / Estimated (1: exact; 0.25: a fourth of the
+	// estimate was used); 0 when nothing was estimated.
+	Ratio float64 `json:"ratio"`
+	// Until is when the statistics start over (epoch ms).
+	Until int64 `json:"until"`
+}
+
 // ObservedBudget is one mirrored budget after an observation.
 type ObservedBudget struct {
 	// Budget is the budget's id and Headers the family it mirrors.
@@ -354,6 +412,17 @@ type Explanation struct {
 	// ahead through the unscoped counters at one ceiling per window.
 	EarliestAdmission int64 `json:"earliestAdmission"`
 	WaitSeconds       int64 `json:"waitSeconds"`
+	// TransactionID is the item asked about by its transaction id (null:
+	// asked by scope and op); PushedAt is when the push door queued it
+	// and PushedTo the node it was pushed to (null without a transaction
+	// id).
+	TransactionID *string `json:"transactionId"`
+	PushedAt      *int64  `json:"pushedAt"`
+	PushedTo      *string `json:"pushedTo"`
+	// Forwarded is true when the item asked about by its transaction id
+	// no longer waits at the node: nothing is pending in its partition
+	// (null without a transaction id).
+	Forwarded *bool `json:"forwarded"`
 	// Sentence is the answer in one sentence (the console shows it).
 	Sentence string `json:"sentence"`
 	Assumes  string `json:"assumes"`

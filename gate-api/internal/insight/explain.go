@@ -24,7 +24,10 @@ const explainMaxOp = 256
 
 // explainQuery are the query parameters explain reads; any other is
 // refused, so a misspelt one never silently explains something else.
-var explainQuery = map[string]bool{"scope": true, "op": true, "path": true, "partition": true}
+var explainQuery = map[string]bool{"scope": true, "op": true, "path": true, "partition": true, "transactionId": true}
+
+// explainMaxTxn bounds ?transactionId= (the push door's own limit on txn).
+const explainMaxTxn = 256
 
 // explain is GET …/graphs/{graph}/nodes/{node}/explain?scope=&op=&path=&partition=:
 // every counter an item with that scope value and op would charge at the
@@ -44,6 +47,12 @@ func (in *Insight) explain(q *httpapi.Request) *httpapi.Refusal {
 	x, bad := readExplainQuery(q.Query(), n)
 	if bad != nil {
 		return bad
+	}
+	var rec *store.ItemRecord
+	if x.hasTxn {
+		if rec, bad = in.itemRecord(q, e, n, &x); bad != nil {
+			return bad
+		}
 	}
 	stage, bad := plane.NodeStage(e, n, x.path)
 	if bad != nil {
@@ -75,6 +84,12 @@ func (in *Insight) explain(q *httpapi.Request) *httpapi.Refusal {
 	if x.hasOp {
 		ans.Op = &x.op
 	}
+	if rec != nil {
+		ans.TransactionID, ans.PushedAt, ans.PushedTo = &x.txn, &rec.At, &rec.Node
+		forwarded := ans.Ahead != nil && *ans.Ahead == 0
+		ans.Forwarded = &forwarded
+		ans.Assumes += "; by transaction id: the item's op, scope value and partition are the push door's record of it; it counts as waiting while its partition has items pending at the node (one pushed after it keeps it counted), and as forwarded once none are"
+	}
 	ans.Sentence = sentence(&ans, time.UnixMilli(ans.At))
 	httpapi.WriteJSON(q.W, http.StatusOK, ans)
 	return nil
@@ -82,8 +97,37 @@ func (in *Insight) explain(q *httpapi.Request) *httpapi.Refusal {
 
 // explainQ is explain's query, read.
 type explainQ struct {
-	scope, op, path, partition    string
-	hasScope, hasOp, hasPartition bool
+	scope, op, path, partition, txn       string
+	hasScope, hasOp, hasPartition, hasTxn bool
+}
+
+// itemRecord reads the push door's record of the item x names by its
+// transaction id and fills x's op, scope and partition from it: 404
+// item-not-found naming the id when there is none, 503 when the broker
+// did not answer.
+func (in *Insight) itemRecord(q *httpapi.Request, e *plane.Entry, n *plan.Node, x *explainQ) (*store.ItemRecord, *httpapi.Refusal) {
+	ctx, cancel := context.WithTimeout(q.Context(), diagViewTimeout)
+	defer cancel()
+	rec, found, err := in.p.Store.Item(ctx, e.App, e.Graph, x.txn)
+	if err != nil {
+		return nil, httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeETAUnavailable, "explaining transaction %.80q needs the push door's record of it from the broker, which did not answer; retry", x.txn).RetryAfter(1)
+	}
+	if !found {
+		return nil, httpapi.Refuse(http.StatusNotFound, wire.CodeItemNotFound, "no item was pushed to graph '%s/%s' with transactionId %.80q in the last %s: check the id (the txn of the push), or explain by scope and op", e.App, e.Graph, x.txn, store.ItemRecordTTL).Field("transactionId")
+	}
+	x.op, x.hasOp = rec.Op, true
+	x.scope, x.hasScope = rec.Scope, rec.HasScope
+	if x.hasScope {
+		// A scope value of a budget of the entry node that node n does not
+		// count by is left out, as ?scope= would be refused there.
+		scoped := false
+		for i := range n.Budgets {
+			scoped = scoped || n.Budgets[i].ScopeBy != ""
+		}
+		x.hasScope = scoped
+	}
+	x.partition, x.hasPartition = rec.Partition, true
+	return &rec, nil
 }
 
 // readExplainQuery reads explain's query for node n: only scope, op, path
@@ -139,6 +183,17 @@ func readExplainQuery(v url.Values, n *plan.Node) (explainQ, *httpapi.Refusal) {
 	x.partition, x.hasPartition = v.Get("partition"), v.Has("partition")
 	if x.hasPartition && (x.partition == "" || len(x.partition) > 256) {
 		return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "partition must be a partition name of 1 to 256 bytes (the one the item was pushed to)").Field("partition")
+	}
+	x.txn, x.hasTxn = v.Get("transactionId"), v.Has("transactionId")
+	if x.hasTxn {
+		if x.txn == "" || len(x.txn) > explainMaxTxn {
+			return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "transactionId must be 1 to %d bytes: the txn the item was pushed with", explainMaxTxn).Field("transactionId")
+		}
+		for _, other := range []string{"scope", "op", "partition"} {
+			if v.Has(other) {
+				return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "give transactionId without %s: the item's scope value, op and partition come from the push door's record of it", other).Field(other)
+			}
+		}
 	}
 	return x, nil
 }
@@ -261,6 +316,9 @@ func explainBackoff(b store.Breaker) *wire.ExplainBackoff {
 // sentence is the explanation in one sentence, as the console shows it:
 // "waiting for per-listing: 100 of 100 this week, frees Tue 14:02; 3 items ahead".
 func sentence(x *wire.Explanation, now time.Time) string {
+	if x.Forwarded != nil && *x.Forwarded {
+		return fmt.Sprintf("already forwarded: nothing is pending in partition %s at node %s (the item was pushed %s)", *x.Partition, x.Node, clockTime(*x.PushedAt, now))
+	}
 	var parts []string
 	if x.Backoff != nil {
 		parts = append(parts, fmt.Sprintf("held by a backoff until %s", clockTime(x.Backoff.Until, now)))

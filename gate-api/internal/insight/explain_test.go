@@ -205,3 +205,75 @@ func TestExplainJudgesAScopeValueAtItsOwnLimit(t *testing.T) {
 		t.Fatalf("another listing: %+v", c)
 	}
 }
+
+// Explain by transaction id: the push door's record gives the item's op,
+// scope value and partition, so the answer is the one scope and op would
+// give, with the id, when it was pushed and where; an unknown id is a 404
+// naming it, an id beside scope, op or partition (or empty) a 422 naming
+// the field; once its partition has nothing pending the item is said to be
+// forwarded.
+func TestExplainByTransactionID(t *testing.T) {
+	t.Parallel()
+	h := apitest.New(t)
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("listings"), listingsDoc(h)), http.StatusOK)
+	for i, txn := range []string{"order-1", "order-2"} {
+		h.Expect(h.Do(http.MethodPost, h.GraphURL("listings")+"/nodes/list/push", map[string]any{"partition": "p7", "txn": txn, "op": "listing.delete",
+			"payload": map[string]any{"listing": "L-9", "i": i}}), http.StatusOK)
+	}
+	x := explanation(t, h, url.Values{"transactionId": {"order-1"}})
+	if x.TransactionID == nil || *x.TransactionID != "order-1" || x.PushedTo == nil || *x.PushedTo != "list" || x.PushedAt == nil || *x.PushedAt == 0 {
+		t.Fatalf("by transaction id: %+v; want the id, the node it was pushed to and when", x)
+	}
+	if x.Scope == nil || *x.Scope != "L-9" || x.Op == nil || *x.Op != "listing.delete" || x.Partition == nil || *x.Partition != "p7" ||
+		len(x.Counters) != 3 || len(x.Unjudged) != 0 || x.Ahead == nil || *x.Ahead != 2 || x.Forwarded == nil || *x.Forwarded {
+		t.Fatalf("by transaction id: %+v; want scope L-9, op listing.delete, partition p7, three counters judged, 2 pending, not forwarded", x)
+	}
+	byScope := explanation(t, h, url.Values{"scope": {"L-9"}, "op": {"listing.delete"}, "partition": {"p7"}})
+	if len(byScope.Counters) != len(x.Counters) || byScope.WaitSeconds != x.WaitSeconds || byScope.Sentence != x.Sentence || byScope.Counters[1].Key != x.Counters[1].Key {
+		t.Fatalf("by id %+v\nby scope %+v: the same item", x, byScope)
+	}
+
+	a := h.Expect(h.Do(http.MethodGet, explainURL(h, "list", url.Values{"transactionId": {"never-pushed"}}), nil), http.StatusNotFound)
+	if a.Str("code") != "item-not-found" || a.Str("field") != "transactionId" || !strings.Contains(h.ErrorBody(a), "never-pushed") {
+		t.Fatalf("unknown id: %s", a.Raw)
+	}
+	for _, c := range []struct {
+		q     url.Values
+		field string
+	}{
+		{url.Values{"transactionId": {"order-1"}, "scope": {"L-9"}}, "scope"},
+		{url.Values{"transactionId": {"order-1"}, "partition": {"p7"}}, "partition"},
+		{url.Values{"transactionId": {""}}, "transactionId"},
+		{url.Values{"transactionId": {strings.Repeat("x", 257)}}, "transactionId"},
+	} {
+		a := h.Expect(h.Do(http.MethodGet, explainURL(h, "list", c.q), nil), http.StatusUnprocessableEntity)
+		if a.Str("field") != c.field {
+			t.Fatalf("%v: field %q, want %q: %s", c.q, a.Str("field"), c.field, a.Raw)
+		}
+	}
+
+	// A worker of the stage takes both items on: the partition is empty,
+	// the item forwarded.
+	st := h.Plane().Cat.Lookup(h.App, "listings").Plan.Stages[0]
+	for _, s := range h.Plane().Cat.Lookup(h.App, "listings").Plan.Stages {
+		if s.Node == "list" && s.Path == "main" {
+			st = s
+		}
+	}
+	ctx := context.Background()
+	cl, err := h.Client.Pop(ctx, queen.PopRequest{Queue: st.Source, Partition: "p7", ConsumerGroup: st.Group, Batch: 10, SubscriptionMode: queen.SubscribeAll})
+	if err != nil || len(cl.Messages) != 2 {
+		t.Fatalf("pop: %d messages (%v)", len(cl.Messages), err)
+	}
+	acks := make([]queen.AckItem, 0, 2)
+	for _, m := range cl.Messages {
+		acks = append(acks, queen.AckItem{TransactionID: m.TransactionID, PartitionID: cl.PartitionID, LeaseID: cl.LeaseID, ConsumerGroup: st.Group})
+	}
+	if _, err := h.Client.AckBatch(ctx, st.Group, acks); err != nil {
+		t.Fatal(err)
+	}
+	x = explanation(t, h, url.Values{"transactionId": {"order-2"}})
+	if x.Forwarded == nil || !*x.Forwarded || !strings.HasPrefix(x.Sentence, "already forwarded: nothing is pending in partition p7 at node list") {
+		t.Fatalf("after the worker: forwarded %v, sentence %q", x.Forwarded, x.Sentence)
+	}
+}

@@ -102,6 +102,10 @@ func (c CatalogConfig) WithDefaults() CatalogConfig {
 	return c
 }
 
+// followTries is how many times a re-read follows the change rows before
+// it lists every document instead.
+const followTries = 3
+
 // maxEager bounds how long a miss waits before it may re-read kv.
 const maxEager = 250 * time.Millisecond
 
@@ -192,8 +196,16 @@ func (c *Catalog) syncTo(ctx context.Context, rev int64, force bool) error {
 		c.mu.Unlock()
 		return nil
 	}
-	if !force && had >= 0 && rev > had && c.follow(ctx, had, rev) {
-		return nil
+	if !force && had >= 0 && rev > had {
+		// A writer bumps the revision and then writes its change row, one
+		// kv call later: a read between the two sees a gap that closes at
+		// once. Looking again a few times costs a short read each; listing
+		// every document costs every graph.
+		for range followTries {
+			if c.follow(ctx, had, rev) {
+				return nil
+			}
+		}
 	}
 	l, err := c.st.List(ctx)
 	if err != nil {

@@ -197,6 +197,80 @@ export interface Observed {
   backoff: Backoff | null;
 }
 
+/**
+ * SettleBody is the body of POST …/nodes/{node}/settle: the egress message
+ * as the worker popped it (its transactionId and data, the `_gate` stamp
+ * in it; other members are allowed and ignored) and the call's actual
+ * cost in the node's units.
+ */
+export interface SettleBody {
+  message: unknown;
+  actualCost: number;
+}
+
+/**
+ * Settled is the 200 answer of POST …/nodes/{node}/settle: what the
+ * reported actual cost did to each counter the message was charged to.
+ */
+export interface Settled {
+  ok: boolean;
+  node: string;
+  transactionId: string;
+  /**
+   * Estimated is what the message was charged at the node; Actual what
+   * was reported.
+   */
+  estimated: number;
+  actual: number;
+  /** Duplicate says the message was settled before: nothing changed. */
+  duplicate: boolean;
+  /**
+   * Refunded and Charged are the cost units given back and charged as a
+   * debt, summed over the counters.
+   */
+  refunded: number;
+  charged: number;
+  budgets: SettledBudget[];
+  /** Note says what happened in a sentence. */
+  note: string;
+}
+
+/** SettledBudget is one counter of a settle. */
+export interface SettledBudget {
+  budget: string;
+  key: string;
+  /**
+   * Outcome is refunded, charged, even, window-ended, window-unknown or
+   * guarded.
+   */
+  outcome: string;
+  /**
+   * Delta is what was added (negative: refunded); Counter the counter
+   * after it and WindowEnd the end of the window written (epoch ms), both
+   * 0 when nothing was written.
+   */
+  delta: number;
+  counter: number;
+  windowEnd: number;
+}
+
+/**
+ * SettleStats is how good a node's cost estimates are: its settles since
+ * the statistics started (they last a day from the first settle).
+ */
+export interface SettleStats {
+  settles: number;
+  estimated: number;
+  actual: number;
+  /**
+   * Ratio is Actual / Estimated (1: exact; 0.25: a fourth of the
+   * estimate was used); 0 when nothing was estimated.
+   */
+  ratio: number;
+  /** Until is when the statistics start over (epoch ms). */
+  until: number;
+}
+
 /** ObservedBudget is one mirrored budget after an observation. */
 export interface ObservedBudget {
   /** Budget is the budget's id and Headers the family it mirrors. */
@@ -452,6 +526,21 @@ export interface Explanation {
    */
   earliestAdmission: number;
   waitSeconds: number;
+  /**
+   * TransactionID is the item asked about by its transaction id (null:
+   * asked by scope and op); PushedAt is when the push door queued it
+   * and PushedTo the node it was pushed to (null without a transaction
+   * id).
+   */
+  transactionId: string | null;
+  pushedAt: number | null;
+  pushedTo: string | null;
+  /**
+   * Forwarded is true when the item asked about by its transaction id
+   * no longer waits at the node: nothing is pending in its partition
+   * (null without a transaction id).
+   */
+  forwarded: boolean | null;
   /** Sentence is the answer in one sentence (the console shows it). */
   sentence: string;
   assumes: string;
@@ -606,6 +695,7 @@ export interface KeyLimits {
  * - `stored-document-invalid`: the graph's stored document does not compile (it was stored by an older gate-api): PUT a corrected one.
  * - `node-not-found`: the graph has no node of that name, or none the route can answer for (field names node).
  * - `path-not-found`: the graph has no path of that name, or none through the node (field names path; paths lists the choices).
+ * - `item-not-found`: explain was asked about a transaction id the push door has no record of (never pushed with it to this graph, or pushed more than a day ago; field names transactionId).
  * - `ambiguous-node`: a target has several ingress nodes, so the target route cannot pick one (nodes lists them).
  * - `no-ingress`: the node (or the target, or the path's first node) has no ingress to push or re-enter into.
  * - `http-push-off`: the node reads an application-owned queue with the HTTP front door off: push to that queue with your own SDK.
@@ -626,6 +716,9 @@ export interface KeyLimits {
  * - `unscoped-budget`: limits per key name a budget without scopeBy, which keeps one counter for every item (field budget).
  * - `invalid-key-limit`: a limit per key cannot be set: a scope value that is empty or longer than the key room, a count outside 1..10^12 or below the node's largest item (field value or count).
  * - `key-limit-not-found`: the scope value has no runtime limit on that budget (a document count, if any, is in the plan's keys).
+ * - `invalid-stamp`: a settle's message carries no `_gate` stamp with charge records, or one whose signature does not verify: forged, altered, or copied from another message (field names it).
+ * - `unknown-message`: a settle's stamp is for another graph, or records no charge at the node settled.
+ * - `stale-charge`: a settle comes later than its charge's longest window plus four minutes, when a repeat could no longer be told apart.
  * - `eta-unavailable`: the backlog or the counters an ETA needs could not be read from the broker.
  * - `gone`: the route was removed (the pop and the leases): the sentence says what replaces it (queue when there is one).
  * - `declare-refused`: the document was refused by a declare rule (rule, rules, problems; 409 for version-bump, version-order and ingress-owner), or could not be read as a document at all (rule document).
@@ -645,6 +738,8 @@ export interface KeyLimits {
  * - `preview-unsupported`: the node's shape is outside what the one-node limit preview replays (a payload cost, several paths): use POST …/simulate with a candidate document.
  * - `allowance-too-small`: the tried allowance admits less per sub-window than one item costs, so no item could ever pass.
  * - `recording-cost-changed`: the node's recorded cost per item changed inside the replayed range (second names where).
+ * - `shadow-invalid`: a shadow candidate's body is not budgets per node ({"nodes": {"NODE": {"budgets": [...]}}}) of the graph's own nodes (field names what; a candidate whose budgets do not compile is declare-refused, naming the document field).
+ * - `shadow-not-found`: the graph has no shadow candidate: PUT one to …/shadow first.
  * - `ai-off`: the AI configuration agent is off: the sentence says which knobs turn it on (rule ai-off).
  * - `ai-busy`: this replica already runs its most concurrent AI chats (rule ai-busy, Retry-After: 1).
  * - `ai-request`: the chat request breaks one of its bounds (rule ai-request, field).
@@ -701,6 +796,7 @@ export type Code =
   | "stored-document-invalid"
   | "node-not-found"
   | "path-not-found"
+  | "item-not-found"
   | "ambiguous-node"
   | "no-ingress"
   | "http-push-off"
@@ -721,6 +817,9 @@ export type Code =
   | "unscoped-budget"
   | "invalid-key-limit"
   | "key-limit-not-found"
+  | "invalid-stamp"
+  | "unknown-message"
+  | "stale-charge"
   | "eta-unavailable"
   | "gone"
   | "declare-refused"
@@ -740,6 +839,8 @@ export type Code =
   | "preview-unsupported"
   | "allowance-too-small"
   | "recording-cost-changed"
+  | "shadow-invalid"
+  | "shadow-not-found"
   | "ai-off"
   | "ai-busy"
   | "ai-request"
@@ -1549,8 +1650,10 @@ export interface VendorSpan {
   /** Headers names the header family that spoke. */
   headers: string;
   /**
-   * Sentence says it in words ("the vendor enforced 10 where 50 is
-   * declared, from … to …").
+   * Sentence says it in words: "the vendor enforced 10 where 50 is
+   * declared, from … to …", or for one still holding "the vendor
+   * enforces 10 where 50 is declared, since … (until … unless it says so
+   * again)".
    */
   sentence: string;
 }
@@ -2399,6 +2502,120 @@ export interface RecorderHealth {
 }
 
 /**
+ * Shadow is GET (and PUT) …/graphs/{graph}/shadow: a candidate set of
+ * budgets that runs beside the enforced document on the graph's live
+ * traffic, never refusing anything, and what it would have done per
+ * minute (issue 27).
+ */
+export interface Shadow {
+  application: string;
+  graph: string;
+  /** Since is when the candidate was set (ms): its results start there. */
+  since: number;
+  /** SetBy is who set it (the console identity, or "api"). */
+  setBy: string;
+  /**
+   * BasedOn is the entity tag of the stored document the candidate was
+   * set against; Current says the stored document is still that one.
+   */
+  basedOn: string;
+  current: boolean;
+  /**
+   * Recording says what the candidate is judged on: "watch" (the Watch
+   * session's recorded arrivals) or "forwarded" (the items each node
+   * forwards under the enforced limits, recorded per second while a
+   * candidate is set).
+   */
+  recording: string;
+  /**
+   * Minutes is the range answered (?minutes=, 1..1440, default 60);
+   * EvaluatedThrough is the end (ms) of the last minute evaluated, null
+   * before the first (gate-recorder evaluates once a minute, about a
+   * minute behind).
+   */
+  minutes: number;
+  evaluatedThrough: number | null;
+  /** Nodes are the candidate's nodes in name order. */
+  nodes: ShadowNode[];
+  /**
+   * Unsupported are candidate budgets the recording cannot judge
+   * (scoped or operation-filtered): they are not charged.
+   */
+  unsupported: SimUnsupported[];
+  /** Assumes says what the evaluation assumes. */
+  assumes: string[];
+}
+
+/**
+ * ShadowNode is one node of a shadow candidate: its candidate budgets (in
+ * the document's syntax), what it would have done over the range and per
+ * minute.
+ */
+export interface ShadowNode {
+  node: string;
+  /**
+   * Budgets is the candidate's budget list for the node, as the
+   * document declares budgets.
+   */
+  budgets: unknown[];
+  /**
+   * IfEnforced sums the range; Sentence says it in one line ("if
+   * enforced: 95 of 100 items delayed, up to 19 s; no backlog").
+   */
+  ifEnforced: ShadowTotals;
+  sentence: string;
+  /** PerMinute is every evaluated minute of the range, oldest first. */
+  perMinute: ShadowMinute[];
+}
+
+/** ShadowTotals is a shadow node's figures over a range of minutes. */
+export interface ShadowTotals {
+  /**
+   * Arrived and Delayed are summed; PeakBacklog, DelayMaxMs and
+   * OldestWaitingMs are the range's largest; Backlog is the last
+   * minute's.
+   */
+  arrived: number;
+  delayed: number;
+  backlog: number;
+  peakBacklog: number;
+  delayMaxMs: number;
+  oldestWaitingMs: number;
+}
+
+/** ShadowMinute is one node's shadow result for one minute. */
+export interface ShadowMinute {
+  /** T is the minute's start (ms). */
+  t: number;
+  /**
+   * Arrived are the items recorded at the node; Admitted those the
+   * candidate would have let through in the minute; Delayed those of
+   * them that waited at least a second; Backlog the items still waiting
+   * at the minute's end.
+   */
+  arrived: number;
+  admitted: number;
+  delayed: number;
+  backlog: number;
+  /**
+   * DelayP50Ms and DelayMaxMs are the delay the candidate would have
+   * added to the items admitted in the minute; OldestWaitingMs how long
+   * the oldest waiting item had waited at its end.
+   */
+  delayP50Ms: number;
+  delayMaxMs: number;
+  oldestWaitingMs: number;
+}
+
+/** ShadowDeleted is DELETE …/shadow. */
+export interface ShadowDeleted {
+  application: string;
+  graph: string;
+  /** Deleted says a candidate was set and is now gone. */
+  deleted: boolean;
+}
+
+/**
  * GraphView is the live graph view: GET /v1/apps/{app}/graphs/{name} on
  * gate-api and /api/apps/{app}/graphs/{name} on both planes (and their
  * flat and target twins). Stage counters are summed over the relay
@@ -2461,6 +2678,11 @@ export interface ViewNode {
   breaker: Breaker | null;
   waiting_for_budget: number;
   waiting_for_workers: number;
+  /**
+   * Settle is how good the node's cost estimates are, from the settles
+   * reported (POST …/settle); null when none was.
+   */
+  settle: SettleStats | null;
 }
 
 /** ViewBudget is one budget with its live counter. */
