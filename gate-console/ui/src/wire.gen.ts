@@ -739,7 +739,6 @@ export interface KeyLimits {
  * - `allowance-too-small`: the tried allowance admits less per sub-window than one item costs, so no item could ever pass.
  * - `recording-cost-changed`: the node's recorded cost per item changed inside the replayed range (second names where).
  * - `shadow-invalid`: a shadow candidate's body is not budgets per node ({"nodes": {"NODE": {"budgets": [...]}}}) of the graph's own nodes (field names what; a candidate whose budgets do not compile is declare-refused, naming the document field).
- * - `shadow-not-found`: the graph has no shadow candidate: PUT one to …/shadow first.
  * - `ai-off`: the AI configuration agent is off: the sentence says which knobs turn it on (rule ai-off).
  * - `ai-busy`: this replica already runs its most concurrent AI chats (rule ai-busy, Retry-After: 1).
  * - `ai-request`: the chat request breaks one of its bounds (rule ai-request, field).
@@ -840,7 +839,6 @@ export type Code =
   | "allowance-too-small"
   | "recording-cost-changed"
   | "shadow-invalid"
-  | "shadow-not-found"
   | "ai-off"
   | "ai-busy"
   | "ai-request"
@@ -2510,6 +2508,12 @@ export interface RecorderHealth {
 export interface Shadow {
   application: string;
   graph: string;
+  /**
+   * Set is false when the graph has no candidate: then every other
+   * field is empty (GET answers 200, so a page that asks is never an
+   * error, and needs no PostgreSQL to learn that nothing is set).
+   */
+  set: boolean;
   /** Since is when the candidate was set (ms): its results start there. */
   since: number;
   /** SetBy is who set it (the console identity, or "api"). */

@@ -250,7 +250,18 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await sentence.waitFor();
     assert.match(await sentence.innerText(), /^Held by a backoff until .*waiting for .*: \d+ of \d+/);
     assert.equal(await pg.locator('[data-testid="explain-answer"] tr[data-binds="yes"]').count(), 1);
+    // By transaction id: an item pushed with a txn is explained from the
+    // push door's record of it, and the answer says where it was pushed.
     let v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
+    const entry = v.json.nodes[0].node;
+    const pushed = await apiCall(stack.console, "POST", `/v1/apps/${app}/graphs/mailer/nodes/${entry}/push`, { txn: "browser-txn-1", payload: { to: "a@example.com" } });
+    assert.equal(pushed.status, 200, pushed.text);
+    await pg.getByTestId("explain-txn").fill("browser-txn-1");
+    await pg.getByTestId("explain").click();
+    const item = pg.getByTestId("explain-item");
+    await item.waitFor();
+    assert.match(await item.innerText(), new RegExp(`^Item browser-txn-1: pushed to ${entry} at `));
+    v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
     assert.ok(v.json.nodes[0].breaker && v.json.nodes[0].breaker.retryAfterSeconds === 120);
     // "Why is traffic waiting?" names the backoff, at its node.
     await pg.goto(stack.console + `/graphs/${app}/mailer/why`);
