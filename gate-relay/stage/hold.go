@@ -204,6 +204,9 @@ func (hd *hold) check(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		// A limit per key changed while the claim was held (raised at
+		// runtime) is judged now, not when the window it waits for ends.
+		h.followKeys()
 		fits, opens := h.batch.Opens(0, live, now)
 		if !fits {
 			h.opens = opens

@@ -207,9 +207,9 @@ func (k *KeyLimits) Reads() int64 {
 }
 
 // Counts returns the runtime count of each row key (0: no row), reading
-// the stale ones first. A failed read answers 0 for the values it could
-// not read and remembers nothing of them, so the next claim asks again; the
-// error says why.
+// the stale ones first. A failed read answers the last count known for the
+// values it could not read (0 for a value never read), remembers nothing
+// new of them, so the next claim asks again; the error says why.
 func (k *KeyLimits) Counts(ctx context.Context, rowKeys []string) ([]int64, error) {
 	out := make([]int64, len(rowKeys))
 	now := k.clock.Now()
@@ -217,8 +217,11 @@ func (k *KeyLimits) Counts(ctx context.Context, rowKeys []string) ([]int64, erro
 	k.mu.Lock()
 	for i, rk := range rowKeys {
 		e, ok := k.entries[rk]
-		if ok && now.Sub(e.read) < k.every {
+		if ok {
+			// Fresh, or the last known count if the read below fails.
 			out[i] = e.count
+		}
+		if ok && now.Sub(e.read) < k.every {
 			continue
 		}
 		stale = append(stale, rk)

@@ -355,3 +355,42 @@ func FuzzValidateKeyLimit(f *testing.F) {
 		}
 	})
 }
+
+// switchKV fails every call while fail is set.
+type switchKV struct {
+	next budget.KV
+	fail bool
+}
+
+func (f *switchKV) KV(ctx context.Context, ops ...queen.KVOp) (queen.KVResponse, error) {
+	if f.fail {
+		return queen.KVResponse{}, fmt.Errorf("broker unreachable")
+	}
+	return f.next.KV(ctx, ops...)
+}
+
+// A failed re-read keeps the last count known: a value limited below the
+// budget's stays limited while the broker cannot be read.
+func TestAFailedKeyReadKeepsTheLastCountKnown(t *testing.T) {
+	t.Parallel()
+	_, c, vc := keyRig(t)
+	n := perKeyNode()
+	if _, err := budget.PutKeyLimit(t.Context(), c, meterNS, &n.Budgets[1], "trial", 1, vc.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f := &switchKV{next: c}
+	l := &budget.Limiter{KV: f, NS: meterNS, Keys: budget.NewKeyLimits(f, meterNS, vc, 0, 0)}
+	at := func() (int64, error) {
+		b := keyWindow(n, "trial")
+		err := l.KeyCeilings(t.Context(), n, "main", b)
+		return ceilings(b)["trial"], err
+	}
+	if got, err := at(); got != 1 || err != nil {
+		t.Fatalf("trial's ceiling %d (%v), want its row's 1", got, err)
+	}
+	f.fail = true
+	vc.Advance(budget.KeyRefresh)
+	if got, err := at(); got != 1 || err == nil {
+		t.Fatalf("with the broker unreadable: ceiling %d (%v), want the last known 1 and the error", got, err)
+	}
+}
