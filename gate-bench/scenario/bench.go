@@ -185,6 +185,8 @@ func (b *Bench) scenario(ctx context.Context, name string) ([]stats.Table, error
 		return b.observe(ctx)
 	case "mirrored":
 		return b.mirrored(ctx)
+	case "settle":
+		return b.settle(ctx)
 	case "scale":
 		return b.scale(ctx)
 	case "scale-fleet":

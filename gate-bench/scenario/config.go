@@ -14,7 +14,7 @@ import (
 var ErrUsage = errors.New("usage")
 
 // Names are the scenarios in the order `all` runs them.
-var Names = []string{"health", "push", "drain", "throughput", "contention", "throttled", "idle", "overhead", "peers", "watch", "observe", "mirrored"}
+var Names = []string{"health", "push", "drain", "throughput", "contention", "throttled", "idle", "overhead", "peers", "watch", "observe", "mirrored", "settle"}
 
 // Extra are the scenarios run only when named (not by all): scale and
 // scale-fleet declare up to thousands of graphs.
@@ -71,7 +71,7 @@ const MaxPayloadBytes = 65536
 // Usage is gate-bench's help text.
 const Usage = `usage: gate-bench [--embedded] [--json FILE] all | NAME[,NAME...]
 
-scenarios: health, push, drain, throughput, contention, throttled, idle, overhead, peers, watch, observe, mirrored
+scenarios: health, push, drain, throughput, contention, throttled, idle, overhead, peers, watch, observe, mirrored, settle
            scale (only when named: N two-node graphs, BENCH_SCALE_GRAPHS)
 
 env: GATE_URL (http://127.0.0.1:8788)  GATE_APP (bench)  QUEEN_URL (http://127.0.0.1:6632)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/gate-bench/stats"
+	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/wire"
 )
 
@@ -30,7 +31,7 @@ const scaleSample = 20
 func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
 	t := stats.Table{Title: "scale — N two-node graphs on one relay (PUT cost, PUT → running, idle cost)",
 		Header: []string{"graphs", "PUT p50 ms", "PUT p99 ms", "last PUT → running s", "PUT → running p99 ms", "relay /health",
-			"relay goroutines/stage", "relay RSS MB", "relay idle CPU %", "broker RSS MB", "broker idle CPU %"}}
+			"relay goroutines/stage", "relay RSS MB", "relay idle CPU %", "broker RSS MB", "broker idle CPU %", "relay idle pops/s", "relay idle calls/s"}}
 	var declared []string
 	defer func() {
 		for _, g := range declared {
@@ -61,6 +62,7 @@ func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
 		p, err := b.api.Push(c, b.cfg.App, graph, "in", wire.PushBody{Payload: json.RawMessage(`{"scale":1}`)})
 		return err == nil && p.Running
 	}
+	var lastPut time.Time
 	for _, n := range b.cfg.ScaleGraphs {
 		var lat []time.Duration
 		last := ""
@@ -70,6 +72,7 @@ func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
 				return []stats.Table{t}, err
 			}
 			lat, last = append(lat, d), g
+			lastPut = time.Now()
 		}
 		t0 := time.Now()
 		lastRunning := "-"
@@ -88,6 +91,7 @@ func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
 				return []stats.Table{t}, err
 			}
 			lat = append(lat, d)
+			lastPut = time.Now()
 			if never {
 				continue
 			}
@@ -104,10 +108,16 @@ func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
 			toRunP99 = "not in 30 s"
 		}
 		health := b.relayHealth(ctx)
-		time.Sleep(5 * time.Second)
+		// The idle figures are the relay's steady idle: past the time its
+		// quiet interior stages take to doze (twice the poll timeout or
+		// the lease, and at most one poll timeout more for the poll parked
+		// then) since the step's last PUT, and the client's idle
+		// keep-alive timeout after that (the connections they parked on).
+		time.Sleep(max(5*time.Second, time.Until(lastPut.Add(dozeAfter()+idleConns))))
 		gor, rss := b.relayProcess(ctx)
 		relayCPU := startCPU(b.relayPid())
 		brokerCPU := startCPU(b.queenPid())
+		calls0, callsOK := b.snap(ctx)
 		wall := time.Now()
 		select {
 		case <-ctx.Done():
@@ -122,17 +132,43 @@ func (b *Bench) scale(ctx context.Context) ([]stats.Table, error) {
 			}
 			return fmt.Sprintf("%.1f", 100*d[0].Seconds()/secs)
 		}
+		pops, calls := "-", "-"
+		if calls1, ok := b.snap(ctx); ok && callsOK {
+			d := calls1.Sub(calls0)
+			pops, calls = fmt.Sprintf("%.1f", float64(d.Pop)/secs), fmt.Sprintf("%.1f", float64(d.Total)/secs)
+		}
 		perStage := "-"
 		if gor > 0 {
 			perStage = fmt.Sprintf("%.2f", float64(gor)/float64(2*n))
 		}
 		t.Add(strconv.Itoa(n), ms(quantile(lat, 0.5)), ms(quantile(lat, 0.99)), lastRunning, toRunP99, health,
-			perStage, mb(rss), pct(relayCPU), mb(rssOf(b.queenPid())), pct(brokerCPU))
+			perStage, mb(rss), pct(relayCPU), mb(rssOf(b.queenPid())), pct(brokerCPU), pops, calls)
 		t.Figure(fmt.Sprintf("put p99 ms at %d", n), float64(quantile(lat, 0.99).Microseconds())/1000)
 	}
 	t.Note("PUT → running: a PUT of a sample of %d graphs per step, then pushes until one answers running (the relay's status as gate-api reads it)", scaleSample)
-	t.Note("idle figures over BENCH_IDLE_SECONDS after a 5 s settle; goroutines per stage = the relay's go_goroutines ÷ (2 × graphs)")
+	t.Note("idle figures over BENCH_IDLE_SECONDS after a settle of 5 s, and at least until the quiet interior stages doze and the connections they parked on idle out (twice GATE_POLL_TIMEOUT_SECONDS or GATE_LEASE_SECONDS, one poll timeout and 95 s after the last PUT); goroutines per stage = the relay's go_goroutines ÷ (2 × graphs)")
+	t.Note("relay idle pops/s and calls/s: the relay's own client's count (gate_relay_broker_calls_total) over the idle window; a parked long-poll counts when it is sent")
 	return []stats.Table{t}, ctx.Err()
+}
+
+// idleConns is the relay's client's idle keep-alive timeout
+// (queen.NewTransport's IdleConnTimeout) and a margin.
+const idleConns = 95 * time.Second
+
+// dozeAfter is how long until an embedded relay's interior stage quiet
+// since then dozes: stage.Config.DozeAfter (twice the poll timeout or the
+// lease, whichever is longer) and the poll parked at that instant, from
+// the knobs the stack inherits.
+func dozeAfter() time.Duration {
+	poll, err := knob.PollTimeoutSeconds.Read(os.Getenv)
+	if err != nil {
+		poll = knob.PollTimeoutSeconds.Default
+	}
+	lease, err := knob.LeaseSeconds.Read(os.Getenv)
+	if err != nil {
+		lease = knob.LeaseSeconds.Default
+	}
+	return 2*time.Duration(max(poll, lease))*time.Second + time.Duration(poll)*time.Second
 }
 
 func quantile(d []time.Duration, q float64) time.Duration {

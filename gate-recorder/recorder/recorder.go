@@ -276,15 +276,15 @@ func (r *Recorder) Prune(ctx context.Context) (history.Pruned, error) {
 	} else if n > 0 {
 		r.log.Debug("roll-up hours sealed", "hours", n)
 	}
-	if n, err := r.cfg.DB.PruneVendorSpans(ctx, now); err != nil {
-		return p, err
-	} else if n > 0 {
-		r.log.Debug("vendor meter spans pruned", "spans", n)
-	}
 	if n, err := r.cfg.DB.SealSeries(ctx, now); err != nil {
 		return p, err
 	} else if n > 0 {
 		r.log.Debug("sample hours sealed", "hours", n)
+	}
+	if n, err := r.cfg.DB.PruneVendorSpans(ctx, now); err != nil {
+		return p, err
+	} else if n > 0 {
+		r.log.Debug("vendor meter spans pruned", "spans", n)
 	}
 	return p, nil
 }

@@ -86,7 +86,7 @@ func (r *Recorder) SampleVendor(ctx context.Context) (VendorSampled, error) {
 	for _, m := range ms {
 		keys = append(keys, m.key)
 	}
-	rows, err := budget.ReadMeters(ctx, r.cfg.Client, r.cfg.Namespace, keys)
+	rows, err := readMeters(ctx, r.cfg.Client, r.cfg.Namespace, keys, vendorReadKeys)
 	if err != nil {
 		return out, err
 	}
@@ -136,6 +136,27 @@ func (r *Recorder) SampleVendor(ctx context.Context) (VendorSampled, error) {
 	}
 	v.open = next
 	out.Written = len(writes)
+	return out, nil
+}
+
+// vendorReadKeys is the most meter rows one getMany reads: the broker
+// counts a getMany's keys against its per-call budget of 1,024.
+const vendorReadKeys = 1000
+
+// readMeters reads the meter rows of keys, at most chunk per call.
+func readMeters(ctx context.Context, kv budget.KV, ns string, keys []string, chunk int) (map[string]budget.MeterRow, error) {
+	out := make(map[string]budget.MeterRow, len(keys))
+	for len(keys) > 0 {
+		n := min(len(keys), max(chunk, 1))
+		rows, err := budget.ReadMeters(ctx, kv, ns, keys[:n])
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range rows {
+			out[k] = v
+		}
+		keys = keys[n:]
+	}
 	return out, nil
 }
 

@@ -319,11 +319,26 @@ func (l *Limiter) KeyCeilings(ctx context.Context, n *plan.Node, path string, b 
 	var runtime []int64
 	var err error
 	if l.Keys != nil {
+		// A value that fits its counter key but not a row key (the row's
+		// prefix is longer) can have no runtime limit: it is not asked for,
+		// or the broker would refuse the whole read.
 		rowKeys := make([]string, 0, len(slots))
-		for _, s := range slots {
-			rowKeys = append(rowKeys, plan.KeyLimitKey(s.budget.Key, s.value))
+		at := make([]int, len(slots))
+		for j, s := range slots {
+			at[j] = -1
+			if len(s.value) <= plan.KeyLimitRoom(s.budget.Key) {
+				at[j] = len(rowKeys)
+				rowKeys = append(rowKeys, plan.KeyLimitKey(s.budget.Key, s.value))
+			}
 		}
-		runtime, err = l.Keys.Counts(ctx, rowKeys)
+		var counts []int64
+		counts, err = l.Keys.Counts(ctx, rowKeys)
+		runtime = make([]int64, len(slots))
+		for j := range slots {
+			if at[j] >= 0 {
+				runtime[j] = counts[at[j]]
+			}
+		}
 	}
 	for j, s := range slots {
 		count, _ := s.budget.KeyCount(s.value)
@@ -345,27 +360,4 @@ func scopedBudget(n *plan.Node, id string) *plan.Budget {
 		}
 	}
 	return nil
-}
-
-// KeyCount is the count per timeMs that value counts on the scoped budget
-// b, and where it comes from: "runtime" (its row), "document" (the plan's
-// keys) or "budget" (neither). It reads the row with one getMany (explain
-// and the ETA use it; the relay reads through KeyLimits).
-func KeyCount(ctx context.Context, kv KV, ns string, b *plan.Budget, value string) (count int64, source string, err error) {
-	count, declared := b.KeyCount(value)
-	source = "budget"
-	if declared {
-		source = "document"
-	}
-	if b.ScopeBy == "" || len(value) > plan.KeyLimitRoom(b.Key) {
-		return count, source, nil
-	}
-	row, ok, err := GetKeyLimit(ctx, kv, ns, b, value)
-	if err != nil {
-		return count, source, err
-	}
-	if ok {
-		return row.Count, "runtime", nil
-	}
-	return count, source, nil
 }

@@ -91,6 +91,27 @@ func TestKeyCeilingsTakeTheRuntimeRowThenTheDocumentThenTheBudget(t *testing.T) 
 	}
 }
 
+// A value that fits its counter key but has no room for a row key is never
+// asked for (the broker would refuse the whole read): it counts the
+// budget's, and the values beside it still get their rows.
+func TestAValueWithoutRoomForARowCountsTheBudgetsAndSpoilsNoRead(t *testing.T) {
+	t.Parallel()
+	l, c, vc := keyRig(t)
+	n := perKeyNode()
+	bd := &n.Budgets[1]
+	if _, err := budget.PutKeyLimit(t.Context(), c, meterNS, bd, "trial", 7, vc.Now()); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", plan.ScopeRoom(bd.Key))
+	b := keyWindow(n, "trial", long)
+	if err := l.KeyCeilings(t.Context(), n, "main", b); err != nil {
+		t.Fatalf("a value past the row room spoiled the read: %v", err)
+	}
+	if got := ceilings(b); got["trial"] != 7 || got[long] != 10 {
+		t.Fatalf("ceilings %v, want trial's row 7 and the long value at the budget's 10", got)
+	}
+}
+
 // Another relay's cache sees a change once its copy is KeyRefresh old —
 // within one sub-window — and a deleted row falls back to the document.
 func TestAKeyLimitChangeReachesEveryRelayWithinASecond(t *testing.T) {
@@ -303,4 +324,34 @@ func BenchmarkKeyCeilings(b *testing.B) {
 			})
 		}
 	}
+}
+
+// FuzzValidateKeyLimit: whatever a caller sends as a value and a count, a
+// limit ValidateKeyLimit accepts has a row key and a counter key the broker
+// takes, a count in range and a sub-window count that fits the largest
+// item; one it refuses names value or count.
+func FuzzValidateKeyLimit(f *testing.F) {
+	f.Add("acct-42", int64(500))
+	f.Add("", int64(5))
+	f.Add(strings.Repeat("v", 480), int64(1))
+	f.Add("x", int64(-1))
+	f.Add("ü/é", int64(plan.MaxKeyCount))
+	n := perKeyNode()
+	n.Cost = cost.Rule{Path: "payload.tokens", Default: 1, Max: 3}
+	b := &n.Budgets[1]
+	f.Fuzz(func(t *testing.T, value string, count int64) {
+		field, why := budget.ValidateKeyLimit(n, b, value, count)
+		if field == "" {
+			if len(plan.KeyLimitKey(b.Key, value)) > plan.MaxKVKeyBytes || len(plan.ScopedKey(b.Key, value)) > plan.MaxKVKeyBytes {
+				t.Fatalf("accepted %q whose keys pass the broker's limit", value)
+			}
+			if count < 3 || count > plan.MaxKeyCount || value == "" {
+				t.Fatalf("accepted %q with count %d", value, count)
+			}
+			return
+		}
+		if (field != "value" && field != "count") || why == "" {
+			t.Fatalf("refused with field %q: %q", field, why)
+		}
+	})
 }

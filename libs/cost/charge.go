@@ -157,28 +157,36 @@ func NewSigner(key []byte) (*Signer, error) {
 	}
 	k := bytes.Clone(key)
 	s := &Signer{}
-	s.pool.New = func() any { return hmac.New(sha256.New, k) }
+	s.pool.New = func() any { return &macState{h: hmac.New(sha256.New, k)} }
 	return s, nil
 }
 
+// macState is one pooled HMAC with its scratch, so a signature costs no
+// allocation.
+type macState struct {
+	h   hash.Hash
+	buf [160]byte
+	sum [sha256.Size]byte
+}
+
 // mac writes the 16-byte signature of signed, app and txn into out.
-func (s *Signer) mac(out *[sha256.Size]byte, signed []byte, app, txn string) {
-	h := s.pool.Get().(hash.Hash)
-	h.Reset()
-	h.Write(signed)
-	var buf [160]byte
-	h.Write(append(append(append(append(buf[:0], 0), app...), 0), txn...))
-	h.Sum(out[:0])
-	s.pool.Put(h)
+func (s *Signer) mac(out *[16]byte, signed []byte, app, txn string) {
+	m := s.pool.Get().(*macState)
+	m.h.Reset()
+	m.h.Write(signed)
+	tail := append(append(append(append(m.buf[:0], 0), app...), 0), txn...)
+	m.h.Write(tail)
+	copy(out[:], m.h.Sum(m.sum[:0]))
+	s.pool.Put(m)
 }
 
 // AppendSig appends the signature of signed (the stamp's AppendSigned
 // bytes) for application app and transaction id txn to dst, base64url
 // without padding. signed may alias dst.
 func (s *Signer) AppendSig(dst, signed []byte, app, txn string) []byte {
-	var sum [sha256.Size]byte
+	var sum [16]byte
 	s.mac(&sum, signed, app, txn)
-	return base64.RawURLEncoding.AppendEncode(dst, sum[:16])
+	return base64.RawURLEncoding.AppendEncode(dst, sum[:])
 }
 
 // Verify reports whether st carries the signature its members, app and
@@ -191,7 +199,7 @@ func (s *Signer) Verify(st GateStamp, app, txn string) bool {
 	if err != nil {
 		return false
 	}
-	var sum [sha256.Size]byte
+	var sum [16]byte
 	s.mac(&sum, st.AppendSigned(nil), app, txn)
-	return hmac.Equal(got, sum[:16])
+	return hmac.Equal(got, sum[:])
 }

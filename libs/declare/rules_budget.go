@@ -25,6 +25,7 @@ type sharedSeen struct {
 	node, id      string
 	count, timeMs int64
 	n             int64
+	keys          map[string]int64
 }
 
 func (c *checker) budgets() {
@@ -157,10 +158,12 @@ func (c *checker) nodeBudgets(name string, n *graph.Node, shared map[string]shar
 		if b.SharedKey != nil && valid && !watching {
 			k := *b.SharedKey
 			if first, ok := shared[k]; !ok {
-				shared[k] = sharedSeen{node: name, id: id, count: b.Count, timeMs: b.TimeMs, n: w.N}
+				shared[k] = sharedSeen{node: name, id: id, count: b.Count, timeMs: b.TimeMs, n: w.N, keys: b.Keys}
 			} else if first.count != b.Count || first.timeMs != b.TimeMs || first.n != w.N {
 				c.add(RuleSharedConflict, budgetAt(name, i, "sharedKey"), fmt.Sprintf("sharedKey %q is declared as %d per %dms in %s in node %q (budget %q) and as %d per %dms in %s in node %q (budget %q): both spend one counter, which has one window and one count; make the declarations agree or use different keys", k, first.count, first.timeMs, subs(first.n), first.node, first.id, b.Count, b.TimeMs, subs(w.N), name, id),
 					map[string]float64{"count": float64(b.Count), "timeMs": float64(b.TimeMs), "subWindows": float64(w.N), "firstCount": float64(first.count), "firstTimeMs": float64(first.timeMs), "firstSubWindows": float64(first.n)})
+			} else if !maps.Equal(first.keys, b.Keys) {
+				c.add(RuleSharedConflict, budgetAt(name, i, "keys"), fmt.Sprintf("sharedKey %q gives scope values their own counts differently in node %q (budget %q) and in node %q (budget %q): both spend one counter per value, which has one count; give both budgets the same keys (or set them at runtime, where one row serves every node)", k, first.node, first.id, name, id), nil)
 			}
 		}
 	}

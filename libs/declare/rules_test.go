@@ -311,6 +311,18 @@ func baseRuleCases() []ruleCase {
 			}
 			nodeOf(d, "in")["budgets"] = append(nodeOf(d, "in")["budgets"].(a), m{"id": "acct", "count": 10, "timeMs": 1000, "scopeBy": "payload.acct", "keys": keys})
 		}), at: "/nodes/in/budgets/1/keys", msg: []string{"PUT …/budgets/acct/keys/{value}"}},
+		{name: "one shared key, two sets of per-key counts", rule: RuleSharedConflict, fire: true, doc: crossWith(func(d m) {
+			for _, n := range []string{"a", "b"} {
+				nodeOf(d, n)["budgets"] = append(nodeOf(d, n)["budgets"].(a), m{"id": "acct", "count": 10, "timeMs": 1000, "scopeBy": "payload.acct", "sharedKey": "acct"})
+			}
+			budgetOf(d, "a", 1)["keys"] = m{"gold": 40}
+			budgetOf(d, "b", 1)["keys"] = m{"gold": 20}
+		}), at: "/nodes/b/budgets/1/keys", msg: []string{"one counter per value"}},
+		{name: "one shared key, the same per-key counts", rule: RuleSharedConflict, doc: crossWith(func(d m) {
+			for _, n := range []string{"a", "b"} {
+				nodeOf(d, n)["budgets"] = append(nodeOf(d, n)["budgets"].(a), m{"id": "acct", "count": 10, "timeMs": 1000, "scopeBy": "payload.acct", "sharedKey": "acct", "keys": m{"gold": 40}})
+			}
+		})},
 		{name: "one shared key, two counts", rule: RuleSharedConflict, fire: true, doc: crossWith(func(d m) {
 			budgetOf(d, "a", 0)["sharedKey"] = "ip"
 			budgetOf(d, "b", 0)["sharedKey"] = "ip"

@@ -62,6 +62,25 @@ func TestMigrateFromEmptyThenNoOp(t *testing.T) {
 	}
 }
 
+// A database that applied later migrations before an earlier one was
+// merged (00005 and 00006 before 00004) boots: the missing one is applied.
+func TestMigrateAppliesAMissingEarlierMigration(t *testing.T) {
+	t.Parallel()
+	db, pg := open(t, t0)
+	if _, err := db.Pool().Exec(t.Context(), "DROP TABLE watch_series, watch_series_seals; DELETE FROM "+history.MigrationTable+" WHERE version_id = 4"); err != nil {
+		t.Fatal(err)
+	}
+	again, err := history.OpenURL(t.Context(), pg.URL, pg.Schema, history.Options{Clock: clock.NewVirtual(t0)})
+	if err != nil {
+		t.Fatalf("a boot with 00004 missing and 00006 applied: %v", err)
+	}
+	again.Close()
+	var n int
+	if err := db.Pool().QueryRow(t.Context(), "SELECT count(*) FROM watch_series_seals").Scan(&n); err != nil {
+		t.Fatalf("00004 was not applied: %v", err)
+	}
+}
+
 func migrationRows(t *testing.T, db *history.DB) int {
 	t.Helper()
 	var n int

@@ -10,10 +10,11 @@ import (
 	"github.com/queen-mq/gate/libs/queen"
 )
 
-// ItemRecordTTL is how long the push door's record of an item pushed with
-// a transaction id lives: explain by transaction id answers for items
-// pushed within it (an item waiting longer is explained by scope and op).
-const ItemRecordTTL = 24 * time.Hour
+// DefaultItemRecordTTL is how long the push door's record of an item
+// pushed with a transaction id lives by default (GATE_ITEM_RECORD_SECONDS):
+// explain by transaction id answers for items pushed within it (an item
+// waiting longer is explained by scope and op).
+const DefaultItemRecordTTL = 24 * time.Hour
 
 // ItemRecord is what the push door knew of an item pushed with a
 // transaction id: where it was queued, its op and scope value as the
@@ -34,27 +35,15 @@ type ItemRecord struct {
 	At int64 `json:"at"`
 }
 
-// PutItem records an item pushed with transaction id txn for
-// ItemRecordTTL, replacing an earlier record of the same id.
-func (s *Store) PutItem(ctx context.Context, app, graph, txn string, r ItemRecord) error {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("recording item %q: %w", txn, err)
-	}
-	key := plan.ItemRecordKey(app, graph, txn)
-	res, err := s.c.KV(ctx, queen.KVPut(s.ns, key, raw, queen.PutOpts{TTLSeconds: int64(ItemRecordTTL / time.Second)}))
-	if err != nil {
-		return fmt.Errorf("recording item %q at %s: %w", txn, key, err)
-	}
-	if err := res.Err(); err != nil {
-		return fmt.Errorf("recording item %q at %s: %w", txn, key, err)
-	}
-	return nil
+// PutItem records an item pushed with transaction id txn for ttl,
+// replacing an earlier record of the same id.
+func (s *Store) PutItem(ctx context.Context, app, graph, txn string, r ItemRecord, ttl time.Duration) error {
+	return s.PutItems(ctx, []ItemPut{{App: app, Graph: graph, TxnID: txn, Record: r, TTL: ttl}})
 }
 
 // Item reads the record of an item pushed to app/graph with transaction id
-// txn; found is false when there is none (never pushed with that id, or
-// pushed more than ItemRecordTTL ago).
+// txn; found is false when there is none (never pushed with that id,
+// pushed longer ago than the record lives, or records are off).
 func (s *Store) Item(ctx context.Context, app, graph, txn string) (r ItemRecord, found bool, err error) {
 	key := plan.ItemRecordKey(app, graph, txn)
 	res, err := s.c.KV(ctx, queen.KVGet(s.ns, key))
@@ -71,4 +60,49 @@ func (s *Store) Item(ctx context.Context, app, graph, txn string) (r ItemRecord,
 		return r, false, fmt.Errorf("reading item %q at %s: %w", txn, key, err)
 	}
 	return r, true, nil
+}
+
+// ItemPut is one item record to write with PutItems.
+type ItemPut struct {
+	App, Graph, TxnID string
+	Record            ItemRecord
+	// TTL is how long the record lives (whole seconds, at least one).
+	TTL time.Duration
+}
+
+// MaxItemPuts is the most records one PutItems call carries (the broker's
+// 256 kv operations per call).
+const MaxItemPuts = 256
+
+// PutItems records several items in one kv call (at most MaxItemPuts; a
+// transaction id given twice is written once, the last record winning, as
+// the broker takes one write per key per call).
+func (s *Store) PutItems(ctx context.Context, puts []ItemPut) error {
+	if len(puts) > MaxItemPuts {
+		return fmt.Errorf("recording %d items in one call: at most %d", len(puts), MaxItemPuts)
+	}
+	last := make(map[string]int, len(puts))
+	for i, p := range puts {
+		last[plan.ItemRecordKey(p.App, p.Graph, p.TxnID)] = i
+	}
+	ops := make([]queen.KVOp, 0, len(last))
+	for i, p := range puts {
+		key := plan.ItemRecordKey(p.App, p.Graph, p.TxnID)
+		if last[key] != i {
+			continue
+		}
+		raw, err := json.Marshal(p.Record)
+		if err != nil {
+			return fmt.Errorf("recording item %q: %w", p.TxnID, err)
+		}
+		ops = append(ops, queen.KVPut(s.ns, key, raw, queen.PutOpts{TTLSeconds: max(int64(p.TTL/time.Second), 1)}))
+	}
+	res, err := s.c.KV(ctx, ops...)
+	if err != nil {
+		return fmt.Errorf("recording %d items: %w", len(ops), err)
+	}
+	if err := res.Err(); err != nil {
+		return fmt.Errorf("recording %d items: %w", len(ops), err)
+	}
+	return nil
 }

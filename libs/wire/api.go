@@ -135,6 +135,15 @@ type Observed struct {
 	Backoff *Backoff `json:"backoff"`
 }
 
+// SettleBody is the body of POST …/nodes/{node}/settle: the egress message
+// as the worker popped it (its transactionId and data, the `_gate` stamp
+// in it; other members are allowed and ignored) and the call's actual
+// cost in the node's units.
+type SettleBody struct {
+	Message    json.RawMessage `json:"message"`
+	ActualCost int64           `json:"actualCost"`
+}
+
 // Settled is the 200 answer of POST …/nodes/{node}/settle: what the
 // reported actual cost did to each counter the message was charged to.
 type Settled struct {

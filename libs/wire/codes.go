@@ -265,9 +265,6 @@ const (
 	// nodes (field names what; a candidate whose budgets do not compile is
 	// declare-refused, naming the document field).
 	CodeShadowInvalid Code = "shadow-invalid"
-	// CodeShadowNotFound means the graph has no shadow candidate: PUT one
-	// to …/shadow first.
-	CodeShadowNotFound Code = "shadow-not-found"
 
 	// CodeAIOff means the AI configuration agent is off: the sentence says
 	// which knobs turn it on (rule ai-off).
@@ -436,7 +433,6 @@ var Codes = []CodeStatuses{
 	{CodeAllowanceTooSmall, []int{422}},
 	{CodeRecordingCostChanged, []int{409}},
 	{CodeShadowInvalid, []int{422}},
-	{CodeShadowNotFound, []int{404}},
 	{CodeAIOff, []int{503}},
 	{CodeAIBusy, []int{429}},
 	{CodeAIRequest, []int{422}},

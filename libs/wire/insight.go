@@ -97,8 +97,10 @@ type VendorSpan struct {
 	TimeMs   int64 `json:"timeMs"`
 	// Headers names the header family that spoke.
 	Headers string `json:"headers"`
-	// Sentence says it in words ("the vendor enforced 10 where 50 is
-	// declared, from … to …").
+	// Sentence says it in words: "the vendor enforced 10 where 50 is
+	// declared, from … to …", or for one still holding "the vendor
+	// enforces 10 where 50 is declared, since … (until … unless it says so
+	// again)".
 	Sentence string `json:"sentence"`
 }
 

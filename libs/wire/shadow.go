@@ -9,6 +9,10 @@ import "encoding/json"
 type Shadow struct {
 	Application string `json:"application"`
 	Graph       string `json:"graph"`
+	// Set is false when the graph has no candidate: then every other
+	// field is empty (GET answers 200, so a page that asks is never an
+	// error, and needs no PostgreSQL to learn that nothing is set).
+	Set bool `json:"set"`
 	// Since is when the candidate was set (ms): its results start there.
 	Since int64 `json:"since"`
 	// SetBy is who set it (the console identity, or "api").

@@ -113,7 +113,10 @@ func (in *Insight) itemRecord(q *httpapi.Request, e *plane.Entry, n *plan.Node, 
 		return nil, httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeETAUnavailable, "explaining transaction %.80q needs the push door's record of it from the broker, which did not answer; retry", x.txn).RetryAfter(1)
 	}
 	if !found {
-		return nil, httpapi.Refuse(http.StatusNotFound, wire.CodeItemNotFound, "no item was pushed to graph '%s/%s' with transactionId %.80q in the last %s: check the id (the txn of the push), or explain by scope and op", e.App, e.Graph, x.txn, store.ItemRecordTTL).Field("transactionId")
+		if in.p.Cfg.ItemRecordSeconds <= 0 {
+			return nil, httpapi.Refuse(http.StatusNotFound, wire.CodeItemNotFound, "this gate-api keeps no records of pushed items (GATE_ITEM_RECORD_SECONDS=0), so transactionId %.80q cannot be looked up: explain by scope and op, or turn the records on", x.txn).Field("transactionId")
+		}
+		return nil, httpapi.Refuse(http.StatusNotFound, wire.CodeItemNotFound, "no item was pushed to graph '%s/%s' with transactionId %.80q in the last %s: check the id (the txn of the push), or explain by scope and op", e.App, e.Graph, x.txn, time.Duration(in.p.Cfg.ItemRecordSeconds)*time.Second).Field("transactionId")
 	}
 	x.op, x.hasOp = rec.Op, true
 	x.scope, x.hasScope = rec.Scope, rec.HasScope

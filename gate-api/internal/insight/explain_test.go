@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/queen-mq/gate/gate-api/config"
 	"github.com/queen-mq/gate/gate-api/internal/apitest"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
@@ -275,5 +276,21 @@ func TestExplainByTransactionID(t *testing.T) {
 	x = explanation(t, h, url.Values{"transactionId": {"order-2"}})
 	if x.Forwarded == nil || !*x.Forwarded || !strings.HasPrefix(x.Sentence, "already forwarded: nothing is pending in partition p7 at node list") {
 		t.Fatalf("after the worker: forwarded %v, sentence %q", x.Forwarded, x.Sentence)
+	}
+}
+
+// With the records off (GATE_ITEM_RECORD_SECONDS=0) a push with a txn
+// writes none, and explain by transaction id says so.
+func TestExplainByTransactionIDWithRecordsOff(t *testing.T) {
+	t.Parallel()
+	h := apitest.New(t, func(c *config.Config) { c.ItemRecordSeconds = 0 })
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("listings"), listingsDoc(h)), http.StatusOK)
+	h.Expect(h.Do(http.MethodPost, h.GraphURL("listings")+"/nodes/list/push", map[string]any{"txn": "order-1", "payload": map[string]any{"listing": "L-9"}}), http.StatusOK)
+	if _, found, err := h.Plane().Store.Item(context.Background(), h.App, "listings", "order-1"); err != nil || found {
+		t.Fatalf("a record was written with the records off (found %v, %v)", found, err)
+	}
+	a := h.Expect(h.Do(http.MethodGet, explainURL(h, "list", url.Values{"transactionId": {"order-1"}}), nil), http.StatusNotFound)
+	if a.Str("code") != "item-not-found" || !strings.Contains(h.ErrorBody(a), "GATE_ITEM_RECORD_SECONDS=0") {
+		t.Fatalf("records off: %s", a.Raw)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -429,7 +430,29 @@ func BenchmarkSimulateCandidateDay(b *testing.B) {
 		var ms runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
-		before := ms.TotalAlloc
+		before, base := ms.TotalAlloc, ms.HeapInuse
+		// The heap in use above what it was before the calls, sampled
+		// every 20 ms while they run: the memory one call holds at once.
+		var peak atomic.Uint64
+		stop := make(chan struct{})
+		sampled := make(chan struct{})
+		go func() {
+			defer close(sampled)
+			var m runtime.MemStats
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				runtime.ReadMemStats(&m)
+				if m.HeapInuse > base && m.HeapInuse-base > peak.Load() {
+					peak.Store(m.HeapInuse - base)
+				}
+			}
+		}()
 		start := cpuTime()
 		for b.Loop() {
 			a := h.Do("POST", "/api/apps/"+h.App+"/graphs/big/simulate?minutes=1440", cand)
@@ -437,7 +460,10 @@ func BenchmarkSimulateCandidateDay(b *testing.B) {
 				b.Fatalf("status %d items %v: %.300s", a.Status, a.Body["items"], a.Raw)
 			}
 		}
+		close(stop)
+		<-sampled
 		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
 		b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 		b.ReportMetric(float64(ms.TotalAlloc-before)/float64(b.N)/(1<<20), "alloc-MiB/op")
 	}

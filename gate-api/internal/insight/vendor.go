@@ -14,15 +14,22 @@ import (
 
 // vendorSpans is the timeline's list of the limits vendors stated for the
 // graph's mirrored budgets in [since, until).
-func vendorSpans(ctx context.Context, db *history.DB, e *plane.Entry, node string, since, until int64) ([]wire.VendorSpan, error) {
+// A span still holding at now says so in the present tense, with when it
+// lapses unless the vendor restates it.
+func vendorSpans(ctx context.Context, db *history.DB, e *plane.Entry, node string, since, until, now int64) ([]wire.VendorSpan, error) {
 	rows, err := db.VendorSpans(ctx, e.App, e.Graph, node, since, until)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]wire.VendorSpan, 0, len(rows))
 	for _, s := range rows {
+		sentence := s.Sentence()
+		if s.End() > now {
+			sentence = fmt.Sprintf("the vendor enforces %d where %d is declared, since %s (until %s unless it says so again)", s.Limit, s.Declared,
+				time.UnixMilli(s.Since).UTC().Format(time.RFC3339), time.UnixMilli(s.End()).UTC().Format(time.RFC3339))
+		}
 		out = append(out, wire.VendorSpan{Node: s.Node, Budget: s.Budget, Since: s.Since, Until: s.End(), Ended: s.End() < s.Until,
-			Limit: s.Limit, Declared: s.Declared, TimeMs: s.TimeMs, Headers: s.Headers, Sentence: s.Sentence()})
+			Limit: s.Limit, Declared: s.Declared, TimeMs: s.TimeMs, Headers: s.Headers, Sentence: sentence})
 	}
 	return out, nil
 }
@@ -61,7 +68,7 @@ func previewWithVendor(ctx context.Context, db *history.DB, e *plane.Entry, n *p
 	if len(ids) == 0 {
 		return simulate.Preview(secs, start, end, a), nil, nil
 	}
-	spans, err := vendorSpans(ctx, db, e, n.Name, start, end)
+	spans, err := vendorSpans(ctx, db, e, n.Name, start, end, end)
 	if err != nil {
 		return simulate.PreviewResult{}, nil, err
 	}

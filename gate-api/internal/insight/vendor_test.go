@@ -75,13 +75,18 @@ func TestTryALimitAgainstTheVendor(t *testing.T) {
 	if got := simulation(h, t, simQuery("node", "limit", "count", "10", "timeMs", "1000")); got.Vendor != nil {
 		t.Fatalf("a node that mirrors nothing has a vendor comparison: %+v", got.Vendor)
 	}
+	// A limit still holding is said in the present tense.
+	now := time.Now().UnixMilli()
+	if err := db.PutVendorSpans(context.Background(), []history.VendorSpan{span(now-60_000, now+60_000, 0, 5)}); err != nil {
+		t.Fatal(err)
+	}
 	a := h.Expect(h.Do("GET", "/api/apps/"+h.App+"/graphs/w/timeline?minutes=60", nil), 200)
 	var tl wire.Timeline
 	if err := json.Unmarshal(a.Raw, &tl); err != nil {
 		t.Fatal(err)
 	}
-	if len(tl.Vendor) != 2 || tl.Vendor[0].Limit != 10 || !tl.Vendor[0].Ended || tl.Vendor[0].Until != s0+30_000 || tl.Vendor[1].Ended || tl.Vendor[1].Until != s0+40_000 {
-		t.Fatalf("timeline vendor spans %+v: want 10 (ended at +30 s) then 20 (lapsed at +40 s)", tl.Vendor)
+	if len(tl.Vendor) != 3 || !strings.HasPrefix(tl.Vendor[2].Sentence, "the vendor enforces 5 where 50 is declared, since ") || !strings.HasSuffix(tl.Vendor[2].Sentence, " unless it says so again)") || tl.Vendor[0].Limit != 10 || !tl.Vendor[0].Ended || tl.Vendor[0].Until != s0+30_000 || tl.Vendor[1].Ended || tl.Vendor[1].Until != s0+40_000 {
+		t.Fatalf("timeline vendor spans %+v: want 10 (ended at +30 s), 20 (lapsed at +40 s), then 5 holding now", tl.Vendor)
 	}
 	if want := "the vendor enforced 10 where 50 is declared, from "; !strings.HasPrefix(tl.Vendor[0].Sentence, want) {
 		t.Fatalf("timeline sentence %q, want it to start %q", tl.Vendor[0].Sentence, want)

@@ -106,12 +106,17 @@ func (l *Live) effective(q *httpapi.Request, n *plan.Node, b *plan.Budget, value
 	if ok {
 		return keyLimit(n, b, value, row.Count, "runtime", row.At), nil
 	}
+	return declaredLimit(n, b, value), nil
+}
+
+// declaredLimit is what value counts without a runtime limit: the
+// document's count ("document"), else the budget's ("budget").
+func declaredLimit(n *plan.Node, b *plan.Budget, value string) wire.KeyLimit {
 	count, declared := b.KeyCount(value)
-	source := "budget"
 	if declared {
-		source = "document"
+		return keyLimit(n, b, value, count, "document", 0)
 	}
-	return keyLimit(n, b, value, count, source, 0), nil
+	return keyLimit(n, b, value, count, "budget", 0)
 }
 
 // getKeyLimit is GET …/keys/{value}: what the value counts now, and why.
@@ -185,12 +190,7 @@ func (l *Live) deleteKeyLimit(q *httpapi.Request) *httpapi.Refusal {
 	if !found {
 		return httpapi.Refuse(http.StatusNotFound, wire.CodeKeyLimitNotFound, "'%s' has no runtime limit on budget '%s' of node '%s' (a count the document gives stays until the document changes)", clip(v), b.ID, n.Name).Field("value")
 	}
-	count, declared := b.KeyCount(v)
-	source := "budget"
-	if declared {
-		source = "document"
-	}
-	out := keyLimit(n, b, v, count, source, 0)
+	out := declaredLimit(n, b, v)
 	out.Deleted = true
 	httpapi.WriteJSON(q.W, http.StatusOK, out)
 	return nil

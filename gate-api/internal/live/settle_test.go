@@ -105,7 +105,10 @@ func TestSettleRefundsTheWindowItWasChargedInOnce(t *testing.T) {
 	var g struct {
 		Nodes []struct {
 			Node   string
-			Settle *struct{ Settles, Estimated, Actual int64; Ratio float64 }
+			Settle *struct {
+				Settles, Estimated, Actual int64
+				Ratio                      float64
+			}
 		}
 	}
 	if err := json.Unmarshal(view.Raw, &g); err != nil || len(g.Nodes) != 1 || g.Nodes[0].Settle == nil {

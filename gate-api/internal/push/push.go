@@ -167,17 +167,18 @@ func (d *Door) push(q *httpapi.Request) *httpapi.Refusal {
 		}
 	}
 	// An item with a transaction id is recorded for explain by transaction
-	// id, beside the push (one kv write, not after it: the answer waits for
-	// the slower of the two). A record that fails is logged and the push
+	// id, beside the push (a kv write coalesced with the records of other
+	// pushes, not after the push: the answer waits for the slower of the
+	// two). A record that fails is logged and the push
 	// answered all the same: explain then says it knows no such item.
 	var recorded sync.WaitGroup
-	if txn != "" {
+	if txn != "" && d.p.Cfg.ItemRecordSeconds > 0 {
 		// The broker names an unnamed partition Default.
 		rec.Partition = cmp.Or(partition, "Default")
 		recorded.Add(1)
 		go func() {
 			defer recorded.Done()
-			if err := d.p.Store.PutItem(q.Context(), e.App, e.Graph, txn, rec); err != nil {
+			if err := d.records.Put(q.Context(), store.ItemPut{App: e.App, Graph: e.Graph, TxnID: txn, Record: rec, TTL: time.Duration(d.p.Cfg.ItemRecordSeconds) * time.Second}); err != nil {
 				d.p.Log.Warn("item not recorded for explain", "app", e.App, "graph", e.Graph, "node", node.Name, "transactionId", txn, "error", err)
 			}
 		}()

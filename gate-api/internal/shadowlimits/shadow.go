@@ -114,7 +114,7 @@ func candidateRefusal(err error) *httpapi.Refusal {
 }
 
 // get is GET …/shadow?minutes=: the candidate and its results over the
-// last minutes (1..1440, default 60).
+// last minutes (1..1440, default 60); {set: false} when none is set.
 func (s *Shadows) get(q *httpapi.Request) *httpapi.Refusal {
 	e, bad := s.p.Resolve(q, "graph")
 	if bad != nil {
@@ -127,15 +127,17 @@ func (s *Shadows) get(q *httpapi.Request) *httpapi.Refusal {
 	if bad != nil {
 		return bad
 	}
-	if s.p.History() == nil {
-		return noHistory()
-	}
 	sh, found, err := s.p.Store.GetShadow(q.Context(), e.App, e.Graph)
 	if err != nil {
 		return httpapi.Refuse(http.StatusBadGateway, wire.CodeStoreFailed, "reading the shadow candidate from kv failed: %v; retry", err)
 	}
 	if !found {
-		return httpapi.Refuse(http.StatusNotFound, wire.CodeShadowNotFound, "graph '%s/%s' has no shadow candidate: PUT one to /v1/apps/%s/graphs/%s/shadow ({\"nodes\": {\"NODE\": {\"budgets\": [...]}}})", e.App, e.Graph, e.App, e.Graph)
+		httpapi.WriteJSON(q.W, http.StatusOK, wire.Shadow{Application: e.App, Graph: e.Graph, Minutes: int(minutes),
+			Nodes: []wire.ShadowNode{}, Unsupported: []wire.SimUnsupported{}, Assumes: []string{}})
+		return nil
+	}
+	if s.p.History() == nil {
+		return noHistory()
 	}
 	cand, err := shadow.ParseCandidate(sh.Candidate, e.Doc.NodeNames())
 	if err != nil {
@@ -160,7 +162,7 @@ func (s *Shadows) get(q *httpapi.Request) *httpapi.Refusal {
 
 // answer builds the wire answer of sh with its minutes.
 func (s *Shadows) answer(q *httpapi.Request, e *plane.Entry, sh store.Shadow, cand shadow.Candidate, rows []history.ShadowMinute, minutes int) (wire.Shadow, *httpapi.Refusal) {
-	out := wire.Shadow{Application: e.App, Graph: e.Graph, Since: sh.Since, SetBy: sh.SetBy, BasedOn: sh.BasedOn,
+	out := wire.Shadow{Application: e.App, Graph: e.Graph, Set: true, Since: sh.Since, SetBy: sh.SetBy, BasedOn: sh.BasedOn,
 		Current: sh.BasedOn == store.ETag(e.Body), Recording: "forwarded", Minutes: minutes,
 		Nodes: []wire.ShadowNode{}, Unsupported: []wire.SimUnsupported{}, Assumes: assumptions()}
 	if e.Doc.Watch != nil {

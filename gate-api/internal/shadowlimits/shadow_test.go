@@ -9,6 +9,7 @@ import (
 
 	"github.com/queen-mq/gate/gate-api/internal/apitest"
 	"github.com/queen-mq/gate/libs/history"
+	"github.com/queen-mq/gate/libs/store"
 	"github.com/queen-mq/gate/libs/wire"
 )
 
@@ -31,24 +32,30 @@ func declare(t *testing.T, h *apitest.Harness) string {
 
 const half = `{"nodes":{"call":{"budgets":[{"id":"call-1s","count":50,"timeMs":1000}]}}}`
 
-// Without PostgreSQL nothing could evaluate a candidate: PUT and GET answer
-// 503 no-history naming PG_HOST, and nothing is stored.
+// Without PostgreSQL nothing could evaluate a candidate: PUT answers 503
+// no-history naming PG_HOST and stores nothing; GET still says none is set
+// (the console asks on every detail page), and a candidate set while the
+// database was there is 503 too.
 func TestShadowWithoutHistory(t *testing.T) {
 	t.Parallel()
 	h := apitest.New(t)
 	url := declare(t, h)
-	for _, method := range []string{"PUT", "GET"} {
-		var body any
-		if method == "PUT" {
-			body = half
-		}
-		a := h.Expect(h.Do(method, url, body), 503)
-		if a.Str("code") != string(wire.CodeNoHistory) || !strings.Contains(a.Str("error"), "PG_HOST") {
-			t.Fatalf("%s: %s, want no-history naming PG_HOST", method, a.Raw)
-		}
+	a := h.Expect(h.Do("PUT", url, half), 503)
+	if a.Str("code") != string(wire.CodeNoHistory) || !strings.Contains(a.Str("error"), "PG_HOST") {
+		t.Fatalf("PUT: %s, want no-history naming PG_HOST", a.Raw)
 	}
 	if _, found, err := h.Store.GetShadow(context.Background(), h.App, "calls"); err != nil || found {
 		t.Fatalf("a candidate was stored without history (found %v, %v)", found, err)
+	}
+	if got := apitest.DecodeAs[wire.Shadow](t, h.Expect(h.Do("GET", url, nil), 200)); got.Set || len(got.Nodes) != 0 {
+		t.Fatalf("GET without a candidate: %+v", got)
+	}
+	if err := h.Store.PutShadow(context.Background(), store.Shadow{Application: h.App, Graph: "calls", Since: 1, SetBy: "api", Candidate: json.RawMessage(half)}); err != nil {
+		t.Fatal(err)
+	}
+	a = h.Expect(h.Do("GET", url, nil), 503)
+	if a.Str("code") != string(wire.CodeNoHistory) || !strings.Contains(a.Str("error"), "PG_HOST") {
+		t.Fatalf("GET of a set candidate: %s, want no-history naming PG_HOST", a.Raw)
 	}
 }
 
@@ -87,9 +94,8 @@ func TestShadowRefusals(t *testing.T) {
 	h.Expect(h.Do("PUT", url, `{"nodes":`), 400)
 	h.Expect(h.Do("PUT", url, strings.Repeat(" ", 70<<10)+`{}`), 413)
 	h.Expect(h.Do("GET", h.GraphURL("nope")+"/shadow", nil), 404)
-	a = h.Expect(h.Do("GET", url, nil), 404)
-	if a.Str("code") != string(wire.CodeShadowNotFound) {
-		t.Fatalf("GET before any PUT: %s", a.Raw)
+	if got := apitest.DecodeAs[wire.Shadow](t, h.Expect(h.Do("GET", url, nil), 200)); got.Set {
+		t.Fatalf("GET before any PUT: %+v", got)
 	}
 	if a := h.Expect(h.Do("GET", url+"?minutes=x", nil), 422); a.Str("field") != "minutes" {
 		t.Fatalf("minutes=x: %s", a.Raw)
@@ -105,7 +111,7 @@ func TestShadowRoundTrip(t *testing.T) {
 	db := h.WithHistory(t)
 	url := declare(t, h)
 	put := apitest.DecodeAs[wire.Shadow](t, h.Expect(h.Do("PUT", url, half), 200))
-	if len(put.Nodes) != 1 || put.Nodes[0].Node != "call" || !strings.Contains(string(put.Nodes[0].Budgets), `"count":50`) ||
+	if !put.Set || len(put.Nodes) != 1 || put.Nodes[0].Node != "call" || !strings.Contains(string(put.Nodes[0].Budgets), `"count":50`) ||
 		!put.Current || put.Recording != "forwarded" || put.EvaluatedThrough != nil || !strings.Contains(put.Nodes[0].Sentence, "not evaluated yet") {
 		t.Fatalf("PUT answered %+v", put)
 	}
@@ -131,7 +137,9 @@ func TestShadowRoundTrip(t *testing.T) {
 	if !d.Deleted {
 		t.Fatalf("DELETE answered %+v", d)
 	}
-	h.Expect(h.Do("GET", url, nil), 404)
+	if got := apitest.DecodeAs[wire.Shadow](t, h.Expect(h.Do("GET", url, nil), 200)); got.Set {
+		t.Fatalf("GET after DELETE: %+v", got)
+	}
 	if d := apitest.DecodeAs[wire.ShadowDeleted](t, h.Expect(h.Do("DELETE", url, nil), 200)); d.Deleted {
 		t.Fatal("a second DELETE says it deleted something")
 	}

@@ -198,6 +198,17 @@ export interface Observed {
 }
 
 /**
+ * SettleBody is the body of POST …/nodes/{node}/settle: the egress message
+ * as the worker popped it (its transactionId and data, the `_gate` stamp
+ * in it; other members are allowed and ignored) and the call's actual
+ * cost in the node's units.
+ */
+export interface SettleBody {
+  message: unknown;
+  actualCost: number;
+}
+
+/**
  * Settled is the 200 answer of POST …/nodes/{node}/settle: what the
  * reported actual cost did to each counter the message was charged to.
  */
@@ -728,7 +739,6 @@ export interface KeyLimits {
  * - `allowance-too-small`: the tried allowance admits less per sub-window than one item costs, so no item could ever pass.
  * - `recording-cost-changed`: the node's recorded cost per item changed inside the replayed range (second names where).
  * - `shadow-invalid`: a shadow candidate's body is not budgets per node ({"nodes": {"NODE": {"budgets": [...]}}}) of the graph's own nodes (field names what; a candidate whose budgets do not compile is declare-refused, naming the document field).
- * - `shadow-not-found`: the graph has no shadow candidate: PUT one to …/shadow first.
  * - `ai-off`: the AI configuration agent is off: the sentence says which knobs turn it on (rule ai-off).
  * - `ai-busy`: this replica already runs its most concurrent AI chats (rule ai-busy, Retry-After: 1).
  * - `ai-request`: the chat request breaks one of its bounds (rule ai-request, field).
@@ -829,7 +839,6 @@ export type Code =
   | "allowance-too-small"
   | "recording-cost-changed"
   | "shadow-invalid"
-  | "shadow-not-found"
   | "ai-off"
   | "ai-busy"
   | "ai-request"
@@ -1639,8 +1648,10 @@ export interface VendorSpan {
   /** Headers names the header family that spoke. */
   headers: string;
   /**
-   * Sentence says it in words ("the vendor enforced 10 where 50 is
-   * declared, from … to …").
+   * Sentence says it in words: "the vendor enforced 10 where 50 is
+   * declared, from … to …", or for one still holding "the vendor
+   * enforces 10 where 50 is declared, since … (until … unless it says so
+   * again)".
    */
   sentence: string;
 }
@@ -2361,6 +2372,11 @@ export interface ResolvedBudget {
   countSub: number;
   windowSubSeconds: number;
   ceilings: Record<string, number>;
+  /**
+   * Keys are the document's limits per key: scope value → its own count
+   * per TimeMs (absent when none; runtime ones are read from …/keys).
+   */
+  keys?: Record<string, number>;
 }
 
 /** ResolvedStage is one stage entry. */
@@ -2492,6 +2508,12 @@ export interface RecorderHealth {
 export interface Shadow {
   application: string;
   graph: string;
+  /**
+   * Set is false when the graph has no candidate: then every other
+   * field is empty (GET answers 200, so a page that asks is never an
+   * error, and needs no PostgreSQL to learn that nothing is set).
+   */
+  set: boolean;
   /** Since is when the candidate was set (ms): its results start there. */
   since: number;
   /** SetBy is who set it (the console identity, or "api"). */

@@ -99,7 +99,7 @@ export const api = {
     request<W.BackoffResponse>("POST", `${v1(app, graph)}/nodes/${seg(node)}/backoff`, reason ? { retryAfterSeconds, by, reason } : { retryAfterSeconds, by }),
   lift: (app: string, graph: string, node: string, reason: string) =>
     request<{ ok: boolean; cleared: string[] }>("DELETE", `${v1(app, graph)}/nodes/${seg(node)}/backoff`, reason ? { reason } : undefined),
-  /** Shadow limits (issue 27): the candidate and its per-minute results; 404 shadow-not-found when none is set. */
+  /** Shadow limits (issue 27): the candidate and its per-minute results; `set: false` when none is set. */
   shadow: (app: string, graph: string, minutes = 60) => request<W.Shadow>("GET", `${g(app, graph)}/shadow?minutes=${minutes}`),
   setShadow: (app: string, graph: string, candidate: unknown) => request<W.Shadow>("PUT", `${g(app, graph)}/shadow`, candidate),
   dropShadow: (app: string, graph: string) => request<W.ShadowDeleted>("DELETE", `${g(app, graph)}/shadow`),

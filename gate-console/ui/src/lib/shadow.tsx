@@ -39,7 +39,7 @@ export function candidateOf(spec: unknown, node: string): string {
 
 /** "if enforced: …" for one node, as the server says it (nothing when the node has no candidate). */
 export function ShadowNote({ shadow, node }: { shadow: Shadow | null; node: string }) {
-  const n = shadow?.nodes.find((x) => x.node === node);
+  const n = shadow?.set ? shadow.nodes.find((x) => x.node === node) : undefined;
   if (!shadow || !n) return null;
   const bad = n.ifEnforced.delayed > 0 || n.ifEnforced.backlog > 0;
   return <p className={`small ${bad ? "" : "muted"}`} data-testid="shadow-note"><span className="badge info">shadow</span> {n.sentence}</p>;
@@ -53,8 +53,8 @@ export function ShadowNote({ shadow, node }: { shadow: Shadow | null; node: stri
 export function ShadowCard({ app, graph, spec, etag, shadow, canWrite, flow, onStop }: {
   app: string; graph: string; spec: unknown; etag: string | null; shadow: Loaded<Shadow>; canWrite: boolean; flow: Flow; onStop: () => void;
 }) {
-  const s = shadow.data;
-  const missing = shadow.error?.body?.code === "shadow-not-found";
+  const s = shadow.data?.set ? shadow.data : null;
+  const missing = shadow.data !== null && !shadow.data.set;
   const off = shadow.error?.body?.code === "no-history";
   return (
     <section className="card" style={{ marginTop: 14 }} aria-labelledby="shadow-h" data-testid="shadow-card">

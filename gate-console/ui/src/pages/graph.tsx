@@ -8,6 +8,7 @@ import { graphHref, navigate, useQueryParam } from "../lib/router";
 import { dropSaved, keepSaved, readSaved, storedBy, useSaveFlow } from "../lib/save";
 import { ShadowCard, ShadowEditor, ShadowNote } from "../lib/shadow";
 import { Warnings } from "../lib/diffview";
+import { estimateQuality } from "../lib/settle";
 import { ago, BudgetBar, CopyButton, Empty, ErrorState, fmt, Link, Loading, pct, Unknown, useBrokerUp, useCanWrite, useMe, when, windowText } from "../lib/ui";
 import { HistoryPage } from "./history";
 import { EditPage } from "./edit";
@@ -252,6 +253,7 @@ function NodePanel({ view, n, onChanged, shadow }: { view: GraphView; n: NodeVie
       ) : null}
       {err ? <ErrorState error={err} what="the backoff" /> : null}
       <ExplainBox view={view} n={n} />
+      <Estimates n={n} />
       <h3>Budgets</h3>
       {n.budgets.length === 0 ? <p className="small muted">{view.watching ? "No budgets are enforced: the graph is in Watch." : "No budgets."}</p> : (
         <div className="tablewrap"><table>
@@ -309,6 +311,22 @@ function KeyLimitsBox({ view, node, budget, scopeBy }: { view: GraphView; node: 
         </>
       )}
     </section>
+  );
+}
+
+/** "Cost estimates": how the settled actual costs compare with what the relays charged (POST …/settle). */
+function Estimates({ n }: { n: NodeView }) {
+  const q = estimateQuality(n.settle);
+  if (!n.settle) {
+    return null;
+  }
+  const badge = q.tone === "good" ? <span className="badge good">close</span> : q.tone === "over" ? <span className="badge warn">high</span> : q.tone === "under" ? <span className="badge warn">low</span> : null;
+  return (
+    <>
+      <h3>Cost estimates {badge}</h3>
+      <p className="small" data-testid="settle-quality">{q.headline}{n.settle && n.settle.until ? <span className="muted"> Counted until {when(n.settle.until)}.</span> : null}</p>
+      {q.hint ? <p className="small muted">{q.hint}</p> : null}
+    </>
   );
 }
 

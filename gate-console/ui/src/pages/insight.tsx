@@ -195,7 +195,7 @@ export function VendorCheck({ v }: { v: VendorComparison }) {
 export function VendorSpans({ spans }: { spans: VendorSpan[] }) {
   return (
     <section className="card" data-testid="vendor-spans"><h2>The vendor's meter</h2>
-      <ul>{spans.map((s, i) => <li key={i}>Budget {s.budget} of node {s.node}: {s.sentence}{s.ended ? "" : s.until > Date.now() ? " (holds until then unless the vendor says otherwise)" : " (lapsed)"}</li>)}</ul>
+      <ul>{spans.map((s, i) => <li key={i}>Budget {s.budget} of node {s.node}: {s.sentence}</li>)}</ul>
       <p className="small muted">Recorded every second by gate-recorder from what workers report to observe.</p></section>
   );
 }

@@ -25,7 +25,7 @@ const stored = {
 };
 
 const shadow: Shadow = {
-  application: "shop", graph: "pay", since: Date.UTC(2026, 11, 2, 9, 0, 0), setBy: "ann@example.com", basedOn: "\"e4\"", current: true,
+  application: "shop", graph: "pay", set: true, since: Date.UTC(2026, 11, 2, 9, 0, 0), setBy: "ann@example.com", basedOn: "\"e4\"", current: true,
   recording: "forwarded", minutes: 60, evaluatedThrough: Date.UTC(2026, 11, 2, 9, 2, 0), unsupported: [], assumes: [],
   nodes: [{
     node: "call", budgets: [{ id: "call-1s", count: 50, timeMs: 1000 }],
@@ -111,8 +111,9 @@ test("the dry run's review is shown with the diff before anything is enforced; v
 });
 
 test("no candidate and no history read as such, never as an error", () => {
+  assert.equal(renderToStaticMarkup(h(ShadowNote, { shadow: { ...shadow, set: false }, node: "call" })), "");
   const none = renderToStaticMarkup(h(ShadowCard, { app: "shop", graph: "pay", spec: stored, etag: null, canWrite: true, flow: flowWith({ kind: "idle" }), onStop: () => {},
-    shadow: loaded(null, new ApiError(404, "no shadow", { error: "no shadow", code: "shadow-not-found" })) }));
+    shadow: loaded({ ...shadow, set: false, nodes: [] }) }));
   assert.match(none, /data-testid="shadow-none"/);
   assert.doesNotMatch(none, /error-state/);
   const off = renderToStaticMarkup(h(ShadowCard, { app: "shop", graph: "pay", spec: stored, etag: null, canWrite: true, flow: flowWith({ kind: "idle" }), onStop: () => {},

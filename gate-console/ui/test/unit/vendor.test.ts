@@ -35,8 +35,8 @@ test("a vendor that stated nothing below declared shows the sentence only", () =
 });
 
 test("the timeline lists each limit the vendor stated, in the server's words", () => {
-  const html = renderToStaticMarkup(h(VendorSpans, { spans: [span, { ...span, limit: 20, ended: false, until: 1, sentence: "the vendor enforced 20 where 50 is declared, from a to b" }] }));
+  const html = renderToStaticMarkup(h(VendorSpans, { spans: [span, { ...span, limit: 20, ended: false, until: 1, sentence: "the vendor enforces 20 where 50 is declared, since a (until b unless it says so again)" }] }));
   assert.match(html, /data-testid="vendor-spans"/);
   assert.match(html, /Budget rps of node call: the vendor enforced 10 where 50 is declared, from 1970-01-01T00:00:00Z to 1970-01-01T00:00:20Z<\/li>/);
-  assert.match(html, /the vendor enforced 20 where 50 is declared, from a to b \(lapsed\)/);
+  assert.match(html, /Budget rps of node call: the vendor enforces 20 where 50 is declared, since a \(until b unless it says so again\)<\/li>/);
 });
