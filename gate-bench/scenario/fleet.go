@@ -226,11 +226,16 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 		return nil, nil, err
 	}
 	want[one] = true
-	if !waitFor(ctx, 30*time.Second, func() bool { return b.pushRunning(ctx, one) }) {
-		return nil, notes, fmt.Errorf("the one-graph row's graph %s did not run within 30 s", one)
+	perItemOne := "not running in 30 s"
+	if waitFor(ctx, 30*time.Second, func() bool { return b.pushRunning(ctx, one) }) {
+		var note string
+		_, perItemOne, note = b.fleetLoad(ctx, st, f, []string{one})
+		notes = append(notes, "push into one graph: "+note)
+	} else {
+		// The spread load's backlog still holds the fleet: say so and go
+		// on with the rows that do not push.
+		notes = append(notes, fmt.Sprintf("push into one graph: %s did not answer running within 30 s of its PUT (the spread row's backlog)", one))
 	}
-	_, perItemOne, note := b.fleetLoad(ctx, st, f, []string{one})
-	notes = append(notes, "push into one graph: "+note)
 	list := b.latencies(ctx, 20, "/api/graphs?limit=50", "/api/targets?limit=50")
 	overview := b.latencies(ctx, 20, "/api/overview")
 	killed := "-"

@@ -2,8 +2,10 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 )
 
@@ -39,5 +41,24 @@ gate_relay_stage_forwarded_total{app="a",graph="g3",hop="0",node="in",path="main
 	if got := relayMetrics(context.Background(), srv.URL+"/nothing"); len(got) != 0 {
 		// The path is appended: /nothing/metrics answers 404 text.
 		t.Fatalf("a relay without /metrics gave %v", got)
+	}
+}
+
+// scale-fleet runs only when named, reads its fleets from
+// BENCH_SCALE_REPLICAS (1,3 by default) and refuses a fleet of none.
+func TestScaleFleetReadsItsReplicas(t *testing.T) {
+	t.Parallel()
+	all, err := Parse([]string{"all"}, func(string) string { return "" })
+	if err != nil || slices.Contains(all.Scenarios, "scale-fleet") || !slices.Equal(all.ScaleReplicas, []int{1, 3}) {
+		t.Fatalf("all = %v, replicas %v (%v): want scale-fleet left out and replicas 1,3", all.Scenarios, all.ScaleReplicas, err)
+	}
+	cfg, err := Parse([]string{"scale-fleet"}, func(k string) string { return map[string]string{"BENCH_SCALE_REPLICAS": "3"}[k] })
+	if err != nil || !slices.Equal(cfg.Scenarios, []string{"scale-fleet"}) || !slices.Equal(cfg.ScaleReplicas, []int{3}) {
+		t.Fatalf("scale-fleet with BENCH_SCALE_REPLICAS=3: %+v %v (%v)", cfg.Scenarios, cfg.ScaleReplicas, err)
+	}
+	for _, bad := range []string{"0", "1,x", "-3"} {
+		if _, err := Parse([]string{"scale-fleet"}, func(k string) string { return map[string]string{"BENCH_SCALE_REPLICAS": bad}[k] }); !errors.Is(err, ErrUsage) {
+			t.Errorf("BENCH_SCALE_REPLICAS=%q: %v, want a usage error", bad, err)
+		}
 	}
 }
