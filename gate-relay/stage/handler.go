@@ -247,8 +247,10 @@ func (h *handler) followMeters() {
 // scope value's own (libs/budget KeyCeilings: a runtime key limit row,
 // else the document's keys, else the budget's) before every attempt, so a
 // limit changed while the claim waited applies to the window it is
-// admitted in. A failed read keeps the document's counts and is logged at
-// debug (the charge call that follows meets the same broker).
+// admitted in. A failed read keeps the counts last known (the document's
+// when none was read) and is logged as a warning on the first failure and
+// every thousandth after it, so a broker that cannot serve key limit rows
+// is seen without a line per attempt.
 func (h *handler) followKeys() {
 	n := h.s.cfg.Node
 	if h.s.cfg.Limiter == nil || h.s.cfg.Limiter.Keys == nil || !n.Scoped() {
@@ -257,7 +259,9 @@ func (h *handler) followKeys() {
 	ctx, cancel := h.call()
 	defer cancel()
 	if err := h.s.cfg.Limiter.KeyCeilings(ctx, n, h.s.cfg.Stage.Path, &h.batch); err != nil {
-		h.s.log.Debug("reading key limits failed; the document's counts apply to this attempt", "error", err)
+		if n := h.s.keyReadFailures.Add(1); n == 1 || n%1000 == 0 {
+			h.s.log.Warn("reading key limits failed; the counts last known apply to this attempt", "error", err, "failures", n)
+		}
 	}
 }
 

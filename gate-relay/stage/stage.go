@@ -164,6 +164,9 @@ type Stage struct {
 	// corrections the correction rows written.
 	windows             windowCache
 	forged, corrections atomic.Int64
+	// keyReadFailures counts attempts whose key limit rows could not be
+	// read (followKeys).
+	keyReadFailures atomic.Int64
 	// dozer is when the stage last claimed or was woken, and its dozing
 	// workers' wake (a Fed stage only).
 	dozer dozer
