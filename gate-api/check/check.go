@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -280,6 +281,9 @@ func WriteText(w io.Writer, r Report) {
 			}
 			fmt.Fprintf(w, "    %s.%s %d/%dms = %d sub-windows of %d per %ds, key %s%s, ceilings %s\n",
 				n.Node, b.ID, b.Count, b.TimeMs, b.SubWindows, b.CountSub, b.WindowSubSeconds, b.Key, scope, ceilings(b.Ceilings))
+			if len(b.Keys) > 0 {
+				fmt.Fprintf(w, "      %d limits per key (a runtime limit wins for the same value): %s\n", len(b.Keys), keyList(b.Keys, 10))
+			}
 		}
 	}
 	fmt.Fprintln(w, "  stages:")
@@ -298,6 +302,20 @@ func line(f finding.Finding) string {
 		return "[" + f.Rule + "] " + f.Message
 	}
 	return "[" + f.Rule + "] " + f.At + ": " + f.Message
+}
+
+// keyList is the first n limits per key in value order, "value=count", and
+// how many more.
+func keyList(m map[string]int64, n int) string {
+	vals := slices.Sorted(maps.Keys(m))
+	parts := make([]string, 0, min(n, len(vals))+1)
+	for _, v := range vals[:min(n, len(vals))] {
+		parts = append(parts, fmt.Sprintf("%q=%d", v, m[v]))
+	}
+	if len(vals) > n {
+		parts = append(parts, fmt.Sprintf("… %d more", len(vals)-n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func ceilings(m map[string]int64) string {

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -149,5 +151,27 @@ func TestParseArgs(t *testing.T) {
 	}
 	if !o.JSON || !o.Target || o.App != "x" || len(o.Files) != 2 || o.Files[1] != "--weird.json" {
 		t.Errorf("%+v", o)
+	}
+}
+
+// check prints a budget's limits per key, and refuses keys on an unscoped
+// budget naming the pointer.
+func TestLimitsPerKeyAreChecked(t *testing.T) {
+	t.Parallel()
+	code, out, _ := run(t, "../../examples/tiers.json")
+	if code != ExitAccepted || !strings.Contains(out, `2 limits per key (a runtime limit wins for the same value): "acme-enterprise"=600, "trial-7"=6`) {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	doc, err := os.ReadFile("../../examples/tiers.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(strings.Replace(string(doc), `"confidence": "assumed" },`, `"confidence": "assumed", "keys": {"a": 5} },`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = run(t, bad)
+	if code != ExitRefused || !strings.Contains(out, "error   [budget-keys] /nodes/call/budgets/0/keys:") {
+		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }

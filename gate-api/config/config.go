@@ -101,6 +101,10 @@ type Config struct {
 	// while the door's broker calls are all in flight leave together in
 	// the next one; 1 sends every push in a call of its own.
 	PushBatch int
+	// ItemRecordSeconds is how long the push door keeps its record of an
+	// item pushed with a txn, for explain by transaction id
+	// (GATE_ITEM_RECORD_SECONDS, default 86400, 0..604800; 0 = no records).
+	ItemRecordSeconds int
 	// AI is the configuration agent: GATE_AI_PROVIDER, GATE_AI_MODEL, the
 	// provider's key, its base URL knob, whether history is configured,
 	// and the agent's fixed limits (see libs/agent's README).
@@ -128,6 +132,7 @@ func Default() Config {
 		BrokerTimeout:     time.Duration(knob.BrokerTimeout.Default) * time.Millisecond,
 		PushInflightBytes: DefaultPushInflightBytes,
 		PushBatch:         knob.PushBatch.Default,
+		ItemRecordSeconds: knob.ItemRecordSeconds.Default,
 		History: knob.History{Port: knob.DefaultPGPort, User: knob.DefaultPGUser, Database: knob.DefaultPGDatabase,
 			Schema: knob.DefaultHistorySchema},
 		AI: agent.Config{AI: knob.AI{
@@ -178,6 +183,8 @@ func Load(getenv func(string) string) (Config, error) {
 	num("GATE_PUSH_INFLIGHT_BYTES", &inflight, int(c.MaxPushBodyBytes), MaxPushInflightBytes)
 	c.PushInflightBytes = int64(inflight)
 	c.PushBatch, err = knob.PushBatch.Read(getenv)
+	errs = append(errs, err)
+	c.ItemRecordSeconds, err = knob.ItemRecordSeconds.Read(getenv)
 	errs = append(errs, err)
 	shutdown := int(c.ShutdownTimeout / time.Second)
 	num("GATE_SHUTDOWN_SECONDS", &shutdown, 1, 300)

@@ -25,6 +25,8 @@ func TestLoad(t *testing.T) {
 		{"push batch clamped", map[string]string{"GATE_PUSH_BATCH": "0"}, func(c Config) bool { return c.PushBatch == 1 }, ""},
 		{"push batch capped", map[string]string{"GATE_PUSH_BATCH": "100000"}, func(c Config) bool { return c.PushBatch == 1000 }, ""},
 		{"push batch unreadable", map[string]string{"GATE_PUSH_BATCH": "many"}, nil, "GATE_PUSH_BATCH=\"many\" is not a whole number"},
+		{"item records off", map[string]string{"GATE_ITEM_RECORD_SECONDS": "0"}, func(c Config) bool { return c.ItemRecordSeconds == 0 }, ""},
+		{"item records default a day", map[string]string{}, func(c Config) bool { return c.ItemRecordSeconds == 86400 }, ""},
 		{"lease at least 1", map[string]string{"GATE_LEASE_SECONDS": "0"}, func(c Config) bool { return c.LeaseSeconds == 1 }, ""},
 		{"refresh", map[string]string{"GATE_API_REFRESH_MS": "250"}, func(c Config) bool { return c.Refresh == 250*time.Millisecond }, ""},
 		{"declare wait default", nil, func(c Config) bool { return c.DeclareWait == 5*time.Second }, ""},

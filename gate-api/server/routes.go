@@ -10,6 +10,7 @@ import (
 	"github.com/queen-mq/gate/gate-api/internal/insight"
 	"github.com/queen-mq/gate/gate-api/internal/live"
 	"github.com/queen-mq/gate/gate-api/internal/push"
+	"github.com/queen-mq/gate/gate-api/internal/shadowlimits"
 	"github.com/queen-mq/gate/libs/httpapi"
 	"github.com/queen-mq/gate/libs/wire"
 )
@@ -28,6 +29,7 @@ func (s *Server) routes(requests *prometheus.CounterVec, door *push.Door, lv *li
 	s.declare.Routes(r)
 	lv.Routes(r)
 	in.Routes(r)
+	shadowlimits.New(s.p).Routes(r)
 	small := cfg.BodyBytes
 	get := func(name, path string, h httpapi.Handler) {
 		r.Handle(httpapi.Route{Name: name, Method: http.MethodGet, Path: path, Limit: small, Flat: true}, h)

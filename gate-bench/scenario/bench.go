@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 		logger := slog.New(slog.NewTextHandler(cfg.Log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		b.logf("starting the embedded stack (miniqueen, gate-api, gate-relay; broker calls counted by the relay's own client)…")
 		env := []string{"GATE_STATUS_SECONDS=1"}
-		if slices.Contains(cfg.Scenarios, "scale") {
+		if slices.Contains(cfg.Scenarios, "scale") || slices.Contains(cfg.Scenarios, "scale-fleet") {
 			// A PUT answers once stored: the scale scenario times the
 			// PUT and the wait for a relay apart.
 			env = append(env, "GATE_DECLARE_WAIT_MS=0")
@@ -183,8 +183,14 @@ func (b *Bench) scenario(ctx context.Context, name string) ([]stats.Table, error
 		return b.watch(ctx)
 	case "observe":
 		return b.observe(ctx)
+	case "mirrored":
+		return b.mirrored(ctx)
+	case "settle":
+		return b.settle(ctx)
 	case "scale":
 		return b.scale(ctx)
+	case "scale-fleet":
+		return b.fleet(ctx)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }

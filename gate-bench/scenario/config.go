@@ -14,11 +14,11 @@ import (
 var ErrUsage = errors.New("usage")
 
 // Names are the scenarios in the order `all` runs them.
-var Names = []string{"health", "push", "drain", "throughput", "contention", "throttled", "idle", "overhead", "peers", "watch", "observe"}
+var Names = []string{"health", "push", "drain", "throughput", "contention", "throttled", "idle", "overhead", "peers", "watch", "observe", "mirrored", "settle"}
 
-// Extra are the scenarios run only when named (not by all): scale
-// declares up to thousands of graphs.
-var Extra = []string{"scale"}
+// Extra are the scenarios run only when named (not by all): scale and
+// scale-fleet declare up to thousands of graphs.
+var Extra = []string{"scale", "scale-fleet"}
 
 // Config is one gate-bench invocation. Parse fills it; zero fields take
 // the defaults named on each.
@@ -53,6 +53,9 @@ type Config struct {
 	// ScaleGraphs is BENCH_SCALE_GRAPHS (100,1000): the cumulative graph
 	// counts the scale scenario steps through.
 	ScaleGraphs []int
+	// ScaleReplicas is BENCH_SCALE_REPLICAS (1,3): the relay fleets
+	// scale-fleet starts at each graph count.
+	ScaleReplicas []int
 	// Embedded starts miniqueen, gate-api and gate-relay itself.
 	Embedded bool
 	// JSONFile receives the tables as JSON ("" = none).
@@ -68,7 +71,7 @@ const MaxPayloadBytes = 65536
 // Usage is gate-bench's help text.
 const Usage = `usage: gate-bench [--embedded] [--json FILE] all | NAME[,NAME...]
 
-scenarios: health, push, drain, throughput, contention, throttled, idle, overhead, peers, watch, observe
+scenarios: health, push, drain, throughput, contention, throttled, idle, overhead, peers, watch, observe, mirrored, settle
            scale (only when named: N two-node graphs, BENCH_SCALE_GRAPHS)
 
 env: GATE_URL (http://127.0.0.1:8788)  GATE_APP (bench)  QUEEN_URL (http://127.0.0.1:6632)
@@ -181,6 +184,9 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 		if n <= scaleSample || (i > 0 && n <= cfg.ScaleGraphs[i-1]) {
 			return Config{}, fmt.Errorf("%w: BENCH_SCALE_GRAPHS must be increasing counts each over %d, got %q", ErrUsage, scaleSample, getenv("BENCH_SCALE_GRAPHS"))
 		}
+	}
+	if cfg.ScaleReplicas, err = intList("BENCH_SCALE_REPLICAS", getenv("BENCH_SCALE_REPLICAS"), []int{1, 3}); err != nil {
+		return Config{}, err
 	}
 	cfg.Out, cfg.Log = os.Stdout, os.Stderr
 	return cfg, nil

@@ -32,6 +32,12 @@ type relayRun struct {
 // until everything is forwarded, 12 × BENCH_SECONDS pass, or 20 polls in a
 // row show no progress.
 func (b *Bench) prefillAndRelay(ctx context.Context, graph string, doc map[string]any, nodes []string, egress []string, per, partitions int) (relayRun, error) {
+	return b.prefillAndRelayThen(ctx, graph, doc, nodes, egress, per, partitions, nil)
+}
+
+// prefillAndRelayThen is prefillAndRelay with then, when set, called right
+// after the declare (before the wait; its time counts).
+func (b *Bench) prefillAndRelayThen(ctx context.Context, graph string, doc map[string]any, nodes []string, egress []string, per, partitions int, then func(context.Context) error) (relayRun, error) {
 	var rr relayRun
 	var fillRate float64
 	for _, n := range nodes {
@@ -65,6 +71,14 @@ func (b *Bench) prefillAndRelay(ctx context.Context, graph string, doc map[strin
 	}
 	for _, s := range d.Resolved.Stages {
 		rr.Concurrency += int(s.Concurrency)
+	}
+	if then != nil {
+		if err := then(ctx); err != nil {
+			for _, d := range drains {
+				d.close()
+			}
+			return rr, err
+		}
 	}
 	deadline := t0.Add(12 * b.cfg.Seconds)
 	last, stale := -1, 0

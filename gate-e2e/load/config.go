@@ -96,6 +96,11 @@ type Config struct {
 	// answer to observe (GATE_E2E_VENDOR_OBSERVE=0 turns it off: the
 	// "before" run).
 	VendorObserve bool
+	// VendorSettle runs `vendor settle`: items estimated at 4× their cost,
+	// settled after the call (SettleReports false: never settled, the
+	// figure before).
+	VendorSettle  bool
+	SettleReports bool
 	// Seed seeds chaos timing (GATE_E2E_SEED; 0 = time-based).
 	Seed int64
 	// Dump, when set, is a file the run's raw observation and params are
@@ -111,8 +116,8 @@ type Config struct {
 const Usage = `usage: gate-e2e [--embedded] [--json] [--direct] [--no-progress] [--exact-name]
                 [SCENARIO] [GRAPH] [RATE] [TOTAL] [SECONDS] [WINDOW_S] [BATCH]
 
-  SCENARIO  load (default), replicas, chaos, backoff or vendor; a first word that is
-            not a scenario is the graph name of a load run
+  SCENARIO  load (default), replicas, chaos, backoff, vendor or vendor settle; a first
+            word that is not a scenario is the graph name of a load run
   GRAPH     graph name (default: the scenario name; "-{runId}" is appended unless --exact-name)
   RATE      declared items per second on the shared node (default 50)
   TOTAL     items pushed (default 3000)
@@ -130,6 +135,7 @@ env: GATE_URL (http://127.0.0.1:8788), QUEEN_URL (http://127.0.0.1:6632),
      GATE_E2E_DUMP (a file the raw observation is written to, for replaying a judgement)
      vendor: GATE_E2E_VENDOR_LIMITS (20,10: the vendor's limit per second, one per
      phase of SECONDS, default 30), GATE_E2E_VENDOR_OBSERVE (0: workers do not report)
+     vendor settle: GATE_E2E_SETTLE (0: workers do not settle)
 exit: 0 every gate passed, 1 a gate failed, 2 usage or setup error
 `
 
@@ -169,6 +175,10 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 				// "load" is both the default scenario and the reference's
 				// graph name: `gate-e2e load 50 3000 20` is graph load.
 				if s != ScenarioLoad {
+					pos = pos[1:]
+				}
+				if s == ScenarioVendor && len(pos) > 0 && pos[0] == "settle" {
+					cfg.VendorSettle = true
 					pos = pos[1:]
 				}
 				break
@@ -226,6 +236,7 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 		}
 	}
 	cfg.VendorObserve = getenv("GATE_E2E_VENDOR_OBSERVE") != "0"
+	cfg.SettleReports = getenv("GATE_E2E_SETTLE") != "0"
 	if v := getenv("GATE_E2E_VENDOR_LIMITS"); v != "" {
 		for _, f := range strings.Split(v, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))

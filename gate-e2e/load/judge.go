@@ -145,6 +145,8 @@ type Report struct {
 	// Vendor is the vendor scenario's report (nil for the others, whose
 	// fields above it leaves zero).
 	Vendor *VendorReport `json:"vendor,omitempty"`
+	// Settle is the `vendor settle` scenario's report.
+	Settle *SettleReport `json:"settle,omitempty"`
 }
 
 // AccountingSummary is window.Accounting without the windows.

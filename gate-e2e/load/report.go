@@ -28,6 +28,11 @@ func WriteJSON(w io.Writer, cfg Config, r Report) error {
 // WriteText writes the human report: the declared ceiling, the figures, a
 // per-second table and each gate with its numbers.
 func WriteText(w io.Writer, cfg Config, r Report) {
+	if r.Settle != nil {
+		writeSettle(w, r)
+		writeVerdict(w, r)
+		return
+	}
 	if r.Vendor != nil {
 		writeVendor(w, r)
 		writeVerdict(w, r)

@@ -60,6 +60,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return Report{}, fmt.Errorf("%w: broker client: %w", ErrSetup, err)
 	}
 	r.q = qc
+	if cfg.Scenario == ScenarioVendor && cfg.VendorSettle {
+		return r.vendorSettle(ctx)
+	}
 	if cfg.Scenario == ScenarioVendor {
 		return r.vendor(ctx)
 	}
@@ -98,27 +101,40 @@ type runner struct {
 	lastKV atomic.Int64
 }
 
-func (r *runner) run(ctx context.Context) (Report, error) {
+// declare names the run's graph (the configured name, with the run id
+// unless --exact-name), declares doc(graph) and returns the answer and the
+// deferred delete of the graph. Every scenario starts with it.
+func (r *runner) declare(ctx context.Context, doc func(graph string) map[string]any) (gateapi.Declared, func(), error) {
 	cfg := r.cfg
 	r.runID = strconv.FormatInt(time.Now().Unix()%100000, 10)
 	r.graph = cfg.Graph
 	if !cfg.ExactName {
 		r.graph = cfg.Graph + "-" + r.runID
 	}
-	doc := Document(cfg.App, r.graph, cfg.Rate, cfg.WindowS, cfg.Batch)
 	dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	decl, err := r.api.Declare(dctx, cfg.App, r.graph, doc)
+	decl, err := r.api.Declare(dctx, cfg.App, r.graph, doc(r.graph))
 	cancel()
 	if err != nil {
-		return Report{}, fmt.Errorf("%w: declaring %s/%s: %w", ErrSetup, cfg.App, r.graph, err)
+		return decl, func() {}, fmt.Errorf("%w: declaring %s/%s: %w", ErrSetup, cfg.App, r.graph, err)
 	}
-	defer func() {
+	return decl, func() {
 		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := r.api.Delete(c, cfg.App, r.graph); err != nil {
 			fmt.Fprintf(cfg.Log, "gate-e2e: deleting %s/%s: %v\n", cfg.App, r.graph, err)
 		}
-	}()
+	}, nil
+}
+
+func (r *runner) run(ctx context.Context) (Report, error) {
+	cfg := r.cfg
+	decl, cleanup, err := r.declare(ctx, func(graph string) map[string]any {
+		return Document(cfg.App, graph, cfg.Rate, cfg.WindowS, cfg.Batch)
+	})
+	if err != nil {
+		return Report{}, err
+	}
+	defer cleanup()
 	ip, ok := decl.Resolved.Node(NodeIP)
 	if !ok {
 		return Report{}, fmt.Errorf("%w: the declare answer has no node %q", ErrSetup, NodeIP)

@@ -162,22 +162,11 @@ func (v *fakeVendor) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 // vendor runs the vendor scenario.
 func (r *runner) vendor(ctx context.Context) (Report, error) {
 	cfg := r.cfg
-	r.runID = strconv.FormatInt(time.Now().Unix()%100000, 10)
-	r.graph = cfg.Graph
-	if !cfg.ExactName {
-		r.graph = cfg.Graph + "-" + r.runID
-	}
-	decl, err := r.api.Declare(ctx, cfg.App, r.graph, VendorDocument(cfg.App, r.graph, cfg.Rate))
+	decl, cleanup, err := r.declare(ctx, func(graph string) map[string]any { return VendorDocument(cfg.App, graph, cfg.Rate) })
 	if err != nil {
-		return Report{}, fmt.Errorf("%w: declaring %s/%s: %w", ErrSetup, cfg.App, r.graph, err)
+		return Report{}, err
 	}
-	defer func() {
-		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := r.api.Delete(c, cfg.App, r.graph); err != nil {
-			fmt.Fprintf(cfg.Log, "gate-e2e: deleting %s/%s: %v\n", cfg.App, r.graph, err)
-		}
-	}()
+	defer cleanup()
 	n, ok := decl.Resolved.Node(NodeCall)
 	if !ok {
 		return Report{}, fmt.Errorf("%w: the declare answer has no node %q", ErrSetup, NodeCall)

@@ -64,6 +64,10 @@ type Recorder struct {
 	lastMinute int64
 	lastHour   int64
 	failing    int
+
+	// vendor is the vendor meter sampler's memory (vendor.go).
+	vendor        vendorState
+	vendorFailing int
 }
 
 // New checks cfg and returns a Recorder ready to Start.
@@ -100,8 +104,35 @@ func (r *Recorder) Start(ctx context.Context) error {
 			}
 		}
 	})
+	r.Go(func() { r.vendorLoop(ctx) })
 	r.Ready()
 	return nil
+}
+
+// vendorLoop samples the vendor meter rows every VendorPeriod until ctx
+// ends, logging the first failure of a run of them and its recovery.
+func (r *Recorder) vendorLoop(ctx context.Context) {
+	tick := r.cfg.Clock.NewTicker(VendorPeriod)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C():
+		}
+		if _, err := r.SampleVendor(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			r.vendorFailing++
+			if r.vendorFailing == 1 || r.vendorFailing%60 == 0 {
+				r.log.Warn("vendor meter sampling failed; the spans are written once it recovers", "error", err, "failures", r.vendorFailing)
+			}
+		} else if r.vendorFailing > 0 {
+			r.log.Info("vendor meter sampling recovered", "afterFailures", r.vendorFailing)
+			r.vendorFailing = 0
+		}
+	}
 }
 
 // Tick is one period: drain, and when a new minute (hour) began, the
@@ -132,6 +163,9 @@ func (r *Recorder) Tick(ctx context.Context) {
 		r.lastMinute = m
 		if err := r.Sample(ctx); err != nil {
 			r.log.Warn("queue snapshots failed", "error", err)
+		}
+		if _, err := r.Shadow(ctx); err != nil {
+			r.log.Warn("shadow limits pass failed", "error", err)
 		}
 	}
 	if h := now.UnixMilli() / 3600000; h != r.lastHour {
@@ -226,17 +260,31 @@ func ToBatch(entries []handover.Entry) history.Batch {
 
 // Prune is the hourly pass as of the clock's now: retention, then sealing
 // the hours of minute roll-ups that can no longer change (the Watch
-// summary reads them whole).
+// summary reads them whole) and packing the hours of per-second samples
+// that can no longer change (a replay reads them as one row per path).
 func (r *Recorder) Prune(ctx context.Context) (history.Pruned, error) {
 	now := r.cfg.Clock.Now()
 	p, err := r.cfg.DB.Prune(ctx, now)
 	if err != nil {
 		return p, err
 	}
+	if _, err := r.cfg.DB.PruneShadow(ctx, now); err != nil {
+		return p, err
+	}
 	if n, err := r.cfg.DB.SealHours(ctx, now); err != nil {
 		return p, err
 	} else if n > 0 {
 		r.log.Debug("roll-up hours sealed", "hours", n)
+	}
+	if n, err := r.cfg.DB.SealSeries(ctx, now); err != nil {
+		return p, err
+	} else if n > 0 {
+		r.log.Debug("sample hours sealed", "hours", n)
+	}
+	if n, err := r.cfg.DB.PruneVendorSpans(ctx, now); err != nil {
+		return p, err
+	} else if n > 0 {
+		r.log.Debug("vendor meter spans pruned", "spans", n)
 	}
 	return p, nil
 }

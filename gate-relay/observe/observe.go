@@ -102,6 +102,9 @@ type graphKey struct{ app, graph string }
 type graphRec struct {
 	rt      Runtime
 	started time.Time
+	// session is the recording session the recorders were minted for (the
+	// Watch's, or a shadow candidate's; 0 = none).
+	session int64
 	closed  int64
 	nodes   map[string]*nodeRec
 }
@@ -144,6 +147,9 @@ type Handover struct {
 	written map[string]*written
 	// lazy is when Observe last synced on a settle of an unknown runtime.
 	lazy time.Time
+	// shadows are the graphs with a shadow candidate (shadow.go): the
+	// candidate's since, read once per flush.
+	shadows map[graphKey]int64
 }
 
 // New returns a Handover for cfg.
@@ -237,13 +243,18 @@ func (h *Handover) sync(now int64) {
 	for _, rt := range h.cfg.Source.Runtimes() {
 		k := graphKey{rt.App, rt.Graph}
 		seen[k] = true
+		rt.Watch = h.sampling(k, rt.Watch, now)
+		session := int64(0)
+		if rt.Watch != nil {
+			session = rt.Watch.Session
+		}
 		g := h.graphs[k]
-		if g != nil && !g.started.Equal(rt.Started) {
+		if g != nil && (!g.started.Equal(rt.Started) || g.session != session) {
 			h.retire(g, now)
 			g = nil
 		}
 		if g == nil {
-			g = &graphRec{rt: rt, started: rt.Started, nodes: map[string]*nodeRec{}}
+			g = &graphRec{rt: rt, started: rt.Started, session: session, nodes: map[string]*nodeRec{}}
 			h.graphs[k] = g
 		}
 		g.rt = rt
@@ -426,6 +437,7 @@ func (n *nodeRec) pending() bool {
 // gate-recorder committed (gone before their TTL) and forget them, then
 // write every new or changed row (and refresh old ones) in kv batches.
 func (h *Handover) Flush(ctx context.Context) error {
+	h.readShadows(ctx)
 	h.mu.Lock()
 	nowT := h.cfg.Clock.Now()
 	now := nowT.UnixMilli()

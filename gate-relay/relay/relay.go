@@ -17,6 +17,7 @@ import (
 	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/capability"
 	"github.com/queen-mq/gate/libs/clock"
+	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
@@ -100,6 +101,9 @@ type Relay struct {
 	denials *denial.Ring
 	log     *slog.Logger
 	admit   *stage.Admission
+	// signer signs the stamps' charge records with the fleet's key (kv
+	// store.StampKeyKey), read on the first launch that succeeds in it.
+	signer atomic.Pointer[cost.Signer]
 	// brokerDown is set while the broker did not answer (a store read or
 	// a change-signal read failed without an answer), so the next good
 	// read re-probes it (the broker may have changed).
@@ -153,6 +157,7 @@ func New(cfg Config) (*Relay, error) {
 		limiter: &budget.Limiter{
 			KV: cfg.Client, NS: cfg.Store.Namespace(), Observer: cfg.BudgetObserver,
 			Meters: budget.NewMeters(cfg.Client, cfg.Store.Namespace(), cfg.Clock, 0),
+			Keys:   budget.NewKeyLimits(cfg.Client, cfg.Store.Namespace(), cfg.Clock, 0, 0),
 		},
 		denials: &denial.Ring{}, log: cfg.Logger,
 		graphs: map[string]*runtime{}, lastErrs: map[string]string{},

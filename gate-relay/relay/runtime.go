@@ -10,6 +10,7 @@ import (
 
 	"github.com/queen-mq/gate/gate-relay/stage"
 	"github.com/queen-mq/gate/libs/clock"
+	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/declare"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/provision"
@@ -105,6 +106,7 @@ func (r *Relay) launch(ctx context.Context, doc store.Document, p *plan.Plan) (*
 			}
 		}
 	}
+	signer := r.stampSigner(ctx)
 	var stages []*stage.Stage
 	for i := range p.Stages {
 		st := p.Stages[i]
@@ -114,6 +116,7 @@ func (r *Relay) launch(ctx context.Context, doc store.Document, p *plan.Plan) (*
 			Client: r.client, Limiter: r.limiter, Lease: r.cfg.Lease, PollTimeout: r.cfg.PollTimeout,
 			MaxPark: r.cfg.MaxPark, SeedFrom: seed, Clock: r.cfg.Clock, Logger: r.log,
 			Denials: r.denials, Observer: r.cfg.Observer, Admission: r.admit, Linger: r.cfg.Linger,
+			Signer: signer,
 		})
 		if err != nil {
 			rt.setErr(err.Error())
@@ -186,4 +189,20 @@ func (rt *runtime) status() store.GraphStatus {
 		g.Stages = append(g.Stages, s.Status())
 	}
 	return g
+}
+
+// stampSigner returns the fleet's stamp signer, reading (or creating) the
+// key once. A failed read is logged and the graph runs without charge
+// records (its items cannot be settled) until a later launch reads it.
+func (r *Relay) stampSigner(ctx context.Context) *cost.Signer {
+	if sg := r.signer.Load(); sg != nil {
+		return sg
+	}
+	sg, err := r.store.StampSigner(ctx)
+	if err != nil {
+		r.log.Warn("reading the fleet's stamp key failed; this graph's items carry no charge records and cannot be settled until it is read", "error", err)
+		return nil
+	}
+	r.signer.Store(sg)
+	return sg
 }

@@ -127,50 +127,16 @@ func TestSimulationMatchesALiveRelay(t *testing.T) {
 			relayStarted = true
 		}
 	}
-	// Done when every item is at the egress AND the relay has reported the
-	// terminal settles of all of them: a stage reports a claim's counter
-	// writes before its settle, so then no write is still on its way to
-	// the recorder (the egress alone can show items a moment before the
-	// relay has told its observers about them).
-	terminal := map[[2]string]bool{}
-	for _, c := range cases {
-		for _, st := range c.plan.Stages {
-			for _, d := range st.Destinations {
-				if d.Terminal {
-					terminal[[2]string{c.graph, st.Path + "/" + st.Node}] = true
-				}
+	totals := make([]int, len(cases))
+	for ci := range cases {
+		for _, w := range waves[ci] {
+			for _, n := range w.items {
+				totals[ci] += n
 			}
 		}
 	}
-	gatetest.Eventually(t, 90*time.Second, func() bool {
-		_, settles := e.rec.snapshot()
-		settled := map[string]int{}
-		for _, s := range settles {
-			if terminal[[2]string{s.Graph, s.Path + "/" + s.Node}] {
-				settled[s.Graph] += s.Items
-			}
-		}
-		for ci, c := range cases {
-			total := 0
-			for _, w := range waves[ci] {
-				for _, n := range w.items {
-					total += n
-				}
-			}
-			if e.egressCount(e.b.Queue(fmt.Sprintf("%s.out", c.graph))) < total || settled[c.graph] < total {
-				return false
-			}
-		}
-		return true
-	})
-	writes, _ := e.rec.snapshot()
-	live := map[string]map[time.Time]int64{}
-	for _, w := range writes {
-		if live[w.Key] == nil {
-			live[w.Key] = map[time.Time]int64{}
-		}
-		live[w.Key][w.ExpiresAt] += w.Delta
-	}
+	waitDelivered(t, e, cases, totals, 90*time.Second)
+	live := liveWindows(e)
 	for ci, c := range cases {
 		arr := map[string][]simulate.Second{}
 		for _, w := range waves[ci] {
@@ -183,32 +149,14 @@ func TestSimulationMatchesALiveRelay(t *testing.T) {
 		for _, w := range sim.Windows {
 			simWin[w.Key] = append(simWin[w.Key], w.Total)
 		}
-		for _, n := range c.plan.Nodes {
-			for _, b := range n.Budgets {
-				ceiling := int64(0)
-				claim := int64(0)
-				for _, st := range c.plan.Stages {
-					if st.Node == n.Name {
-						claim = max(claim, int64(st.Batch))
-						ceiling = max(ceiling, b.Ceilings[st.Path])
-					}
-				}
-				var ends []time.Time
-				for end := range live[b.Key] {
-					ends = append(ends, end)
-				}
-				sort.Slice(ends, func(i, j int) bool { return ends[i].Before(ends[j]) })
-				var real []int64
+		for i := range c.plan.Nodes {
+			n := &c.plan.Nodes[i]
+			for j := range n.Budgets {
+				b := &n.Budgets[j]
+				ceiling, claim, _, real := budgetWindows(t, c, n, b, live)
 				var realSum, simSum int64
-				for _, end := range ends {
-					v := live[b.Key][end]
-					if v > ceiling {
-						t.Fatalf("%s %s: the relay's window ending %s holds %d over the ceiling %d", c.graph, b.ID, end, v, ceiling)
-					}
-					if v > 0 {
-						real = append(real, v)
-						realSum += v
-					}
+				for _, v := range real {
+					realSum += v
 				}
 				for _, v := range simWin[b.Key] {
 					simSum += v
@@ -300,39 +248,8 @@ func TestReplayMatchesALiveRelayUnderContinuousArrivals(t *testing.T) {
 		}
 	}
 	end := time.Now().UnixMilli()/1000*1000 + 1000
-	terminal := map[[2]string]bool{}
-	for _, c := range cases {
-		for _, st := range c.plan.Stages {
-			for _, d := range st.Destinations {
-				if d.Terminal {
-					terminal[[2]string{c.graph, st.Path + "/" + st.Node}] = true
-				}
-			}
-		}
-	}
-	gatetest.Eventually(t, 120*time.Second, func() bool {
-		_, settles := e.rec.snapshot()
-		settled := map[string]int{}
-		for _, s := range settles {
-			if terminal[[2]string{s.Graph, s.Path + "/" + s.Node}] {
-				settled[s.Graph] += s.Items
-			}
-		}
-		for ci, c := range cases {
-			if e.egressCount(e.b.Queue(fmt.Sprintf("%s.out", c.graph))) < totals[ci] || settled[c.graph] < totals[ci] {
-				return false
-			}
-		}
-		return true
-	})
-	writes, _ := e.rec.snapshot()
-	live := map[string]map[time.Time]int64{}
-	for _, w := range writes {
-		if live[w.Key] == nil {
-			live[w.Key] = map[time.Time]int64{}
-		}
-		live[w.Key][w.ExpiresAt] += w.Delta
-	}
+	waitDelivered(t, e, cases, totals, 120*time.Second)
+	live := liveWindows(e)
 	start := begin.UnixMilli() / 1000 * 1000
 	var worst int64
 	for ci, c := range cases {
@@ -344,31 +261,11 @@ func TestReplayMatchesALiveRelayUnderContinuousArrivals(t *testing.T) {
 		for _, w := range sim.Windows {
 			simWin[w.Key] = append(simWin[w.Key], w.Total)
 		}
-		for _, n := range c.plan.Nodes {
-			for _, b := range n.Budgets {
-				ceiling, claim, stages := int64(0), int64(0), 0
-				for _, st := range c.plan.Stages {
-					if st.Node == n.Name {
-						claim = max(claim, int64(st.Batch))
-						ceiling = max(ceiling, b.Ceilings[st.Path])
-						stages++
-					}
-				}
-				var ends []time.Time
-				for end := range live[b.Key] {
-					ends = append(ends, end)
-				}
-				sort.Slice(ends, func(i, j int) bool { return ends[i].Before(ends[j]) })
-				var real []int64
-				for _, end := range ends {
-					v := live[b.Key][end]
-					if v > ceiling {
-						t.Fatalf("%s %s: the relay's window ending %s holds %d over the ceiling %d", c.graph, b.ID, end, v, ceiling)
-					}
-					if v > 0 {
-						real = append(real, v)
-					}
-				}
+		for i := range c.plan.Nodes {
+			n := &c.plan.Nodes[i]
+			for j := range n.Budgets {
+				b := &n.Budgets[j]
+				ceiling, claim, stages, real := budgetWindows(t, c, n, b, live)
 				rep := simWin[b.Key]
 				var realCum, simCum, apart int64
 				for i := range max(len(real), len(rep)) {
@@ -403,4 +300,90 @@ func TestReplayMatchesALiveRelayUnderContinuousArrivals(t *testing.T) {
 		}
 	}
 	t.Logf("continuous arrivals: the relay and the replay were at most %d items apart by any window", worst)
+}
+
+// terminalStages are the (graph, path/node) stages of the cases whose
+// destination is an egress: a settle there is an item delivered.
+func terminalStages(cases []simCase) map[[2]string]bool {
+	terminal := map[[2]string]bool{}
+	for _, c := range cases {
+		for _, st := range c.plan.Stages {
+			for _, d := range st.Destinations {
+				if d.Terminal {
+					terminal[[2]string{c.graph, st.Path + "/" + st.Node}] = true
+				}
+			}
+		}
+	}
+	return terminal
+}
+
+// waitDelivered waits until every case's items (totals, by case) are at
+// its egress AND the relay has reported the terminal settles of all of
+// them: a stage reports a claim's counter writes before its settle, so
+// then no write is still on its way to the recorder (the egress alone can
+// show items a moment before the relay has told its observers about
+// them).
+func waitDelivered(t *testing.T, e *env, cases []simCase, totals []int, within time.Duration) {
+	t.Helper()
+	terminal := terminalStages(cases)
+	gatetest.Eventually(t, within, func() bool {
+		_, settles := e.rec.snapshot()
+		settled := map[string]int{}
+		for _, s := range settles {
+			if terminal[[2]string{s.Graph, s.Path + "/" + s.Node}] {
+				settled[s.Graph] += s.Items
+			}
+		}
+		for ci, c := range cases {
+			if e.egressCount(e.b.Queue(fmt.Sprintf("%s.out", c.graph))) < totals[ci] || settled[c.graph] < totals[ci] {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// liveWindows sums the relay's recorded counter writes per key and window
+// end.
+func liveWindows(e *env) map[string]map[time.Time]int64 {
+	writes, _ := e.rec.snapshot()
+	live := map[string]map[time.Time]int64{}
+	for _, w := range writes {
+		if live[w.Key] == nil {
+			live[w.Key] = map[time.Time]int64{}
+		}
+		live[w.Key][w.ExpiresAt] += w.Delta
+	}
+	return live
+}
+
+// budgetWindows are budget b's counter as the relay filled it: the widest
+// ceiling and the largest claim of the stages charging it, how many stages
+// do, and the non-empty windows in order. A window over the ceiling fails
+// the test.
+func budgetWindows(t *testing.T, c simCase, n *plan.Node, b *plan.Budget, live map[string]map[time.Time]int64) (ceiling, claim int64, stages int, real []int64) {
+	t.Helper()
+	for _, st := range c.plan.Stages {
+		if st.Node == n.Name {
+			claim = max(claim, int64(st.Batch))
+			ceiling = max(ceiling, b.Ceilings[st.Path])
+			stages++
+		}
+	}
+	var ends []time.Time
+	for end := range live[b.Key] {
+		ends = append(ends, end)
+	}
+	sort.Slice(ends, func(i, j int) bool { return ends[i].Before(ends[j]) })
+	for _, end := range ends {
+		v := live[b.Key][end]
+		if v > ceiling {
+			t.Fatalf("%s %s: the relay's window ending %s holds %d over the ceiling %d", c.graph, b.ID, end, v, ceiling)
+		}
+		if v > 0 {
+			real = append(real, v)
+		}
+	}
+	return ceiling, claim, stages, real
 }

@@ -122,9 +122,15 @@ type rigOpts struct {
 	// mirror declares the budget's vendorMeter and gives the limiter its
 	// meter copy.
 	mirror bool
+	// keys are the budget's per-key counts in the document; runtimeKeys
+	// gives the limiter its key limit cache (the relay's).
+	keys        map[string]int64
+	runtimeKeys bool
 	// url, when set, is where the stage's client talks (a proxy in front
 	// of the broker).
 	url func(brokerURL string) string
+	// signer signs charge records (charges.go).
+	signer *cost.Signer
 }
 
 func newRig(t *testing.T, o rigOpts) *rig {
@@ -146,8 +152,9 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	r.key = plan.BudgetKey("a", "g", "n", "b0")
 	st := plan.Stage{Path: "main", Node: "n", Source: r.src, Group: r.group, Batch: 200, Concurrency: 1, Share: 1,
 		Destinations: []plan.Destination{{Node: "n", Queue: r.out, DerivesTransactionID: true, Terminal: true, Label: plan.TerminalLabel("a", "g", "main", "n")}}}
-	node := &plan.Node{Name: "n", Cost: cost.Fixed(1), Budgets: []plan.Budget{{ID: "b0", Key: r.key, ScopeBy: o.scopeBy,
+	node := &plan.Node{Name: "n", Cost: cost.Fixed(1), Shares: map[string]float64{"main": 1}, WidestShare: 1, Budgets: []plan.Budget{{ID: "b0", Key: r.key, ScopeBy: o.scopeBy,
 		CountSub: o.ceiling, WindowSubSeconds: o.ttl, SubWindows: 1, Count: o.ceiling, TimeMs: o.ttl * 1000, Ceilings: map[string]int64{"main": o.ceiling}}}}
+	node.Budgets[0].Keys = o.keys
 	if o.mirror {
 		node.Budgets[0].VendorMeter = &plan.VendorMeter{Headers: "x-ratelimit", Key: plan.MeterKey(r.key)}
 	}
@@ -155,6 +162,9 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	r.lim = &budget.Limiter{KV: r.kv, NS: r.ns}
 	if o.mirror {
 		r.lim.Meters = budget.NewMeters(c, r.ns, r.clock, 0)
+	}
+	if o.runtimeKeys {
+		r.lim.Keys = budget.NewKeyLimits(c, r.ns, r.clock, 0, 0)
 	}
 	r.admit = NewAdmission(o.riders, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if o.riders {
@@ -164,7 +174,7 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	}
 	r.kv.calls.Store(0)
 	s, err := New(Config{App: "a", Graph: "g", Stage: st, Node: node, Client: c, Limiter: r.lim, Lease: 10 * time.Second,
-		PollTimeout: time.Second, MaxPark: o.maxPark, Clock: r.clock, Admission: r.admit,
+		PollTimeout: time.Second, MaxPark: o.maxPark, Clock: r.clock, Admission: r.admit, Signer: o.signer,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

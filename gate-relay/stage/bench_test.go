@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -33,10 +34,22 @@ func benchStage(app, source, egress string) (plan.Stage, *plan.Node) {
 // BenchmarkSettleBuild is the relay's own CPU per claim of 200 small
 // payloads: classify, group the charges and build the settle (acks,
 // stamped pushes, derived ids). No I/O.
-func BenchmarkSettleBuild(b *testing.B) {
+func BenchmarkSettleBuild(b *testing.B) { benchSettleBuild(b, nil) }
+
+// BenchmarkSettleBuildSigned is BenchmarkSettleBuild with charge records:
+// every stamp carries the item's signed charge (what a settle needs).
+func BenchmarkSettleBuildSigned(b *testing.B) {
+	sg, err := cost.NewSigner([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchSettleBuild(b, sg)
+}
+
+func benchSettleBuild(b *testing.B, signer *cost.Signer) {
 	c, _ := queen.New("http://127.0.0.1:1")
 	st, node := benchStage("a", "src", "out")
-	s, err := New(Config{App: "a", Graph: "g", Stage: st, Node: node, Client: c, Limiter: &budget.Limiter{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := New(Config{App: "a", Graph: "g", Stage: st, Node: node, Client: c, Limiter: &budget.Limiter{}, Signer: signer, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,6 +68,9 @@ func BenchmarkSettleBuild(b *testing.B) {
 		t, end, _, _, _ := h.transaction(len(msgs))
 		if end != len(msgs) || t.Slots() != len(msgs)+1 { // a push per message and one cumulative ack
 			b.Fatalf("settle of %d messages with %d slots", end, t.Slots())
+		}
+		if signer != nil && !bytes.Contains(sc.pushes[0].Payload, []byte(`"sig":"`)) {
+			b.Fatalf("a signed stage's push carries no signature: %s", sc.pushes[0].Payload)
 		}
 	}
 }

@@ -58,6 +58,13 @@ type handler struct {
 	// opens is the head's window end as the last refusal or read saw it.
 	held, keep bool
 	opens      time.Time
+	// paid is the separate-path charge the settle being built forwards
+	// (nil riding); ends, row and winBuf are the charge records' windows,
+	// claim row id and scratch (charges.go).
+	paid   *budget.Charge
+	ends   []int64
+	row    string
+	winBuf []int64
 }
 
 // buffers returns the worker's settle buffers, minting them for a handler
@@ -81,6 +88,8 @@ type scratch struct {
 	pushes []queen.PushItem
 	arena  []byte
 	ids    []byte
+	// charges is one item's encoded charge records.
+	charges []byte
 }
 
 // call returns a context for one kv call or transaction: detached from the
@@ -179,7 +188,7 @@ items:
 					continue
 				}
 			}
-			key := b.Key
+			key, ceiling := b.Key, b.Ceiling(path)
 			if b.ScopeBy != "" {
 				v, ok := cost.Scope(e.msg.Data, b.ScopeBy)
 				if !ok {
@@ -191,10 +200,14 @@ items:
 					e.err = fmt.Errorf("budget '%s' scopes by '%s': its value (%d bytes) makes the kv key %d bytes, over the broker's %d; shorten the value to at most %d bytes", b.ID, b.ScopeBy, len(v), len(key), queen.MaxKVKeyBytes, queen.MaxKVKeyBytes-(len(key)-len(v)))
 					continue items
 				}
+				if count, declared := b.KeyCount(v); declared {
+					ceiling = n.KeyCeiling(b, path, count)
+				}
 			}
-			// The plan's ceiling; followMeters lowers a mirrored budget's
-			// before each attempt.
-			k := h.batch.Counter(key, b.Ceiling(path), b.WindowSubSeconds, b.ID)
+			// The plan's ceiling (a document's per-key count for a scoped
+			// value); followMeters lowers a mirrored budget's and followKeys
+			// sets a runtime key limit's before each attempt.
+			k := h.batch.Counter(key, ceiling, b.WindowSubSeconds, b.ID)
 			h.batch.Counters[k].Widest = max(h.batch.Counters[k].Widest, b.WidestCeiling())
 			touched = append(touched, k)
 		}
@@ -227,6 +240,24 @@ func (h *handler) followMeters() {
 				h.batch.Counters[k].Max = c
 			}
 		}
+	}
+}
+
+// followKeys sets the ceiling of every scoped counter of the window to its
+// scope value's own (libs/budget KeyCeilings: a runtime key limit row,
+// else the document's keys, else the budget's) before every attempt, so a
+// limit changed while the claim waited applies to the window it is
+// admitted in. A failed read keeps the document's counts and is logged at
+// debug (the charge call that follows meets the same broker).
+func (h *handler) followKeys() {
+	n := h.s.cfg.Node
+	if h.s.cfg.Limiter == nil || h.s.cfg.Limiter.Keys == nil || !n.Scoped() {
+		return
+	}
+	ctx, cancel := h.call()
+	defer cancel()
+	if err := h.s.cfg.Limiter.KeyCeilings(ctx, n, h.s.cfg.Stage.Path, &h.batch); err != nil {
+		h.s.log.Debug("reading key limits failed; the document's counts apply to this attempt", "error", err)
 	}
 }
 
@@ -299,7 +330,9 @@ func (h *handler) tryN(n int) (*budget.Charge, error) {
 func (h *handler) try(n int) (_ *budget.Charge, permanentErr error, done bool) {
 	s := h.s
 	h.followMeters()
+	h.followKeys()
 	if s.cfg.Admission.Riders() {
+		h.paid = nil
 		t, end, fwd, foreignN, costSum := h.transaction(n)
 		if ch, ok := s.cfg.Limiter.Riders(t, &h.batch, n); ok {
 			res, err := h.transact(t)
@@ -618,11 +651,20 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 	pushes := slices.Grow(sc.pushes[:0], min(admitted, end)*len(dests))
 	stamps := sc.stamps[:0]
 	size := 0
+	signed := h.records()
+	if signed {
+		h.prepareWindows(h.paid)
+	}
 	for _, d := range dests {
 		st := Stamp{Graph: s.cfg.Graph, Path: s.cfg.Stage.Path, Hop: s.cfg.Stage.Hop + 1, Node: d.Node, At: now}
 		st.prepare()
 		stamps = append(stamps, st)
 		size += st.overhead()
+		if signed {
+			// the records: this hop's, with a window per counter, and
+			// the signature
+			size += len(s.cfg.Stage.Node) + 96 + 16*len(h.batch.Counters)
+		}
 	}
 	// Every stamped payload is a capped slice of one arena, and every
 	// derived id a substring of one string: the ids are derived in this
@@ -660,7 +702,15 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 			}
 			payload := []byte(e.msg.Data)
 			from := len(arena)
-			if out, ok := stamps[di].appendClaimed(arena, e.msg.Data); ok {
+			if signed {
+				if di == 0 {
+					sc.charges = h.appendRecords(sc.charges[:0], e, now)
+				}
+				if out, ok := stamps[di].appendCharged(arena, e.msg.Data, sc.charges, h.s.cfg.Signer, s.cfg.App, txn); ok {
+					arena = out
+					payload = arena[from:len(arena):len(arena)]
+				}
+			} else if out, ok := stamps[di].appendClaimed(arena, e.msg.Data); ok {
 				arena = out
 				payload = arena[from:len(arena):len(arena)]
 			}
@@ -749,6 +799,7 @@ func isAckRejection(err error) bool {
 // nothing was charged).
 func (h *handler) settle(admitted int, ch *budget.Charge) {
 	s := h.s
+	h.paid = ch
 	t, end, fwd, foreignN, costSum := h.transaction(admitted)
 	if end == 0 {
 		return
@@ -784,6 +835,7 @@ func (h *handler) committed(fwd, foreignN int, costSum int64, ch *budget.Charge)
 			next.Wake()
 		}
 	}
+	h.correct(ch)
 	if s.cfg.Observer != nil && fwd > 0 {
 		ev := Settled{App: s.cfg.App, Graph: s.cfg.Graph, Path: s.cfg.Stage.Path, Node: s.cfg.Stage.Node,
 			Partition: h.msgs[0].Partition, Items: fwd, Cost: costSum, At: s.cfg.Clock.Now()}
@@ -805,6 +857,7 @@ func (h *handler) committed(fwd, foreignN int, costSum int64, ch *budget.Charge)
 // carries its own riders and nothing is ever refunded.
 func (h *handler) recoverDuplicate(admitted int, ch *budget.Charge, riding bool) {
 	s := h.s
+	h.paid = ch
 	for want := admitted / 2; want > 0; want /= 2 {
 		t, end, fwd, foreignN, costSum := h.transaction(want)
 		rc := h.ride(t, want, riding)

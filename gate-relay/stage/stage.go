@@ -13,6 +13,7 @@ import (
 	"github.com/queen-mq/gate/gate-relay/denial"
 	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/clock"
+	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/knob"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
@@ -100,6 +101,9 @@ type Config struct {
 	// Admission is the relay's admission path; nil charges with the
 	// separate kv call.
 	Admission *Admission
+	// Signer, when set, signs the charge records every item this stage
+	// forwards carries in its stamp (see charges.go); nil writes none.
+	Signer *cost.Signer
 	// Linger is how long, after claims of fewer than a quarter of the
 	// batch, the stage waits between pops: its workers take turns, one
 	// pop per Linger (GATE_STAGE_LINGER_MS; 0 never waits).
@@ -155,6 +159,11 @@ type Stage struct {
 	// heldFull counts claims let go because the hold was full.
 	heldFull atomic.Int64
 	denied   denials
+	// windows is the window end last seen per counter (charges.go);
+	// forged counts incoming charge records dropped for a bad signature,
+	// corrections the correction rows written.
+	windows             windowCache
+	forged, corrections atomic.Int64
 	// dozer is when the stage last claimed or was woken, and its dozing
 	// workers' wake (a Fed stage only).
 	dozer dozer

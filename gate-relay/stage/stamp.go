@@ -77,3 +77,10 @@ func stampedPath(data []byte) (string, bool) {
 	path, ok := jsonkit.Unquote(buf[:0], raw)
 	return string(path), ok
 }
+
+// appendCharged is appendClaimed with the item's charge records (the
+// "charges" array), signed for the transaction id txn it is pushed with.
+func (s Stamp) appendCharged(dst, data, charges []byte, signer *cost.Signer, app, txn string) ([]byte, bool) {
+	st := cost.GateStamp{Graph: s.Graph, Path: s.Path, Hop: s.Hop, Node: s.Node, At: s.At}
+	return st.AppendStamped(dst, data, cost.Splice{Head: s.head, KeepAttempt: true, Charges: charges, Signer: signer, App: app, Txn: txn})
+}

@@ -59,6 +59,12 @@ type Batch struct {
 	// refs backs every Item.Counters (each item a capped sub-slice), so a
 	// window of any size costs a few allocations, not one per item.
 	refs []int
+	// rows are the Table rows of Counters (by index) once a Table has
+	// looked them up, and rowsOf that Table: a replay charges the same
+	// counters millions of times and a row, once made, stays (an expired
+	// one is renewed in place).
+	rows   []*tableRow
+	rowsOf *Table
 }
 
 // Counter returns the index of key, minting it with max, ttl and budgetID
@@ -248,6 +254,9 @@ type Limiter struct {
 	// Meters, when set, lowers the ceiling of every budget that mirrors a
 	// vendor meter to what the vendor last stated (Ceiling).
 	Meters *Meters
+	// Keys, when set, gives scoped counters their runtime key limits
+	// (KeyCeilings); nil uses the document's per-key counts alone.
+	Keys *KeyLimits
 }
 
 // Ceiling is path's ceiling on b as this limiter charges it: the plan's,

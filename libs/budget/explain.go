@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"time"
@@ -45,6 +46,12 @@ type ItemCounter struct {
 	// Reason says why not (ReasonCeiling, ReasonShare, ReasonBackoff).
 	Fits   bool
 	Reason string
+	// KeyCount is, for a scoped counter, what its scope value counts per
+	// the budget's timeMs, and KeySource where that comes from: "runtime"
+	// (a key limit row, ItemKeyLimits), "document" (the budget's keys) or
+	// "budget" (its own count). Zero and "" for other kinds.
+	KeyCount  int64
+	KeySource string
 }
 
 // ScopeTooLongError is a scope value that makes a budget's kv key longer
@@ -86,14 +93,81 @@ func ItemCounters(n *plan.Node, path, op, scope string, hasScope bool) (out []It
 		case b.Shared:
 			kind = KindShared
 		}
-		shares := make(map[string]int64, len(b.Ceilings))
-		for p, c := range b.Ceilings {
-			shares[p] = c
+		c := ItemCounter{Budget: b.ID, Kind: kind, Key: key, Ceiling: b.Ceiling(path), Widest: b.WidestCeiling(),
+			Shares: make(map[string]int64, len(b.Ceilings)), WindowSeconds: b.WindowSubSeconds}
+		for p, v := range b.Ceilings {
+			c.Shares[p] = v
 		}
-		out = append(out, ItemCounter{Budget: b.ID, Kind: kind, Key: key, Ceiling: b.Ceiling(path), Widest: b.WidestCeiling(),
-			Shares: shares, WindowSeconds: b.WindowSubSeconds})
+		if kind == KindScoped {
+			count, declared := b.KeyCount(scope)
+			source := "budget"
+			if declared {
+				source = "document"
+			}
+			c.keyCount(n, b, path, count, source)
+		}
+		out = append(out, c)
 	}
 	return out, unjudged, nil
+}
+
+// keyCount sets a scoped counter's ceilings to those of its value's count
+// (the relay's arithmetic: plan.Node.KeyCeiling on every path).
+func (c *ItemCounter) keyCount(n *plan.Node, b *plan.Budget, path string, count int64, source string) {
+	c.KeyCount, c.KeySource = count, source
+	c.Ceiling = n.KeyCeiling(b, path, count)
+	c.Widest = 0
+	for p := range b.Ceilings {
+		c.Shares[p] = n.KeyCeiling(b, p, count)
+		c.Widest = max(c.Widest, c.Shares[p])
+	}
+}
+
+// ItemKeyLimits gives the scoped counters of cs (ItemCounters of scope
+// value scope at node n on path) the value's runtime key limits, read in
+// one getMany: a row wins over the document's count, as on the relay.
+func (l *Limiter) ItemKeyLimits(ctx context.Context, n *plan.Node, path, scope string, cs []ItemCounter) error {
+	var keys []string
+	at := map[string]*plan.Budget{}
+	for i := range cs {
+		if cs[i].Kind != KindScoped {
+			continue
+		}
+		b := scopedBudget(n, cs[i].Budget)
+		if b == nil || len(scope) > plan.KeyLimitRoom(b.Key) {
+			continue
+		}
+		rk := plan.KeyLimitKey(b.Key, scope)
+		keys = append(keys, rk)
+		at[rk] = b
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	rows, err := getMany(ctx, l.KV, l.NS, dedupe(keys))
+	if err != nil {
+		return fmt.Errorf("%w: reading %d key limit rows: %w", ErrCall, len(keys), err)
+	}
+	for _, r := range rows {
+		kr, ok := decodeKeyRow(r.Value)
+		b := at[r.Key]
+		if !ok || b == nil {
+			continue
+		}
+		for i := range cs {
+			if cs[i].Kind == KindScoped && cs[i].Budget == b.ID {
+				cs[i].keyCount(n, b, path, kr.Count, "runtime")
+			}
+		}
+	}
+	return nil
+}
+
+// ClearsAt is when want units have passed the counter at its path's
+// ceiling, one ceiling per window from the live one's end (the ETA's
+// arithmetic); ok is false when the ceiling is 0.
+func (c *ItemCounter) ClearsAt(want int64, now time.Time) (time.Time, bool) {
+	return clearsAt(c, want, now)
 }
 
 // Judgement is what the counters of one item come to.

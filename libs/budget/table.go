@@ -23,6 +23,7 @@ type Table struct {
 }
 
 type tableRow struct {
+	key     string
 	value   int64
 	expires int64 // epoch ms
 }
@@ -33,6 +34,56 @@ func (t *Table) live(key string, nowMs int64) (*tableRow, bool) {
 		return nil, false
 	}
 	return r, true
+}
+
+// rowOf is the row of counter i of b (nil when the table has none yet),
+// remembered in b for the next call.
+func (t *Table) rowOf(b *Batch, i int) *tableRow {
+	if b.rowsOf != t {
+		b.rows, b.rowsOf = b.rows[:0], t
+	}
+	if i < len(b.rows) && b.rows[i] != nil && b.rows[i].key == b.Counters[i].Key {
+		return b.rows[i]
+	}
+	r := t.rows[b.Counters[i].Key]
+	if r != nil {
+		for len(b.rows) <= i {
+			b.rows = append(b.rows, nil)
+		}
+		b.rows[i] = r
+	}
+	return r
+}
+
+// liveOf is live for counter i of b.
+func (t *Table) liveOf(b *Batch, i int, nowMs int64) (*tableRow, bool) {
+	r := t.rowOf(b, i)
+	if r == nil || nowMs >= r.expires {
+		return nil, false
+	}
+	return r, true
+}
+
+// incrOf is incr for counter i of b, through b's remembered rows.
+func (t *Table) incrOf(b *Batch, i int, delta, lo, hi, nowMs int64) (bool, int64) {
+	if t.rowOf(b, i) == nil {
+		return t.incr(b.Counters[i].Key, delta, lo, hi, b.Counters[i].TTLSeconds, nowMs)
+	}
+	r := t.rowOf(b, i)
+	var cur int64
+	live := nowMs < r.expires
+	if live {
+		cur = r.value
+	}
+	next := cur + delta
+	if next < lo || next > hi {
+		return false, cur
+	}
+	if !live {
+		r.expires = nowMs + max(b.Counters[i].TTLSeconds, 1)*1000
+	}
+	r.value = next
+	return true, next
 }
 
 // incr applies delta to key at nowMs when the result lies in [lo, hi]; it
@@ -61,7 +112,7 @@ func (t *Table) incr(key string, delta, lo, hi, ttlSeconds, nowMs int64) (bool, 
 	if t.rows == nil {
 		t.rows = make(map[string]*tableRow)
 	}
-	t.rows[key] = &tableRow{value: next, expires: nowMs + max(ttlSeconds, 1)*1000}
+	t.rows[key] = &tableRow{key: key, value: next, expires: nowMs + max(ttlSeconds, 1)*1000}
 	return true, next
 }
 
@@ -88,8 +139,7 @@ func (t *Table) charge(c *Charge, b *Batch, n int, now time.Time) *Charge {
 		if d <= 0 {
 			continue
 		}
-		ct := b.Counters[i]
-		ok, v := t.incr(ct.Key, d, math.MinInt64, ct.Max, ct.TTLSeconds, ms)
+		ok, v := t.incrOf(b, i, d, math.MinInt64, b.Counters[i].Max, ms)
 		c.Applied[i] = ok
 		if ok {
 			c.Post[i], c.PostKnown[i] = v, true
@@ -99,7 +149,7 @@ func (t *Table) charge(c *Charge, b *Batch, n int, now time.Time) *Charge {
 		if d <= 0 {
 			continue
 		}
-		if r, ok := t.live(b.Counters[i].Key, ms); ok {
+		if r, ok := t.liveOf(b, i, ms); ok {
 			c.State[i] = State{Value: r.value, ExpiresAt: time.UnixMilli(r.expires), Known: true}
 		} else {
 			c.State[i] = State{Value: 0, Known: true}
@@ -138,6 +188,15 @@ func (t *Table) Refund(refunds []Refund, now time.Time) RefundReport {
 // window end, ok false when the row is absent or expired.
 func (t *Table) Value(key string, now time.Time) (value int64, expiresAt time.Time, ok bool) {
 	r, live := t.live(key, now.UnixMilli())
+	if !live {
+		return 0, time.Time{}, false
+	}
+	return r.value, time.UnixMilli(r.expires), true
+}
+
+// CounterValue is Value for counter i of b (the row remembered in b).
+func (t *Table) CounterValue(b *Batch, i int, now time.Time) (value int64, expiresAt time.Time, ok bool) {
+	r, live := t.liveOf(b, i, now.UnixMilli())
 	if !live {
 		return 0, time.Time{}, false
 	}
@@ -208,7 +267,7 @@ func (t *Table) refundAll(ch *Charge, b *Batch, now time.Time) {
 			continue
 		}
 		guard := max(ch.Post[i]-d, 0)
-		t.incr(b.Counters[i].Key, -d, guard, guard, b.Counters[i].TTLSeconds, ms)
+		t.incrOf(b, i, -d, guard, guard, ms)
 	}
 }
 
@@ -234,6 +293,7 @@ func (b *Batch) ClearItems() {
 
 // Reset empties b for reuse, keeping its storage.
 func (b *Batch) Reset() {
+	b.rows = b.rows[:0]
 	b.Counters = b.Counters[:0]
 	b.Items = b.Items[:0]
 	b.refs = b.refs[:0]

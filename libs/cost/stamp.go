@@ -23,11 +23,34 @@ type GateStamp struct {
 	// Attempt is the re-entry attempt, written when HasAttempt.
 	Attempt    int64
 	HasAttempt bool
+	// Charges are the charging hops the item went through, oldest first
+	// (written by the relays; see Charge). Omitted when empty.
+	Charges []Charge
+	// Sig is the stamp's signature (Signer), read by ParseStamp; a stamp
+	// with charges is written signed and nothing else is.
+	Sig string
 }
 
-// AppendJSON appends the stamp as a JSON object to b.
+// AppendJSON appends the stamp as a JSON object to b, its signature
+// included when Sig is set.
 func (s GateStamp) AppendJSON(b []byte) []byte {
-	return s.AppendTail(s.AppendHead(b))
+	b = s.AppendSigned(b)
+	if s.Sig != "" {
+		b = append(b, `,"sig":`...)
+		b = jsonkit.AppendString(b, s.Sig)
+	}
+	return append(b, '}')
+}
+
+// AppendSigned appends what a signature covers: the stamp as AppendJSON
+// writes it, without its signature and closing brace.
+func (s GateStamp) AppendSigned(b []byte) []byte {
+	b = s.AppendHead(b)
+	if len(s.Charges) > 0 {
+		b = append(b, `,"charges":`...)
+		b = AppendCharges(b, s.Charges)
+	}
+	return s.appendAttempt(b)
 }
 
 // AppendHead appends the stamp without its attempt and closing brace: the
@@ -50,11 +73,15 @@ func (s GateStamp) AppendHead(b []byte) []byte {
 // AppendTail appends the attempt (when HasAttempt) and the closing brace
 // after a head.
 func (s GateStamp) AppendTail(b []byte) []byte {
+	return append(s.appendAttempt(b), '}')
+}
+
+func (s GateStamp) appendAttempt(b []byte) []byte {
 	if s.HasAttempt {
 		b = append(b, `,"attempt":`...)
 		b = strconv.AppendInt(b, s.Attempt, 10)
 	}
-	return append(b, '}')
+	return b
 }
 
 // Splice says how AppendStamped writes a stamp into a payload. The zero
@@ -73,6 +100,15 @@ type Splice struct {
 	// other member and before the stamp, and replaces any "op" the payload
 	// had (the push door's op).
 	Op string
+	// Charges, when not empty, is the stamp's "charges" array as
+	// AppendCharges encodes it (the item's own; the stamp's Charges field
+	// is not read when Head is set). A stamp with charges is signed with
+	// Signer over the stamp, App and Txn, the transaction id the item is
+	// pushed with; a nil Signer writes none.
+	Charges []byte
+	Signer  *Signer
+	App     string
+	Txn     string
 }
 
 // AppendStamped appends data, which must be one valid JSON value, to dst
@@ -126,12 +162,26 @@ func (s GateStamp) AppendStamped(dst, data []byte, how Splice) ([]byte, bool) {
 		out = append(out, ',')
 	}
 	out = append(out, `"`+Stamp+`":`...)
-	if how.Head != nil {
-		out = s.AppendTail(append(out, how.Head...))
-	} else {
-		out = s.AppendJSON(out)
+	if how.Head == nil && len(how.Charges) == 0 {
+		return append(s.AppendJSON(out), '}'), true
 	}
-	return append(out, '}'), true
+	start := len(out)
+	if how.Head != nil {
+		out = append(out, how.Head...)
+	} else {
+		out = s.AppendHead(out)
+	}
+	if len(how.Charges) > 0 {
+		out = append(out, `,"charges":`...)
+		out = append(out, how.Charges...)
+	}
+	out = s.appendAttempt(out)
+	if len(how.Charges) > 0 && how.Signer != nil {
+		out = append(out, `,"sig":"`...)
+		out = how.Signer.AppendSig(out, out[start:len(out)-len(`,"sig":"`)], how.App, how.Txn)
+		out = append(out, '"')
+	}
+	return append(out, '}', '}'), true
 }
 
 // isKey reports whether tok, a member's key as written (quotes and escapes

@@ -74,6 +74,7 @@ const (
 	RuleProvenance         = "provenance"
 	RuleSharedConflict     = "shared-conflict"
 	RuleVendorMeter        = "vendor-meter"
+	RuleBudgetKeys         = "budget-keys"
 	RuleShareRange         = "share-range"
 	RuleShareTop           = "share-top"
 	RuleShareOrder         = "share-order"
@@ -137,6 +138,7 @@ var Catalogue = []Rule{
 	{RuleProvenance, finding.Error, GroupBudgets, 422, false, "a documented budget names its source and asOf"},
 	{RuleSharedConflict, finding.Error, GroupBudgets, 422, false, "one sharedKey is one counter and must be declared alike everywhere in a document"},
 	{RuleVendorMeter, finding.Error, GroupBudgets, 422, false, "a budget mirrors one vendor meter, named by a known header family, and only an unscoped budget can"},
+	{RuleBudgetKeys, finding.Error, GroupBudgets, 422, false, "per-key counts belong to a scoped budget: at most 1,000 in the document, each value within the key room, each count in 1..10^12 and fitting the node's largest item"},
 	{RuleShareRange, finding.Error, GroupShares, 422, false, "a share is a fraction of the counter in (0, 1]"},
 	{RuleShareTop, finding.Error, GroupShares, 422, false, "a top-priority path at a node must have share 1, or headroom belongs to nobody"},
 	{RuleShareOrder, finding.Error, GroupShares, 422, false, "a less important path must not have a larger share than a more important one"},

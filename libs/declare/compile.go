@@ -118,6 +118,9 @@ func (c *checker) unchecked(rule string) {
 }
 
 func (c *checker) run() {
+	if c.in.Stored == nil && c.in.Related != nil {
+		c.in.Stored = c.in.Related(Links(c.doc))
+	}
 	c.loadStored()
 	c.naming()
 	if len(c.doc.Nodes) == 0 || len(c.doc.Paths) == 0 {

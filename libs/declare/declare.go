@@ -73,6 +73,14 @@ type Input struct {
 	// reconcile or restore, which must not be refused for a version or a
 	// store-wide conflict, passes nil and ignores Unchecked.
 	Stored []Stored
+	// Related, when Stored is nil, is asked once, with the declared
+	// document's Links, for the other graphs (and this graph's previous
+	// version) the cross-graph rules check against: every graph that
+	// shares a link with it is enough, since no rule relates graphs
+	// without one. It answers as Stored would be given (nil: unknown). A
+	// caller with many graphs indexes them by Links instead of passing
+	// them all.
+	Related func(links []string) []Stored
 	// Options are the server knobs of the returned plan; the zero value is
 	// the default compile.
 	Options plan.Options

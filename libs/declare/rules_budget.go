@@ -2,6 +2,8 @@ package declare
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/queen-mq/gate/libs/cost"
@@ -23,6 +25,7 @@ type sharedSeen struct {
 	node, id      string
 	count, timeMs int64
 	n             int64
+	keys          map[string]int64
 }
 
 func (c *checker) budgets() {
@@ -149,13 +152,18 @@ func (c *checker) nodeBudgets(name string, n *graph.Node, shared map[string]shar
 		if m := b.VendorMeter; m != nil {
 			c.vendorMeter(name, i, id, b, m)
 		}
+		if b.Keys != nil {
+			c.budgetKeys(name, i, id, b, w, valid && costOK && !watching, maxCost)
+		}
 		if b.SharedKey != nil && valid && !watching {
 			k := *b.SharedKey
 			if first, ok := shared[k]; !ok {
-				shared[k] = sharedSeen{node: name, id: id, count: b.Count, timeMs: b.TimeMs, n: w.N}
+				shared[k] = sharedSeen{node: name, id: id, count: b.Count, timeMs: b.TimeMs, n: w.N, keys: b.Keys}
 			} else if first.count != b.Count || first.timeMs != b.TimeMs || first.n != w.N {
 				c.add(RuleSharedConflict, budgetAt(name, i, "sharedKey"), fmt.Sprintf("sharedKey %q is declared as %d per %dms in %s in node %q (budget %q) and as %d per %dms in %s in node %q (budget %q): both spend one counter, which has one window and one count; make the declarations agree or use different keys", k, first.count, first.timeMs, subs(first.n), first.node, first.id, b.Count, b.TimeMs, subs(w.N), name, id),
 					map[string]float64{"count": float64(b.Count), "timeMs": float64(b.TimeMs), "subWindows": float64(w.N), "firstCount": float64(first.count), "firstTimeMs": float64(first.timeMs), "firstSubWindows": float64(first.n)})
+			} else if !maps.Equal(first.keys, b.Keys) {
+				c.add(RuleSharedConflict, budgetAt(name, i, "keys"), fmt.Sprintf("sharedKey %q gives scope values their own counts differently in node %q (budget %q) and in node %q (budget %q): both spend one counter per value, which has one count; give both budgets the same keys (or set them at runtime, where one row serves every node)", k, first.node, first.id, name, id), nil)
 			}
 		}
 	}
@@ -181,3 +189,48 @@ func (c *checker) vendorMeter(node string, i int, id string, b *graph.Budget, m 
 
 // maxMeterName is the longest vendor meter name.
 const maxMeterName = 64
+
+// maxKeyFindings is how many bad per-key counts one budget reports.
+const maxKeyFindings = 20
+
+// budgetKeys checks a budget's per-key counts: only on a scoped budget, at
+// most plan.MaxDeclaredKeys of them, each value fitting the key room (its
+// counter and its runtime row), each count in 1..plan.MaxKeyCount and
+// large enough for the node's largest item (checkCost).
+func (c *checker) budgetKeys(node string, i int, id string, b *graph.Budget, w plan.Window, checkCost bool, maxCost int64) {
+	at := budgetAt(node, i, "keys")
+	if b.ScopeBy == nil {
+		c.add(RuleBudgetKeys, at, fmt.Sprintf("budget %q of node %q gives %d scope values their own count but has no scopeBy: an unscoped budget keeps one counter for everything; add scopeBy (e.g. \"payload.accountId\") or drop keys", id, node, len(b.Keys)), nil)
+		return
+	}
+	if len(b.Keys) > plan.MaxDeclaredKeys {
+		c.add(RuleBudgetKeys, at, fmt.Sprintf("budget %q of node %q declares %d per-key counts, over the document's %d: set the rest at runtime with PUT …/budgets/%s/keys/{value} (no re-declare, 100,000 and more)", id, node, len(b.Keys), plan.MaxDeclaredKeys, id),
+			map[string]float64{"keys": float64(len(b.Keys)), "max": plan.MaxDeclaredKeys})
+		return
+	}
+	room := plan.KeyLimitRoom(plan.KeyOf(c.doc.Application, c.doc.Graph, node, b, i))
+	found := 0
+	for _, v := range slices.Sorted(maps.Keys(b.Keys)) {
+		if found >= maxKeyFindings {
+			break
+		}
+		n := b.Keys[v]
+		vat := budgetAt(node, i, "keys", v)
+		switch {
+		case v == "":
+			c.add(RuleBudgetKeys, vat, fmt.Sprintf("budget %q of node %q gives the empty scope value a count: an item without the scope field is not counted per key at all; drop it or name a value", id, node), nil)
+		case len(v) > room:
+			c.add(RuleBudgetKeys, vat, fmt.Sprintf("budget %q of node %q gives the scope value %.40q (%d bytes) its own count, but a value has at most %d bytes here (the broker's kv key room); shorten the value, the budget id or the names", id, node, v, len(v), room),
+				map[string]float64{"bytes": float64(len(v)), "max": float64(room)})
+		case n < 1 || n > plan.MaxKeyCount:
+			c.add(RuleBudgetKeys, vat, fmt.Sprintf("budget %q of node %q gives scope value %q the count %d, outside 1..%d: a count below 1 never admits, one above limits nothing; set a count per %dms in that range (the budget's own is %d)", id, node, v, n, int64(plan.MaxKeyCount), b.TimeMs, b.Count),
+				map[string]float64{"count": float64(n), "min": 1, "max": plan.MaxKeyCount})
+		case checkCost && max(1, n/w.N) < maxCost:
+			c.add(RuleBudgetKeys, vat, fmt.Sprintf("budget %q of node %q gives scope value %q the count %d, %d per sub-window, below the node's largest item cost %d: that value's large items could never be admitted; raise its count to at least %d", id, node, v, n, max(1, n/w.N), maxCost, maxCost*w.N),
+				map[string]float64{"count": float64(n), "countSub": float64(max(1, n/w.N)), "maxCost": float64(maxCost)})
+		default:
+			continue
+		}
+		found++
+	}
+}

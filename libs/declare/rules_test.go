@@ -1,11 +1,13 @@
 package declare
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/queen-mq/gate/libs/finding"
+	"github.com/queen-mq/gate/libs/plan"
 )
 
 // ruleCase is one document that must (fire) or must not (near miss) make a
@@ -289,6 +291,38 @@ func baseRuleCases() []ruleCase {
 		}), at: "/nodes/in/budgets/1/vendorMeter", msg: []string{"only a budget with neither scopeBy nor whenOp"}},
 		{name: "a vendor meter name with a comma", rule: RuleVendorMeter, fire: true, doc: with(func(d m) { budgetOf(d, "in", 0)["vendorMeter"] = m{"headers": "ratelimit", "name": "a,b"} }), at: "/nodes/in/budgets/0/vendorMeter/name"},
 		{name: "a GitHub core meter", rule: RuleVendorMeter, doc: with(func(d m) { budgetOf(d, "in", 0)["vendorMeter"] = m{"headers": "github", "name": "core"} })},
+		{name: "per-key counts on a scoped budget, higher and lower", rule: RuleBudgetKeys, doc: with(func(d m) {
+			nodeOf(d, "in")["budgets"] = append(nodeOf(d, "in")["budgets"].(a), m{"id": "acct", "count": 10, "timeMs": 1000, "scopeBy": "payload.acct", "keys": m{"acct-42": 500, "acct-9": 1}})
+		})},
+		{name: "per-key counts on an unscoped budget", rule: RuleBudgetKeys, fire: true, doc: with(func(d m) { budgetOf(d, "in", 0)["keys"] = m{"acct-42": 500} }), at: "/nodes/in/budgets/0/keys", msg: []string{"has no scopeBy"}},
+		{name: "a per-key count of 0", rule: RuleBudgetKeys, fire: true, doc: with(func(d m) {
+			nodeOf(d, "in")["budgets"] = append(nodeOf(d, "in")["budgets"].(a), m{"id": "acct", "count": 10, "timeMs": 1000, "scopeBy": "payload.acct", "keys": m{"acct-42": 0}})
+		}), at: "/nodes/in/budgets/1/keys/acct-42", msg: []string{"outside 1.."}, nums: map[string]float64{"count": 0}},
+		{name: "an absurd per-key count", rule: RuleBudgetKeys, fire: true, doc: with(func(d m) {
+			nodeOf(d, "in")["budgets"] = append(nodeOf(d, "in")["budgets"].(a), m{"id": "acct", "count": 10, "timeMs": 1000, "scopeBy": "payload.acct", "keys": m{"a": int64(plan.MaxKeyCount) + 1}})
+		}), at: "/nodes/in/budgets/1/keys/a"},
+		{name: "a per-key value past the key room", rule: RuleBudgetKeys, fire: true, doc: with(func(d m) {
+			nodeOf(d, "in")["budgets"] = append(nodeOf(d, "in")["budgets"].(a), m{"id": "acct", "count": 10, "timeMs": 1000, "scopeBy": "payload.acct", "keys": m{strings.Repeat("v", 500): 5}})
+		}), msg: []string{"kv key room"}},
+		{name: "more per-key counts than the document holds", rule: RuleBudgetKeys, fire: true, doc: with(func(d m) {
+			keys := m{}
+			for i := range plan.MaxDeclaredKeys + 1 {
+				keys[fmt.Sprintf("k%d", i)] = 5
+			}
+			nodeOf(d, "in")["budgets"] = append(nodeOf(d, "in")["budgets"].(a), m{"id": "acct", "count": 10, "timeMs": 1000, "scopeBy": "payload.acct", "keys": keys})
+		}), at: "/nodes/in/budgets/1/keys", msg: []string{"PUT …/budgets/acct/keys/{value}"}},
+		{name: "one shared key, two sets of per-key counts", rule: RuleSharedConflict, fire: true, doc: crossWith(func(d m) {
+			for _, n := range []string{"a", "b"} {
+				nodeOf(d, n)["budgets"] = append(nodeOf(d, n)["budgets"].(a), m{"id": "acct", "count": 10, "timeMs": 1000, "scopeBy": "payload.acct", "sharedKey": "acct"})
+			}
+			budgetOf(d, "a", 1)["keys"] = m{"gold": 40}
+			budgetOf(d, "b", 1)["keys"] = m{"gold": 20}
+		}), at: "/nodes/b/budgets/1/keys", msg: []string{"one counter per value"}},
+		{name: "one shared key, the same per-key counts", rule: RuleSharedConflict, doc: crossWith(func(d m) {
+			for _, n := range []string{"a", "b"} {
+				nodeOf(d, n)["budgets"] = append(nodeOf(d, n)["budgets"].(a), m{"id": "acct", "count": 10, "timeMs": 1000, "scopeBy": "payload.acct", "sharedKey": "acct", "keys": m{"gold": 40}})
+			}
+		})},
 		{name: "one shared key, two counts", rule: RuleSharedConflict, fire: true, doc: crossWith(func(d m) {
 			budgetOf(d, "a", 0)["sharedKey"] = "ip"
 			budgetOf(d, "b", 0)["sharedKey"] = "ip"

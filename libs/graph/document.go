@@ -196,6 +196,11 @@ type Budget struct {
 	// the vendor's answers, reported to observe, may lower its ceiling and
 	// raise its counter (never the other way). nil mirrors nothing.
 	VendorMeter *VendorMeter
+	// Keys gives some scope values of a scoped budget their own count per
+	// timeMs (higher or lower than Count); every other value counts Count.
+	// nil declares none. A runtime key limit (…/budgets/{id}/keys/{value})
+	// wins over the document's for the same value.
+	Keys map[string]int64
 }
 
 // VendorMeter names the response headers that speak for the vendor's

@@ -2,6 +2,8 @@ package graph
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 )
 
@@ -256,6 +258,19 @@ func (w *writer) budget(b *Budget) {
 			w.comma()
 			w.key("name")
 			w.str(m.Name)
+		}
+		w.raw('}')
+	}
+	if b.Keys != nil {
+		w.comma()
+		w.key("keys")
+		w.raw('{')
+		for i, k := range slices.Sorted(maps.Keys(b.Keys)) {
+			if i > 0 {
+				w.comma()
+			}
+			w.key(k)
+			w.int(b.Keys[k])
 		}
 		w.raw('}')
 	}

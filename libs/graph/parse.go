@@ -444,7 +444,7 @@ func (r *reader) egress(at string, v *value) *Egress {
 
 func (r *reader) budget(at string, v *value) Budget {
 	f, ok := r.fields(at, "a budget (a JSON object)", v,
-		"id", "count", "timeMs", "subWindows", "scopeBy", "sharedKey", "whenOp", "confidence", "source", "asOf", "vendorMeter")
+		"id", "count", "timeMs", "subWindows", "scopeBy", "sharedKey", "whenOp", "confidence", "source", "asOf", "vendorMeter", "keys")
 	b := Budget{Confidence: DefaultConfidence}
 	if !ok {
 		return b
@@ -492,7 +492,31 @@ func (r *reader) budget(at string, v *value) Budget {
 	if mv := present(f, "vendorMeter"); mv != nil {
 		b.VendorMeter = r.vendorMeter(Pointer(at, "vendorMeter"), mv)
 	}
+	if kv := present(f, "keys"); kv != nil {
+		b.Keys = r.keys(Pointer(at, "keys"), kv)
+	}
 	return b
+}
+
+// keys reads a budget's per-key counts: an object from scope value to a
+// whole number. A value given twice is a problem (the first is kept).
+func (r *reader) keys(at string, v *value) map[string]int64 {
+	if v.kind != kindObject {
+		r.expected(at, `an object from scope value to count, like {"acct-42": 500}`, v)
+		return nil
+	}
+	out := make(map[string]int64, len(v.kids))
+	for _, m := range v.kids {
+		p := Pointer(at, m.key)
+		if _, dup := out[m.key]; dup {
+			r.fail(p, "scope value "+strconv.Quote(m.key)+" is given twice")
+			continue
+		}
+		if n, ok := r.i64(p, m.val); ok {
+			out[m.key] = n
+		}
+	}
+	return out
 }
 
 func (r *reader) vendorMeter(at string, v *value) *VendorMeter {

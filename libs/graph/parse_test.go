@@ -276,3 +276,39 @@ func TestVendorMeterParsesAndRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+func TestBudgetKeysParseAndRoundTrip(t *testing.T) {
+	t.Parallel()
+	body := strings.Replace(minimal, `"timeMs":1000}`, `"timeMs":1000,"scopeBy":"payload.acct","keys":{"acct-9":5,"acct-42":500}}`, 1)
+	d, err := Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := d.Nodes["limit"].Budgets[0].Keys
+	if !reflect.DeepEqual(keys, map[string]int64{"acct-9": 5, "acct-42": 500}) {
+		t.Fatalf("keys: %v", keys)
+	}
+	out, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"keys":{"acct-42":500,"acct-9":5}`) {
+		t.Errorf("keys are written sorted by value: %s", out)
+	}
+	again, err := Parse(out)
+	if err != nil || !reflect.DeepEqual(again.Nodes["limit"].Budgets[0].Keys, keys) {
+		t.Fatalf("round trip: %s %v", out, err)
+	}
+	for bad, at := range map[string]string{
+		`[1]`:           "/nodes/limit/budgets/0/keys",
+		`{"a":1.5}`:     "/nodes/limit/budgets/0/keys/a",
+		`{"a":"5"}`:     "/nodes/limit/budgets/0/keys/a",
+		`{"a":1,"a":2}`: "/nodes/limit/budgets/0/keys/a",
+		`{"x/y":true}`:  "/nodes/limit/budgets/0/keys/x~1y",
+	} {
+		_, err := Parse([]byte(strings.Replace(minimal, `"timeMs":1000}`, `"timeMs":1000,"keys":`+bad+`}`, 1)))
+		if err == nil || !strings.Contains(err.Error(), at) {
+			t.Errorf("keys %s: %v, want an error naming %s", bad, err, at)
+		}
+	}
+}

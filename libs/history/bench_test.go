@@ -135,3 +135,56 @@ func BenchmarkWatchSummary30Days(b *testing.B) {
 		}
 	}
 }
+
+// dayOfPathSamples fills 24 h of per-second samples for 20 paths over 10
+// entry nodes (two paths each, one recorder per node): 1.7 M rows, the
+// recording a whole-graph simulation of the 20-node candidate reads.
+func dayOfPathSamples(b *testing.B, db *history.DB, start int64) {
+	b.Helper()
+	if err := db.EnsurePartitions(b.Context(), time.UnixMilli(start), 2); err != nil {
+		b.Fatal(err)
+	}
+	_, err := db.Pool().Exec(b.Context(), `INSERT INTO watch_samples (application, graph, node, path, session, recorder, second, items, cost)
+		SELECT 'bench', 'g', 'entry-' || lpad((p % 10)::text, 2, '0'), 'path-' || lpad(p::text, 2, '0'), $1::bigint,
+			'rec-' || (p % 10)::text, $1::bigint + s::bigint * 1000, 1 + (s * 7 + p) % 40, 2 * (1 + (s * 7 + p) % 40)
+		FROM generate_series(0, 19) p, generate_series(0, 86399) s`, start)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.Pool().Exec(b.Context(), "VACUUM ANALYZE watch_samples"); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkGraphDayRead is the history read of a whole-graph simulation
+// over 24 h: every path's per-second arrivals at its entry node (20 paths,
+// 1.7 M sample rows), the read the POST …/simulate route makes — from the
+// samples (raw) and with every hour sealed (sealed), as gate-recorder's
+// hourly pass leaves all but the last SealAfter.
+func BenchmarkGraphDayRead(b *testing.B) {
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	db := benchDB(b, now)
+	start := now.UnixMilli()
+	dayOfPathSamples(b, db, start)
+	read := func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var rows int
+			for p := range 20 {
+				secs, err := db.PathSeconds(b.Context(), "bench", "g", fmt.Sprintf("entry-%02d", p%10), fmt.Sprintf("path-%02d", p), start, start, start+86400_000)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows += len(secs)
+			}
+			if rows != 20*86400 {
+				b.Fatalf("read %d seconds, want %d", rows, 20*86400)
+			}
+		}
+	}
+	b.Run("raw", read)
+	if n, err := db.SealSeries(b.Context(), now.Add(24*time.Hour+history.SealAfter)); err != nil || n != 24 {
+		b.Fatalf("sealed %d hours (%v), want 24", n, err)
+	}
+	b.Run("sealed", read)
+}

@@ -47,7 +47,7 @@ func TestMigrateFromEmptyThenNoOp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"config_events", "gate_migrations", "graph_versions", "rollup_hours", "rollup_seals", "rollup_sources", "rollups", "snapshots", "traces", "watch_recorders", "watch_samples"}
+	want := []string{"config_events", "gate_migrations", "graph_versions", "rollup_hours", "rollup_seals", "rollup_sources", "rollups", "shadow_minutes", "shadow_state", "snapshots", "traces", "vendor_meter", "watch_recorders", "watch_samples", "watch_series", "watch_series_seals"}
 	if !reflect.DeepEqual(tables, want) {
 		t.Fatalf("tables after the first boot %v, want %v", tables, want)
 	}
@@ -59,6 +59,25 @@ func TestMigrateFromEmptyThenNoOp(t *testing.T) {
 	again.Close()
 	if after := migrationRows(t, db); after != before {
 		t.Fatalf("the second boot changed the migration table: %d rows, then %d", before, after)
+	}
+}
+
+// A database that applied later migrations before an earlier one was
+// merged (00005 and 00006 before 00004) boots: the missing one is applied.
+func TestMigrateAppliesAMissingEarlierMigration(t *testing.T) {
+	t.Parallel()
+	db, pg := open(t, t0)
+	if _, err := db.Pool().Exec(t.Context(), "DROP TABLE watch_series, watch_series_seals; DELETE FROM "+history.MigrationTable+" WHERE version_id = 4"); err != nil {
+		t.Fatal(err)
+	}
+	again, err := history.OpenURL(t.Context(), pg.URL, pg.Schema, history.Options{Clock: clock.NewVirtual(t0)})
+	if err != nil {
+		t.Fatalf("a boot with 00004 missing and 00006 applied: %v", err)
+	}
+	again.Close()
+	var n int
+	if err := db.Pool().QueryRow(t.Context(), "SELECT count(*) FROM watch_series_seals").Scan(&n); err != nil {
+		t.Fatalf("00004 was not applied: %v", err)
 	}
 }
 

@@ -189,9 +189,13 @@ func Migrate(ctx context.Context, sqlDB *sql.DB, schema string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Out of order: migrations are numbered when their work starts and
+	// merged when it ends, so a database may have applied a later one
+	// (00005, 00006) before an earlier one (00004) was merged; each creates
+	// its own tables, and a missing one is applied rather than refused.
 	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS,
 		goose.WithSessionLocker(locker), goose.WithTableName(schema+"."+MigrationTable),
-		goose.WithDisableGlobalRegistry(true))
+		goose.WithDisableGlobalRegistry(true), goose.WithAllowOutofOrder(true))
 	if err != nil {
 		return 0, err
 	}

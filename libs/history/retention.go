@@ -26,13 +26,16 @@ type Pruned struct {
 	PartitionsDropped []int64
 	// Rows removed per table.
 	Recorders, Snapshots, ConfigEvents, Rollups, RollupSources, Traces int64
+	// Series is the sealed hours of samples removed (with their day).
+	Series int64
 	// Versions is the graph revisions removed (VersionRetention).
 	Versions int64
 }
 
 // Prune applies retention as of now: creates the sample partitions of today
 // and the next PartitionsAhead days, drops the day partitions older than 31
-// days (a DROP, never a DELETE of their rows), deletes recorders (by
+// days (a DROP, never a DELETE of their rows) and the sealed hours of
+// those days, deletes recorders (by
 // through), snapshots and annotations (by at) older than 31 days, roll-ups
 // older than 90 days (their per-source totals after a day), traces older than 7
 // days, and graph revisions older than a year that are not among their
@@ -62,6 +65,10 @@ func (db *DB) Prune(ctx context.Context, now time.Time) (Pruned, error) {
 	}
 	_ = del(&p.Recorders, "DELETE FROM watch_recorders WHERE through < $1", watchCut)
 	_ = del(&p.Snapshots, "DELETE FROM snapshots WHERE at < $1", watchCut)
+	// Sealed samples go with their day's partition.
+	var seriesSeals int64
+	_ = del(&p.Series, "DELETE FROM watch_series WHERE hour < $1", DayStart(watchCut))
+	_ = del(&seriesSeals, "DELETE FROM watch_series_seals WHERE hour < $1", DayStart(watchCut))
 	_ = del(&p.ConfigEvents, "DELETE FROM config_events WHERE at < $1", watchCut)
 	rollCut := ms - RollupRetention.Milliseconds()
 	_ = del(&p.Rollups, "DELETE FROM rollups WHERE minute < $1", rollCut)

@@ -93,6 +93,9 @@ type Router struct {
 	exact    map[string]bool
 	// reads are the routes registered with Route.Read.
 	reads map[*mux.Route]bool
+	// matched remembers which route answered a method and encoded path
+	// (matchCache).
+	matched matchCache
 }
 
 // NewRouter returns an empty router for cfg.
@@ -104,6 +107,7 @@ func NewRouter(cfg Config) *Router {
 
 // Handle registers h for rt.
 func (r *Router) Handle(rt Route, h Handler) {
+	r.matched.reset()
 	r.exact[rt.Path] = true
 	route := r.mux.Handle(rt.Path, r.wrap(rt, h)).Methods(rt.Method)
 	if rt.Read {
@@ -125,6 +129,7 @@ func (r *Router) IsRead(req *http.Request) bool {
 // method). The handler writes its answers itself (WriteRefusal for its
 // refusals); the Router adds nothing to it.
 func (r *Router) HandleHTTP(path string, h http.Handler, methods ...string) {
+	r.matched.reset()
 	r.exact[path] = true
 	rt := r.mux.Handle(path, h)
 	if len(methods) > 0 {
@@ -135,6 +140,7 @@ func (r *Router) HandleHTTP(path string, h http.Handler, methods ...string) {
 // HandlePrefix registers a plain handler for every path under prefix
 // (which ends with "/"), whatever the method.
 func (r *Router) HandlePrefix(prefix string, h http.Handler) {
+	r.matched.reset()
 	r.prefixes[prefix] = true
 	r.mux.PathPrefix(prefix).Handler(h)
 }
@@ -182,6 +188,16 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			http.Redirect(w, req, to, http.StatusTemporaryRedirect)
 			return
 		}
+	}
+	if m, ok := r.matched.get(req); ok {
+		m.handler.ServeHTTP(w, mux.SetURLVars(req, m.vars))
+		return
+	}
+	var m mux.RouteMatch
+	if r.mux.Match(req, &m) && m.MatchErr == nil && m.Route != nil && m.Handler != nil {
+		r.matched.put(req, matchedRoute{handler: m.Handler, vars: m.Vars})
+		m.Handler.ServeHTTP(w, mux.SetURLVars(req, m.Vars))
+		return
 	}
 	r.mux.ServeHTTP(w, req)
 }

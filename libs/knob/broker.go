@@ -18,3 +18,9 @@ const (
 // flight leave together in the next one; 1 gives every push a call of its
 // own.
 var PushBatch = Int{Name: "GATE_PUSH_BATCH", Default: 64, Min: 1, Max: 1000}
+
+// ItemRecordSeconds is how long gate-api's push door keeps its record of
+// an item pushed with a txn (explain by transaction id reads it); 0 turns
+// the records off (a push with a txn then costs one kv write less, and
+// explain by transaction id answers 404 for every id).
+var ItemRecordSeconds = Int{Name: "GATE_ITEM_RECORD_SECONDS", Default: 86400, Min: 0, Max: 7 * 86400}

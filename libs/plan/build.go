@@ -198,6 +198,12 @@ func buildNode(d *graph.Document, name string, n *graph.Node, shares map[string]
 		if m := b.VendorMeter; m != nil {
 			cb.VendorMeter = &VendorMeter{Headers: m.Headers, Name: m.Name, Key: MeterKey(cb.Key)}
 		}
+		if b.Keys != nil {
+			cb.Keys = make(map[string]int64, len(b.Keys))
+			for v, c := range b.Keys {
+				cb.Keys[v] = c
+			}
+		}
 		for path, share := range e.Shares {
 			cb.Ceilings[path] = Ceiling(w.CountSub, share)
 		}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
 	"strings"
@@ -88,6 +89,31 @@ func ScopeRoom(key string) int { return MaxKVKeyBytes - len(key) - 1 }
 // scoped budgets included).
 func ScopedKey(key, scopeValue string) string { return key + ":" + scopeValue }
 
+// KeyLimitPrefix starts every runtime key limit row: a scope value's own
+// count on a scoped budget, written by gate-api, read by every relay.
+const KeyLimitPrefix = "kl:"
+
+// KeyLimitKey is the kv key of the runtime key limit row of scope value on
+// the budget whose counter key prefix is budgetKey.
+func KeyLimitKey(budgetKey, value string) string {
+	return KeyLimitPrefix + ScopedKey(budgetKey, value)
+}
+
+// KeyLimitRows is the prefix of every runtime key limit row of a budget.
+func KeyLimitRows(budgetKey string) string { return KeyLimitPrefix + budgetKey + ":" }
+
+// KeyLimitRoom is how many bytes a scope value may have so that both its
+// counter key and its key limit row key fit MaxKVKeyBytes.
+func KeyLimitRoom(budgetKey string) int { return ScopeRoom(budgetKey) - len(KeyLimitPrefix) }
+
+// MaxDeclaredKeys is the most per-key counts one budget declares in the
+// document; more go through the runtime API (…/budgets/{id}/keys/{value}).
+const MaxDeclaredKeys = 1000
+
+// MaxKeyCount is the largest per-key count (per the budget's timeMs) a
+// document or the runtime API accepts: above it a limit limits nothing.
+const MaxKeyCount = 1_000_000_000_000
+
 // RiderProbeKey is the kv key a relay replica increments to prove, at start
 // and after a broker change, that the broker applies transaction riders.
 func RiderProbeKey(replica string) string { return "probe:riders:" + replica }
@@ -122,6 +148,14 @@ func BreakerKey(app, graph, node string) string {
 
 // DocumentKey is the kv key a v2 document is stored under.
 func DocumentKey(app, graph string) string { return "graph:" + app + ":" + graph }
+
+// ItemRecordKey is the kv key of the push door's record of an item pushed
+// with transaction id txn (explain by transaction id reads it): the id is
+// hashed, so any id fits the broker's key limit.
+func ItemRecordKey(app, graph, txn string) string {
+	h := sha256.Sum256([]byte(txn))
+	return "item:" + app + ":" + graph + ":" + hex.EncodeToString(h[:16])
+}
 
 // LegacyTargetKey is the kv key of a stored v1 target document.
 func LegacyTargetKey(app, name string) string { return "spec:" + app + ":" + name }

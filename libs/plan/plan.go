@@ -147,6 +147,10 @@ type Budget struct {
 	// VendorMeter is the vendor meter the budget mirrors; nil mirrors
 	// nothing.
 	VendorMeter *VendorMeter `json:"vendorMeter,omitempty"`
+	// Keys are the document's per-key counts of a scoped budget: scope
+	// value → count per TimeMs, higher or lower than Count. nil declares
+	// none. A runtime key limit row (KeyLimitKey) wins over it.
+	Keys map[string]int64 `json:"keys,omitempty"`
 }
 
 // VendorMeter is a mirrored vendor meter as the plan carries it.
@@ -164,6 +168,42 @@ type VendorMeter struct {
 // carries it; 0 when path does not visit the node.
 func (b *Budget) Ceiling(path string) int64 { return b.Ceilings[path] }
 
+// KeyCount is the count per TimeMs of scope value: the document's
+// per-key count when it declares one (declared true), else Count.
+func (b *Budget) KeyCount(value string) (count int64, declared bool) {
+	if c, ok := b.Keys[value]; ok {
+		return c, true
+	}
+	return b.Count, false
+}
+
+// CountCeiling is a path of share's ceiling on one counter of the budget
+// counting count per TimeMs: round(max(1, count ÷ SubWindows) × share),
+// the arithmetic of Ceilings with the budget's own sub-windows (the window
+// and its TTL stay the budget's). CountCeiling(Count, share) is the path's
+// Ceilings entry.
+func (b *Budget) CountCeiling(count int64, share float64) int64 {
+	return Ceiling(max(1, count/max(b.SubWindows, 1)), share)
+}
+
+// KeyCeiling is path's ceiling on the counter of a scope value whose count
+// per TimeMs is count (KeyCount, or a runtime key limit): 0 when path does
+// not visit the node.
+func (n *Node) KeyCeiling(b *Budget, path string, count int64) int64 {
+	if _, ok := b.Ceilings[path]; !ok {
+		return 0
+	}
+	if count == b.Count {
+		return b.Ceilings[path]
+	}
+	share, ok := n.Shares[path]
+	if !ok && b.CountSub > 0 {
+		// A plan built by hand without shares: the ceiling's own ratio.
+		share = float64(b.Ceilings[path]) / float64(b.CountSub)
+	}
+	return b.CountCeiling(count, share)
+}
+
 // WidestCeiling is the highest ceiling any visiting path may charge the
 // counter to (the widest share's); 0 when no path visits.
 func (b *Budget) WidestCeiling() int64 {
@@ -178,6 +218,17 @@ func (b *Budget) WidestCeiling() int64 {
 func (n *Node) Mirrors() bool {
 	for i := range n.Budgets {
 		if n.Budgets[i].VendorMeter != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Scoped reports whether some budget of the node keeps a counter per
+// scope value.
+func (n *Node) Scoped() bool {
+	for i := range n.Budgets {
+		if n.Budgets[i].ScopeBy != "" {
 			return true
 		}
 	}

@@ -63,7 +63,7 @@ func NewResponse(p *Plan, warnings, migration []string, v1 bool) Response {
 			rb := ResolvedBudget{
 				ID: b.ID, Key: b.Key, ScopeBy: optional(b.ScopeBy), Count: b.Count, TimeMs: b.TimeMs,
 				SubWindows: b.SubWindows, CountSub: b.CountSub, WindowSubSeconds: b.WindowSubSeconds,
-				Ceilings: b.Ceilings,
+				Ceilings: b.Ceilings, Keys: b.Keys,
 			}
 			if b.Shared {
 				k := b.SharedKey

@@ -99,6 +99,11 @@ type stageSim struct {
 	window budget.Batch
 	idx    []int
 	wins   []*winState
+	// peakUse is, per counter of window, the path's fullest window so far
+	// (folded into its node-path's peakUse by the report); used marks the
+	// counters charged at all.
+	peakUse []int64
+	used    []bool
 }
 
 type nodeAcc struct {
@@ -135,8 +140,11 @@ type replay struct {
 	stats     map[string]*keyStats
 	closed    []WindowTotal
 	names     []string // path names by index
-	// arrivalPaths are the recorded paths in name order.
+	// arrivalPaths are the recorded paths in name order, arrivalSecs their
+	// seconds and arrivalIdx their path index (-1: not in the plan).
 	arrivalPaths []string
+	arrivalSecs  [][]Second
+	arrivalIdx   []int
 	// entries are, by path index, the path's first-hop stages.
 	entries [][]int
 	res     *GraphResult
@@ -289,14 +297,11 @@ func (r *replay) enqueue(i int, n, rc, origin, t int64) {
 	ss.queued += n
 }
 
-// arrive enqueues the recorded arrivals of second t.
-func (r *replay) arrive(t int64, cursor map[string]int) {
-	if r.arrivalPaths == nil {
-		r.arrivalPaths = r.sortedPaths()
-	}
-	for _, path := range r.arrivalPaths {
-		secs := r.in.Arrivals[path]
-		i := cursor[path]
+// arrive enqueues the recorded arrivals of second t; cursor is, by
+// r.arrivalPaths index, the next unread second of the path.
+func (r *replay) arrive(t int64, cursor []int) {
+	for k, secs := range r.arrivalSecs {
+		i := cursor[k]
 		for i < len(secs) && secs[i].T < t {
 			i++
 		}
@@ -306,9 +311,9 @@ func (r *replay) arrive(t int64, cursor map[string]int) {
 			costSum += secs[i].Cost
 			i++
 		}
-		cursor[path] = i
-		pi, ok := r.pathIdx[path]
-		if !ok || items <= 0 {
+		cursor[k] = i
+		pi := r.arrivalIdx[k]
+		if pi < 0 || items <= 0 {
 			continue
 		}
 		r.paths[pi].items += items
@@ -377,7 +382,7 @@ func (r *replay) account(ss *stageSim, b *budget.Batch, d []int64, now time.Time
 			continue
 		}
 		c := b.Counters[ci]
-		_, exp, ok := r.table.Value(c.Key, now)
+		_, exp, ok := r.table.CounterValue(b, ci, now)
 		if !ok {
 			continue
 		}
@@ -404,8 +409,12 @@ func (r *replay) account(ss *stageSim, b *budget.Batch, d []int64, now time.Time
 		w.perPath[pi] += delta
 		w.max = max(w.max, c.Max)
 		w.pathMax[pi] = c.Max
-		np := &r.nodePaths[ss.np]
-		np.peakUse[c.Key] = max(np.peakUse[c.Key], w.perPath[pi])
+		if len(ss.peakUse) < len(b.Counters) {
+			ss.peakUse = append(ss.peakUse, make([]int64, len(b.Counters)-len(ss.peakUse))...)
+			ss.used = append(ss.used, make([]bool, len(b.Counters)-len(ss.used))...)
+		}
+		ss.peakUse[ci] = max(ss.peakUse[ci], w.perPath[pi])
+		ss.used[ci] = true
 	}
 }
 
@@ -542,15 +551,23 @@ func (r *replay) backlogs() (total int64) {
 
 func (r *replay) run() {
 	in := r.in
-	cursor := map[string]int{}
 	for path, secs := range in.Arrivals {
 		if !sort.SliceIsSorted(secs, func(i, j int) bool { return secs[i].T < secs[j].T }) {
 			s := append([]Second(nil), secs...)
 			sort.Slice(s, func(i, j int) bool { return s[i].T < s[j].T })
 			in.Arrivals[path] = s
 		}
-		cursor[path] = 0
 	}
+	r.arrivalPaths = r.sortedPaths()
+	for _, path := range r.arrivalPaths {
+		r.arrivalSecs = append(r.arrivalSecs, in.Arrivals[path])
+		pi, ok := r.pathIdx[path]
+		if !ok {
+			pi = -1
+		}
+		r.arrivalIdx = append(r.arrivalIdx, pi)
+	}
+	cursor := make([]int, len(r.arrivalPaths))
 	r.in = in
 	start, end := floorTo(in.Start, 1000), ceilTo(in.End, 1000)
 	r.start = start
@@ -635,6 +652,19 @@ func (r *replay) run() {
 		return r.closed[i].End < r.closed[j].End
 	})
 	r.res.Windows = r.closed
+	for i := range r.stages {
+		ss := &r.stages[i]
+		np := &r.nodePaths[ss.np]
+		for ci, use := range ss.peakUse {
+			if !ss.used[ci] {
+				continue
+			}
+			key := ss.window.Counters[ci].Key
+			if old, ok := np.peakUse[key]; !ok || use > old {
+				np.peakUse[key] = use
+			}
+		}
+	}
 	r.report(end, graphDrain)
 }
 

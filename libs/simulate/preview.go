@@ -22,6 +22,9 @@ type Allowance struct {
 	Seconds int64
 	// CostPerItem is the node's fixed cost.
 	CostPerItem int64
+	// Admitted, when set, is told the items admitted in each second of
+	// the range (VendorCompare reads the replay through it).
+	Admitted func(t, items int64)
 }
 
 // PreviewResult is the replay of one node's traffic. DrainSeconds is how
@@ -93,6 +96,9 @@ func Preview(samples []Second, start, end int64, a Allowance) PreviewResult {
 		}
 		used += admitted * a.CostPerItem
 		backlog -= admitted
+		if a.Admitted != nil {
+			a.Admitted(t, admitted)
+		}
 		out.Peak = max(out.Peak, backlog)
 		minutePeak = max(minutePeak, backlog)
 		if mod(t, 60000) == 59000 || t+1000 >= end {

@@ -603,9 +603,18 @@ func (s *Store) NewStatusReader() *StatusReader { return &StatusReader{s: s} }
 
 // Read returns every live replica's status (as Statuses does).
 func (r *StatusReader) Read(ctx context.Context) ([]RelayStatus, error) {
+	out, _, err := r.ReadChanged(ctx)
+	return out, err
+}
+
+// ReadChanged is Read, and whether the graph rows were re-read (false:
+// every replica's graphs are those of the previous read, only each
+// header's At and Denials are new), so a caller that indexes the graphs
+// re-indexes them only when they moved.
+func (r *StatusReader) ReadChanged(ctx context.Context) ([]RelayStatus, bool, error) {
 	headers, err := r.s.statusHeaders(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	ids := make([]string, 0, len(headers))
 	for id := range headers {
@@ -626,18 +635,18 @@ func (r *StatusReader) Read(ctx context.Context) ([]RelayStatus, error) {
 			out[i] = st
 		}
 		r.mu.Unlock()
-		return out, nil
+		return out, false, nil
 	}
 	r.mu.Unlock()
 	asm := newStatusAssembly(headers)
 	if err := r.s.eachRow(ctx, graphStatusPrefix, asm.add); err != nil {
-		return nil, fmt.Errorf("reading relay status: %w", err)
+		return nil, false, fmt.Errorf("reading relay status: %w", err)
 	}
 	out := asm.result()
 	r.mu.Lock()
 	r.seen, r.last = fp.String(), out
 	r.mu.Unlock()
-	return out, nil
+	return out, true, nil
 }
 
 // LiveReplicas is the id of every replica whose status header is live,

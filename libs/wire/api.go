@@ -135,6 +135,64 @@ type Observed struct {
 	Backoff *Backoff `json:"backoff"`
 }
 
+// SettleBody is the body of POST …/nodes/{node}/settle: the egress message
+// as the worker popped it (its transactionId and data, the `_gate` stamp
+// in it; other members are allowed and ignored) and the call's actual
+// cost in the node's units.
+type SettleBody struct {
+	Message    json.RawMessage `json:"message"`
+	ActualCost int64           `json:"actualCost"`
+}
+
+// Settled is the 200 answer of POST …/nodes/{node}/settle: what the
+// reported actual cost did to each counter the message was charged to.
+type Settled struct {
+	OK            bool   `json:"ok"`
+	Node          string `json:"node"`
+	TransactionID string `json:"transactionId"`
+	// Estimated is what the message was charged at the node; Actual what
+	// was reported.
+	Estimated int64 `json:"estimated"`
+	Actual    int64 `json:"actual"`
+	// Duplicate says the message was settled before: nothing changed.
+	Duplicate bool `json:"duplicate"`
+	// Refunded and Charged are the cost units given back and charged as a
+	// debt, summed over the counters.
+	Refunded int64           `json:"refunded"`
+	Charged  int64           `json:"charged"`
+	Budgets  []SettledBudget `json:"budgets"`
+	// Note says what happened in a sentence.
+	Note string `json:"note"`
+}
+
+// SettledBudget is one counter of a settle.
+type SettledBudget struct {
+	Budget string `json:"budget"`
+	Key    string `json:"key"`
+	// Outcome is refunded, charged, even, window-ended, window-unknown or
+	// guarded.
+	Outcome string `json:"outcome"`
+	// Delta is what was added (negative: refunded); Counter the counter
+	// after it and WindowEnd the end of the window written (epoch ms), both
+	// 0 when nothing was written.
+	Delta     int64 `json:"delta"`
+	Counter   int64 `json:"counter"`
+	WindowEnd int64 `json:"windowEnd"`
+}
+
+// SettleStats is how good a node's cost estimates are: its settles since
+// the statistics started (they last a day from the first settle).
+type SettleStats struct {
+	Settles   int64 `json:"settles"`
+	Estimated int64 `json:"estimated"`
+	Actual    int64 `json:"actual"`
+	// Ratio is Actual / Estimated (1: exact; 0.25: a fourth of the
+	// estimate was used); 0 when nothing was estimated.
+	Ratio float64 `json:"ratio"`
+	// Until is when the statistics start over (epoch ms).
+	Until int64 `json:"until"`
+}
+
 // ObservedBudget is one mirrored budget after an observation.
 type ObservedBudget struct {
 	// Budget is the budget's id and Headers the family it mirrors.
@@ -354,6 +412,17 @@ type Explanation struct {
 	// ahead through the unscoped counters at one ceiling per window.
 	EarliestAdmission int64 `json:"earliestAdmission"`
 	WaitSeconds       int64 `json:"waitSeconds"`
+	// TransactionID is the item asked about by its transaction id (null:
+	// asked by scope and op); PushedAt is when the push door queued it
+	// and PushedTo the node it was pushed to (null without a transaction
+	// id).
+	TransactionID *string `json:"transactionId"`
+	PushedAt      *int64  `json:"pushedAt"`
+	PushedTo      *string `json:"pushedTo"`
+	// Forwarded is true when the item asked about by its transaction id
+	// no longer waits at the node: nothing is pending in its partition
+	// (null without a transaction id).
+	Forwarded *bool `json:"forwarded"`
 	// Sentence is the answer in one sentence (the console shows it).
 	Sentence string `json:"sentence"`
 	Assumes  string `json:"assumes"`
@@ -380,6 +449,12 @@ type ExplainCounter struct {
 	Reason *string `json:"reason"`
 	// Binds marks the binding counter.
 	Binds bool `json:"binds"`
+	// KeyCount is, on a scoped counter, what its scope value counts per
+	// the budget's window, and KeySource where that comes from: "runtime"
+	// (a limit per key set through the API), "document" (the budget's
+	// keys) or "budget" (the budget's own count). Absent on other kinds.
+	KeyCount  int64  `json:"keyCount,omitempty"`
+	KeySource string `json:"keySource,omitempty"`
 }
 
 // ExplainShare is one path's ceiling on a counter.
@@ -394,4 +469,53 @@ type ExplainBackoff struct {
 	Until             int64  `json:"until"`
 	RetryAfterSeconds int64  `json:"retryAfterSeconds"`
 	By                string `json:"by,omitempty"`
+}
+
+// KeyLimit is one scope value's count on a scoped budget: the 200 answer
+// of GET, PUT and DELETE …/budgets/{budget}/keys/{value}, and an entry of
+// KeyLimits. For one value a runtime limit wins over the document's.
+type KeyLimit struct {
+	Node   string `json:"node"`
+	Budget string `json:"budget"`
+	Value  string `json:"value"`
+	// Count is what the value counts per TimeMs now, and Source where it
+	// comes from: "runtime" (set through the API), "document" (the
+	// budget's keys) or "budget" (neither: the budget's own count).
+	Count  int64  `json:"count"`
+	TimeMs int64  `json:"timeMs"`
+	Source string `json:"source"`
+	// Ceiling is the value's counter's ceiling per sub-window for the
+	// widest path (what one sub-window admits).
+	Ceiling int64 `json:"ceiling"`
+	// Default is the budget's own count; Document the document's count for
+	// the value (null: none), still in force when the runtime one is gone.
+	Default  int64  `json:"default"`
+	Document *int64 `json:"document"`
+	// At is when the runtime limit was written (epoch ms; 0 when none).
+	At int64 `json:"at"`
+	// Deleted is true on a DELETE's answer: the runtime limit is gone and
+	// Count is what the value counts from the next sub-window.
+	Deleted bool `json:"deleted,omitempty"`
+}
+
+// KeyLimits is the 200 answer of GET …/budgets/{budget}/keys: one page of
+// the budget's runtime limits per key (in byte order of their values) and,
+// on the first page, every count the document gives.
+type KeyLimits struct {
+	Node    string `json:"node"`
+	Budget  string `json:"budget"`
+	ScopeBy string `json:"scopeBy"`
+	// Default is the budget's own count per TimeMs, for every other value.
+	Default int64 `json:"default"`
+	TimeMs  int64 `json:"timeMs"`
+	// Runtime is the page of limits set through the API.
+	Runtime []KeyLimit `json:"runtime"`
+	// Document is the document's per-key counts (first page only, else
+	// empty), each with the runtime limit that overrides it, if on this
+	// page, left to the caller to match.
+	Document []KeyLimit `json:"document"`
+	// NextAfter is the after of the next page; "" on the last.
+	NextAfter string `json:"nextAfter"`
+	// Wins says which of two limits for one value applies: "runtime".
+	Wins string `json:"wins"`
 }

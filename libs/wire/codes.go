@@ -105,6 +105,10 @@ const (
 	// CodePathNotFound means the graph has no path of that name, or none
 	// through the node (field names path; paths lists the choices).
 	CodePathNotFound Code = "path-not-found"
+	// CodeItemNotFound means explain was asked about a transaction id the
+	// push door has no record of (never pushed with it to this graph, or
+	// pushed more than a day ago; field names transactionId).
+	CodeItemNotFound Code = "item-not-found"
 	// CodeAmbiguousNode means a target has several ingress nodes, so the
 	// target route cannot pick one (nodes lists them).
 	CodeAmbiguousNode Code = "ambiguous-node"
@@ -161,6 +165,29 @@ const (
 	// CodeNoVendorMeter means an observe names a node (or budget) whose
 	// budgets mirror no vendor meter (vendorMeter in the document).
 	CodeNoVendorMeter Code = "no-vendor-meter"
+	// CodeBudgetNotFound means the node has no budget of that id (field
+	// budget).
+	CodeBudgetNotFound Code = "budget-not-found"
+	// CodeUnscopedBudget means limits per key name a budget without
+	// scopeBy, which keeps one counter for every item (field budget).
+	CodeUnscopedBudget Code = "unscoped-budget"
+	// CodeInvalidKeyLimit means a limit per key cannot be set: a scope
+	// value that is empty or longer than the key room, a count outside
+	// 1..10^12 or below the node's largest item (field value or count).
+	CodeInvalidKeyLimit Code = "invalid-key-limit"
+	// CodeKeyLimitNotFound means the scope value has no runtime limit on
+	// that budget (a document count, if any, is in the plan's keys).
+	CodeKeyLimitNotFound Code = "key-limit-not-found"
+	// CodeInvalidStamp means a settle's message carries no `_gate` stamp
+	// with charge records, or one whose signature does not verify: forged,
+	// altered, or copied from another message (field names it).
+	CodeInvalidStamp Code = "invalid-stamp"
+	// CodeUnknownMessage means a settle's stamp is for another graph, or
+	// records no charge at the node settled.
+	CodeUnknownMessage Code = "unknown-message"
+	// CodeStaleCharge means a settle comes later than its charge's longest
+	// window plus four minutes, when a repeat could no longer be told apart.
+	CodeStaleCharge Code = "stale-charge"
 	// CodeETAUnavailable means the backlog or the counters an ETA needs
 	// could not be read from the broker.
 	CodeETAUnavailable Code = "eta-unavailable"
@@ -233,6 +260,11 @@ const (
 	// CodeRecordingCostChanged means the node's recorded cost per item
 	// changed inside the replayed range (second names where).
 	CodeRecordingCostChanged Code = "recording-cost-changed"
+	// CodeShadowInvalid means a shadow candidate's body is not budgets per
+	// node ({"nodes": {"NODE": {"budgets": [...]}}}) of the graph's own
+	// nodes (field names what; a candidate whose budgets do not compile is
+	// declare-refused, naming the document field).
+	CodeShadowInvalid Code = "shadow-invalid"
 
 	// CodeAIOff means the AI configuration agent is off: the sentence says
 	// which knobs turn it on (rule ai-off).
@@ -357,6 +389,7 @@ var Codes = []CodeStatuses{
 	{CodeStoredDocumentInvalid, []int{409}},
 	{CodeNodeNotFound, []int{404}},
 	{CodePathNotFound, []int{404}},
+	{CodeItemNotFound, []int{404}},
 	{CodeAmbiguousNode, []int{409}},
 	{CodeNoIngress, []int{409}},
 	{CodeHTTPPushOff, []int{409}},
@@ -373,6 +406,13 @@ var Codes = []CodeStatuses{
 	{CodeNoUnscopedBudget, []int{422}},
 	{CodeInvalidHeader, []int{422}},
 	{CodeNoVendorMeter, []int{422}},
+	{CodeBudgetNotFound, []int{404}},
+	{CodeUnscopedBudget, []int{422}},
+	{CodeInvalidKeyLimit, []int{422}},
+	{CodeKeyLimitNotFound, []int{404}},
+	{CodeInvalidStamp, []int{422}},
+	{CodeUnknownMessage, []int{422}},
+	{CodeStaleCharge, []int{422}},
 	{CodeETAUnavailable, []int{503}},
 	{CodeGone, []int{410}},
 	{CodeDeclareRefused, []int{409, 422}},
@@ -392,6 +432,7 @@ var Codes = []CodeStatuses{
 	{CodePreviewUnsupported, []int{422}},
 	{CodeAllowanceTooSmall, []int{422}},
 	{CodeRecordingCostChanged, []int{409}},
+	{CodeShadowInvalid, []int{422}},
 	{CodeAIOff, []int{503}},
 	{CodeAIBusy, []int{429}},
 	{CodeAIRequest, []int{422}},

@@ -72,6 +72,64 @@ type Timeline struct {
 	// Enabled says queue sampling (counters) is on for the graph.
 	Enabled           bool `json:"enabled"`
 	ResolutionSeconds int  `json:"resolutionSeconds"`
+	// Vendor is every limit a vendor stated below what is declared (a
+	// budget that mirrors its meter) that held in the range, oldest
+	// first, as gate-recorder sampled it.
+	Vendor []VendorSpan `json:"vendor"`
+}
+
+// VendorSpan is one limit a vendor stated for a budget that mirrors its
+// meter, from when it was first stated to when it lapsed or went.
+type VendorSpan struct {
+	Node   string `json:"node"`
+	Budget string `json:"budget"`
+	// Since is when the vendor first stated it (ms); Until when it stopped
+	// holding (ms): it lapsed, another limit replaced it, or the vendor
+	// allowed the declared count again (Ended). An Until after now is when
+	// it lapses unless the vendor restates it.
+	Since int64 `json:"since"`
+	Until int64 `json:"until"`
+	Ended bool  `json:"ended"`
+	// Limit is the vendor's limit where Declared is declared, both per
+	// TimeMs (the budget's window).
+	Limit    int64 `json:"limit"`
+	Declared int64 `json:"declared"`
+	TimeMs   int64 `json:"timeMs"`
+	// Headers names the header family that spoke.
+	Headers string `json:"headers"`
+	// Sentence says it in words: "the vendor enforced 10 where 50 is
+	// declared, from … to …", or for one still holding "the vendor
+	// enforces 10 where 50 is declared, since … (until … unless it says so
+	// again)".
+	Sentence string `json:"sentence"`
+}
+
+// VendorComparison is "Try a limit" checked against what the vendor
+// really allowed while the Watch recorded (a node with a budget that
+// mirrors the vendor's meter).
+type VendorComparison struct {
+	// Budgets are the node's budgets that mirror a vendor meter.
+	Budgets []string `json:"budgets"`
+	// Seconds is the replayed seconds in which the vendor enforced less
+	// than declared.
+	Seconds int64 `json:"seconds"`
+	// ExceededSeconds is, of those, the seconds in which the candidate
+	// limit allows more than the vendor did (compared as rates).
+	ExceededSeconds int64 `json:"exceededSeconds"`
+	// OverSeconds is, of those, the seconds in which the recorded traffic
+	// replayed under the candidate is sent faster than the vendor's limit
+	// (spread evenly over the vendor's window), and OverItems the items
+	// above it: calls the vendor would likely have refused.
+	OverSeconds int64 `json:"overSeconds"`
+	OverItems   int64 `json:"overItems"`
+	// LowestLimit and LowestTimeMs are the lowest limit the vendor stated
+	// in the range (null when it stated none).
+	LowestLimit  *int64 `json:"lowestLimit"`
+	LowestTimeMs *int64 `json:"lowestTimeMs"`
+	// Spans are the vendor's limits that held in the range.
+	Spans []VendorSpan `json:"spans"`
+	// Sentence says the comparison in words.
+	Sentence string `json:"sentence"`
 }
 
 // TimelineSample is one node's snapshot of one minute.
@@ -146,6 +204,9 @@ type Simulation struct {
 	Coverage           Coverage       `json:"coverage"`
 	Effective          Effective      `json:"effective"`
 	HasKnownGaps       bool           `json:"hasKnownGaps"`
+	// Vendor compares the candidate with the limits the vendor stated in
+	// the range; null when no budget of the node mirrors a vendor meter.
+	Vendor *VendorComparison `json:"vendor"`
 }
 
 // BacklogPoint is the backlog at the last second of a minute and the

@@ -65,6 +65,9 @@ type ResolvedBudget struct {
 	CountSub         int64            `json:"countSub"`
 	WindowSubSeconds int64            `json:"windowSubSeconds"`
 	Ceilings         map[string]int64 `json:"ceilings"`
+	// Keys are the document's limits per key: scope value → its own count
+	// per TimeMs (absent when none; runtime ones are read from …/keys).
+	Keys map[string]int64 `json:"keys,omitempty"`
 }
 
 // ResolvedStage is one stage entry.

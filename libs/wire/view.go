@@ -62,6 +62,9 @@ type ViewNode struct {
 	Breaker           *Breaker `json:"breaker"`
 	WaitingForBudget  int64    `json:"waiting_for_budget"`
 	WaitingForWorkers int64    `json:"waiting_for_workers"`
+	// Settle is how good the node's cost estimates are, from the settles
+	// reported (POST …/settle); null when none was.
+	Settle *SettleStats `json:"settle"`
 }
 
 // ViewBudget is one budget with its live counter.

@@ -186,8 +186,9 @@ func (in *Insight) diagnose(ctx context.Context, e *plane.Entry) wire.Diagnostic
 				fmt.Sprintf("Check why the provider throttled (the 429 that was reported); the node resumes by itself at the deadline, or lift it early with DELETE /v1/apps/%s/graphs/%s/nodes/%s/backoff.", e.App, e.Graph, n.Name), nil)
 		}
 	}
-	for i := range p.Nodes {
-		n := &p.Nodes[i]
+	mp := meterPlan(e)
+	for i := range mp.Nodes {
+		n := &mp.Nodes[i]
 		for j := range n.Budgets {
 			b := &n.Budgets[j]
 			row, ok := nodes[n.Name].meters[b.ID]
@@ -311,9 +312,10 @@ func (in *Insight) nodeStates(ctx context.Context, e *plane.Entry, now time.Time
 		problems = append(problems, "the backoff records ("+err.Error()+")")
 	}
 	var meterKeys []string
-	for i := range p.Nodes {
-		for j := range p.Nodes[i].Budgets {
-			if m := p.Nodes[i].Budgets[j].VendorMeter; m != nil {
+	mp := meterPlan(e)
+	for i := range mp.Nodes {
+		for j := range mp.Nodes[i].Budgets {
+			if m := mp.Nodes[i].Budgets[j].VendorMeter; m != nil {
 				meterKeys = append(meterKeys, m.Key)
 			}
 		}
@@ -353,8 +355,12 @@ func (in *Insight) nodeStates(ctx context.Context, e *plane.Entry, now time.Time
 		if b, ok := breakers[n.BreakerKey]; ok {
 			ns.breaker = &b
 		}
-		for j := range n.Budgets {
-			b := &n.Budgets[j]
+		mn := n
+		if vn := mp.Node(n.Name); vn != nil {
+			mn = vn
+		}
+		for j := range mn.Budgets {
+			b := &mn.Budgets[j]
 			if b.VendorMeter == nil {
 				continue
 			}

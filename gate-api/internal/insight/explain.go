@@ -24,7 +24,10 @@ const explainMaxOp = 256
 
 // explainQuery are the query parameters explain reads; any other is
 // refused, so a misspelt one never silently explains something else.
-var explainQuery = map[string]bool{"scope": true, "op": true, "path": true, "partition": true}
+var explainQuery = map[string]bool{"scope": true, "op": true, "path": true, "partition": true, "transactionId": true}
+
+// explainMaxTxn bounds ?transactionId= (the push door's own limit on txn).
+const explainMaxTxn = 256
 
 // explain is GET …/graphs/{graph}/nodes/{node}/explain?scope=&op=&path=&partition=:
 // every counter an item with that scope value and op would charge at the
@@ -45,7 +48,13 @@ func (in *Insight) explain(q *httpapi.Request) *httpapi.Refusal {
 	if bad != nil {
 		return bad
 	}
-	stage, bad := explainStage(e, n, x.path)
+	var rec *store.ItemRecord
+	if x.hasTxn {
+		if rec, bad = in.itemRecord(q, e, n, &x); bad != nil {
+			return bad
+		}
+	}
+	stage, bad := plane.NodeStage(e, n, x.path)
 	if bad != nil {
 		return bad
 	}
@@ -58,6 +67,13 @@ func (in *Insight) explain(q *httpapi.Request) *httpapi.Refusal {
 	partition, hasPartition := x.partition, x.hasPartition
 	ctx, cancel := context.WithTimeout(q.Context(), diagViewTimeout)
 	defer cancel()
+	if x.hasScope {
+		// The value's own limit, as every relay charges it: a runtime
+		// row over the document's keys over the budget's count.
+		if err := in.p.Limiter().ItemKeyLimits(ctx, n, stage.Path, x.scope, counters); err != nil {
+			return httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeETAUnavailable, "explaining node '%s' needs the limits per key of '%.60s' from the broker, which did not answer; retry", n.Name, x.scope).RetryAfter(1)
+		}
+	}
 	ans, complete := in.explainItem(ctx, e, n, stage, counters, unjudged, partition, hasPartition)
 	if !complete {
 		return httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeETAUnavailable, "explaining node '%s' needs its counters and backlog from the broker, which did not answer; retry", n.Name).RetryAfter(1)
@@ -68,6 +84,12 @@ func (in *Insight) explain(q *httpapi.Request) *httpapi.Refusal {
 	if x.hasOp {
 		ans.Op = &x.op
 	}
+	if rec != nil {
+		ans.TransactionID, ans.PushedAt, ans.PushedTo = &x.txn, &rec.At, &rec.Node
+		forwarded := ans.Ahead != nil && *ans.Ahead == 0
+		ans.Forwarded = &forwarded
+		ans.Assumes += "; by transaction id: the item's op, scope value and partition are the push door's record of it; it counts as waiting while its partition has items pending at the node (one pushed after it keeps it counted), and as forwarded once none are"
+	}
 	ans.Sentence = sentence(&ans, time.UnixMilli(ans.At))
 	httpapi.WriteJSON(q.W, http.StatusOK, ans)
 	return nil
@@ -75,8 +97,40 @@ func (in *Insight) explain(q *httpapi.Request) *httpapi.Refusal {
 
 // explainQ is explain's query, read.
 type explainQ struct {
-	scope, op, path, partition    string
-	hasScope, hasOp, hasPartition bool
+	scope, op, path, partition, txn       string
+	hasScope, hasOp, hasPartition, hasTxn bool
+}
+
+// itemRecord reads the push door's record of the item x names by its
+// transaction id and fills x's op, scope and partition from it: 404
+// item-not-found naming the id when there is none, 503 when the broker
+// did not answer.
+func (in *Insight) itemRecord(q *httpapi.Request, e *plane.Entry, n *plan.Node, x *explainQ) (*store.ItemRecord, *httpapi.Refusal) {
+	ctx, cancel := context.WithTimeout(q.Context(), diagViewTimeout)
+	defer cancel()
+	rec, found, err := in.p.Store.Item(ctx, e.App, e.Graph, x.txn)
+	if err != nil {
+		return nil, httpapi.Refuse(http.StatusServiceUnavailable, wire.CodeETAUnavailable, "explaining transaction %.80q needs the push door's record of it from the broker, which did not answer; retry", x.txn).RetryAfter(1)
+	}
+	if !found {
+		if in.p.Cfg.ItemRecordSeconds <= 0 {
+			return nil, httpapi.Refuse(http.StatusNotFound, wire.CodeItemNotFound, "this gate-api keeps no records of pushed items (GATE_ITEM_RECORD_SECONDS=0), so transactionId %.80q cannot be looked up: explain by scope and op, or turn the records on", x.txn).Field("transactionId")
+		}
+		return nil, httpapi.Refuse(http.StatusNotFound, wire.CodeItemNotFound, "no item was pushed to graph '%s/%s' with transactionId %.80q in the last %s: check the id (the txn of the push), or explain by scope and op", e.App, e.Graph, x.txn, time.Duration(in.p.Cfg.ItemRecordSeconds)*time.Second).Field("transactionId")
+	}
+	x.op, x.hasOp = rec.Op, true
+	x.scope, x.hasScope = rec.Scope, rec.HasScope
+	if x.hasScope {
+		// A scope value of a budget of the entry node that node n does not
+		// count by is left out, as ?scope= would be refused there.
+		scoped := false
+		for i := range n.Budgets {
+			scoped = scoped || n.Budgets[i].ScopeBy != ""
+		}
+		x.hasScope = scoped
+	}
+	x.partition, x.hasPartition = rec.Partition, true
+	return &rec, nil
 }
 
 // readExplainQuery reads explain's query for node n: only scope, op, path
@@ -133,34 +187,18 @@ func readExplainQuery(v url.Values, n *plan.Node) (explainQ, *httpapi.Refusal) {
 	if x.hasPartition && (x.partition == "" || len(x.partition) > 256) {
 		return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "partition must be a partition name of 1 to 256 bytes (the one the item was pushed to)").Field("partition")
 	}
+	x.txn, x.hasTxn = v.Get("transactionId"), v.Has("transactionId")
+	if x.hasTxn {
+		if x.txn == "" || len(x.txn) > explainMaxTxn {
+			return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "transactionId must be 1 to %d bytes: the txn the item was pushed with", explainMaxTxn).Field("transactionId")
+		}
+		for _, other := range []string{"scope", "op", "partition"} {
+			if v.Has(other) {
+				return x, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "give transactionId without %s: the item's scope value, op and partition come from the push door's record of it", other).Field(other)
+			}
+		}
+	}
 	return x, nil
-}
-
-// explainStage is the stage the item is judged on: the named path's, or
-// the highest-priority path through the node.
-func explainStage(e *plane.Entry, n *plan.Node, path string) (*plan.Stage, *httpapi.Refusal) {
-	var stage *plan.Stage
-	var through []string
-	for i := range e.Plan.Stages {
-		st := &e.Plan.Stages[i]
-		if st.Node != n.Name {
-			continue
-		}
-		through = append(through, st.Path)
-		switch {
-		case path != "" && st.Path == path && stage == nil:
-			stage = st
-		case path == "" && (stage == nil || st.Priority < stage.Priority):
-			stage = st
-		}
-	}
-	if stage != nil {
-		return stage, nil
-	}
-	if path == "" {
-		return nil, httpapi.Refuse(http.StatusNotFound, wire.CodePathNotFound, "no path crosses node '%s' of graph '%s/%s': nothing waits there", n.Name, e.App, e.Graph).Field("node")
-	}
-	return nil, httpapi.Refuse(http.StatusNotFound, wire.CodePathNotFound, "path '%.60s' does not cross node '%s': the paths through it are %s", path, n.Name, strings.Join(through, ", ")).Field("path").Paths(through)
 }
 
 // opNamed reports whether some budget of n names op (a pattern of its
@@ -236,7 +274,8 @@ func (in *Insight) explainItem(ctx context.Context, e *plane.Entry, n *plan.Node
 	j := budget.JudgeItem(counters, ans.Cost, ahead, live, until, now)
 	for i, c := range j.Counters {
 		wc := wire.ExplainCounter{Budget: c.Budget, Kind: c.Kind, Key: c.Key, Value: c.Value, Ceiling: c.Ceiling, Widest: c.Widest,
-			WindowSeconds: c.WindowSeconds, Fits: c.Fits, Binds: i == j.Binding, Shares: []wire.ExplainShare{}}
+			WindowSeconds: c.WindowSeconds, Fits: c.Fits, Binds: i == j.Binding, Shares: []wire.ExplainShare{},
+			KeyCount: c.KeyCount, KeySource: c.KeySource}
 		for _, p := range c.SortedShares() {
 			wc.Shares = append(wc.Shares, wire.ExplainShare{Path: p, Ceiling: c.Shares[p]})
 		}
@@ -280,6 +319,9 @@ func explainBackoff(b store.Breaker) *wire.ExplainBackoff {
 // sentence is the explanation in one sentence, as the console shows it:
 // "waiting for per-listing: 100 of 100 this week, frees Tue 14:02; 3 items ahead".
 func sentence(x *wire.Explanation, now time.Time) string {
+	if x.Forwarded != nil && *x.Forwarded {
+		return fmt.Sprintf("already forwarded: nothing is pending in partition %s at node %s (the item was pushed %s)", *x.Partition, x.Node, clockTime(*x.PushedAt, now))
+	}
 	var parts []string
 	if x.Backoff != nil {
 		parts = append(parts, fmt.Sprintf("held by a backoff until %s", clockTime(x.Backoff.Until, now)))
@@ -293,6 +335,9 @@ func sentence(x *wire.Explanation, now time.Time) string {
 	switch {
 	case binding != nil:
 		s := fmt.Sprintf("waiting for %s: %d of %d %s", binding.Budget, binding.Value, binding.Ceiling, windowWords(binding.WindowSeconds))
+		if x.Scope != nil && (binding.KeySource == "runtime" || binding.KeySource == "document") {
+			s = fmt.Sprintf("waiting for %s (%.40s's own limit, %s): %d of %d %s", binding.Budget, *x.Scope, map[string]string{"runtime": "set at runtime", "document": "in the document"}[binding.KeySource], binding.Value, binding.Ceiling, windowWords(binding.WindowSeconds))
+		}
 		if binding.FreesAt != nil {
 			s += ", frees " + clockTime(*binding.FreesAt, now)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/queen-mq/gate/gate-api/config"
 	"github.com/queen-mq/gate/gate-api/internal/apitest"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
@@ -157,5 +158,139 @@ func TestExplainRefusesBadInputNamingTheField(t *testing.T) {
 	a := h.Do(http.MethodGet, h.GraphURL("listings")+"/nodes/list/explain?scope="+strings.Repeat("x", 600), nil)
 	if a.Num("room") <= 0 || a.Num("bytes") != 600 || a.Str("budget") != "per-listing" {
 		t.Fatalf("scope too long: %s", a.Raw)
+	}
+}
+
+// A listing with its own limit is judged at it: the document's 300 a week
+// (a spent 100 fits under it), then a runtime 100 that wins over it (the
+// same 100 binds, "its own limit"); another listing stays at the budget's.
+func TestExplainJudgesAScopeValueAtItsOwnLimit(t *testing.T) {
+	t.Parallel()
+	h := apitest.New(t)
+	doc := listingsDoc(h)
+	per := doc["nodes"].(map[string]any)["list"].(map[string]any)["budgets"].([]any)[1].(map[string]any)
+	per["keys"] = map[string]any{"L-big": 300}
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("listings"), doc), http.StatusOK)
+	n := h.Plane().Cat.Lookup(h.App, "listings").Plan.Node("list")
+	key := plan.ScopedKey(n.Budgets[1].Key, "L-big")
+	if _, err := h.Client.KV(context.Background(), queen.KVPut(h.NS, key, json.RawMessage("100"), queen.PutOpts{TTLSeconds: 3 * 86400})); err != nil {
+		t.Fatal(err)
+	}
+	scoped := func(x wire.Explanation) wire.ExplainCounter {
+		for _, c := range x.Counters {
+			if c.Budget == "per-listing" {
+				return c
+			}
+		}
+		t.Fatalf("no per-listing counter: %+v", x)
+		return wire.ExplainCounter{}
+	}
+	x := explanation(t, h, url.Values{"scope": {"L-big"}})
+	c := scoped(x)
+	if c.Ceiling != 300 || c.KeyCount != 300 || c.KeySource != "document" || !c.Fits || x.Binding != nil {
+		t.Fatalf("L-big under its document count: %+v", c)
+	}
+	// backfill's share of the value's own count is half of it.
+	if x.Counters[1].Shares[0].Path != "backfill" || x.Counters[1].Shares[0].Ceiling != 150 {
+		t.Fatalf("shares: %+v", x.Counters[1].Shares)
+	}
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("listings")+"/nodes/list/budgets/per-listing/keys/L-big", map[string]any{"count": 100}), http.StatusOK)
+	x = explanation(t, h, url.Values{"scope": {"L-big"}})
+	c = scoped(x)
+	if c.Ceiling != 100 || c.KeySource != "runtime" || c.Fits || x.Binding == nil || *x.Binding != "per-listing" ||
+		!strings.Contains(x.Sentence, "waiting for per-listing (L-big's own limit, set at runtime): 100 of 100 this week") {
+		t.Fatalf("L-big under a runtime 100: %+v; sentence %q", c, x.Sentence)
+	}
+	c = scoped(explanation(t, h, url.Values{"scope": {"L-small"}}))
+	if c.Ceiling != 100 || c.KeySource != "budget" || c.KeyCount != 100 {
+		t.Fatalf("another listing: %+v", c)
+	}
+}
+
+// Explain by transaction id: the push door's record gives the item's op,
+// scope value and partition, so the answer is the one scope and op would
+// give, with the id, when it was pushed and where; an unknown id is a 404
+// naming it, an id beside scope, op or partition (or empty) a 422 naming
+// the field; once its partition has nothing pending the item is said to be
+// forwarded.
+func TestExplainByTransactionID(t *testing.T) {
+	t.Parallel()
+	h := apitest.New(t)
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("listings"), listingsDoc(h)), http.StatusOK)
+	for i, txn := range []string{"order-1", "order-2"} {
+		h.Expect(h.Do(http.MethodPost, h.GraphURL("listings")+"/nodes/list/push", map[string]any{"partition": "p7", "txn": txn, "op": "listing.delete",
+			"payload": map[string]any{"listing": "L-9", "i": i}}), http.StatusOK)
+	}
+	x := explanation(t, h, url.Values{"transactionId": {"order-1"}})
+	if x.TransactionID == nil || *x.TransactionID != "order-1" || x.PushedTo == nil || *x.PushedTo != "list" || x.PushedAt == nil || *x.PushedAt == 0 {
+		t.Fatalf("by transaction id: %+v; want the id, the node it was pushed to and when", x)
+	}
+	if x.Scope == nil || *x.Scope != "L-9" || x.Op == nil || *x.Op != "listing.delete" || x.Partition == nil || *x.Partition != "p7" ||
+		len(x.Counters) != 3 || len(x.Unjudged) != 0 || x.Ahead == nil || *x.Ahead != 2 || x.Forwarded == nil || *x.Forwarded {
+		t.Fatalf("by transaction id: %+v; want scope L-9, op listing.delete, partition p7, three counters judged, 2 pending, not forwarded", x)
+	}
+	byScope := explanation(t, h, url.Values{"scope": {"L-9"}, "op": {"listing.delete"}, "partition": {"p7"}})
+	if len(byScope.Counters) != len(x.Counters) || byScope.WaitSeconds != x.WaitSeconds || byScope.Sentence != x.Sentence || byScope.Counters[1].Key != x.Counters[1].Key {
+		t.Fatalf("by id %+v\nby scope %+v: the same item", x, byScope)
+	}
+
+	a := h.Expect(h.Do(http.MethodGet, explainURL(h, "list", url.Values{"transactionId": {"never-pushed"}}), nil), http.StatusNotFound)
+	if a.Str("code") != "item-not-found" || a.Str("field") != "transactionId" || !strings.Contains(h.ErrorBody(a), "never-pushed") {
+		t.Fatalf("unknown id: %s", a.Raw)
+	}
+	for _, c := range []struct {
+		q     url.Values
+		field string
+	}{
+		{url.Values{"transactionId": {"order-1"}, "scope": {"L-9"}}, "scope"},
+		{url.Values{"transactionId": {"order-1"}, "partition": {"p7"}}, "partition"},
+		{url.Values{"transactionId": {""}}, "transactionId"},
+		{url.Values{"transactionId": {strings.Repeat("x", 257)}}, "transactionId"},
+	} {
+		a := h.Expect(h.Do(http.MethodGet, explainURL(h, "list", c.q), nil), http.StatusUnprocessableEntity)
+		if a.Str("field") != c.field {
+			t.Fatalf("%v: field %q, want %q: %s", c.q, a.Str("field"), c.field, a.Raw)
+		}
+	}
+
+	// A worker of the stage takes both items on: the partition is empty,
+	// the item forwarded.
+	st := h.Plane().Cat.Lookup(h.App, "listings").Plan.Stages[0]
+	for _, s := range h.Plane().Cat.Lookup(h.App, "listings").Plan.Stages {
+		if s.Node == "list" && s.Path == "main" {
+			st = s
+		}
+	}
+	ctx := context.Background()
+	cl, err := h.Client.Pop(ctx, queen.PopRequest{Queue: st.Source, Partition: "p7", ConsumerGroup: st.Group, Batch: 10, SubscriptionMode: queen.SubscribeAll})
+	if err != nil || len(cl.Messages) != 2 {
+		t.Fatalf("pop: %d messages (%v)", len(cl.Messages), err)
+	}
+	acks := make([]queen.AckItem, 0, 2)
+	for _, m := range cl.Messages {
+		acks = append(acks, queen.AckItem{TransactionID: m.TransactionID, PartitionID: cl.PartitionID, LeaseID: cl.LeaseID, ConsumerGroup: st.Group})
+	}
+	if _, err := h.Client.AckBatch(ctx, st.Group, acks); err != nil {
+		t.Fatal(err)
+	}
+	x = explanation(t, h, url.Values{"transactionId": {"order-2"}})
+	if x.Forwarded == nil || !*x.Forwarded || !strings.HasPrefix(x.Sentence, "already forwarded: nothing is pending in partition p7 at node list") {
+		t.Fatalf("after the worker: forwarded %v, sentence %q", x.Forwarded, x.Sentence)
+	}
+}
+
+// With the records off (GATE_ITEM_RECORD_SECONDS=0) a push with a txn
+// writes none, and explain by transaction id says so.
+func TestExplainByTransactionIDWithRecordsOff(t *testing.T) {
+	t.Parallel()
+	h := apitest.New(t, func(c *config.Config) { c.ItemRecordSeconds = 0 })
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("listings"), listingsDoc(h)), http.StatusOK)
+	h.Expect(h.Do(http.MethodPost, h.GraphURL("listings")+"/nodes/list/push", map[string]any{"txn": "order-1", "payload": map[string]any{"listing": "L-9"}}), http.StatusOK)
+	if _, found, err := h.Plane().Store.Item(context.Background(), h.App, "listings", "order-1"); err != nil || found {
+		t.Fatalf("a record was written with the records off (found %v, %v)", found, err)
+	}
+	a := h.Expect(h.Do(http.MethodGet, explainURL(h, "list", url.Values{"transactionId": {"order-1"}}), nil), http.StatusNotFound)
+	if a.Str("code") != "item-not-found" || !strings.Contains(h.ErrorBody(a), "GATE_ITEM_RECORD_SECONDS=0") {
+		t.Fatalf("records off: %s", a.Raw)
 	}
 }

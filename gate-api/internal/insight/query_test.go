@@ -40,14 +40,16 @@ func FuzzSimulateQuery(f *testing.F) {
 // FuzzExplainQuery: any query string of explain is read into a query the
 // node can judge, or a 422 naming a field (a parameter of the query, or
 // scope with the key room); nothing panics, and an accepted scope always
-// fits every scoped budget's key and an accepted op is named by a budget.
+// fits every scoped budget's key, an accepted op is named by a budget and
+// an accepted transactionId (1..256 bytes) comes alone (path aside).
 func FuzzExplainQuery(f *testing.F) {
 	n := &plan.Node{Name: "list", Budgets: []plan.Budget{
 		{ID: "global", Key: "gate:a:g:list:global"},
 		{ID: "per-listing", Key: "gate:a:g:list:per-listing", ScopeBy: "payload.listing"},
 		{ID: "deletes", Key: "gate:a:g:list:deletes", WhenOp: []string{"listing.delete", "photo.*"}},
 	}}
-	for _, s := range []string{"scope=L-1", "op=listing.delete", "op=photo.x&scope=a", "partition=", "scope=a&scope=b", "scop=x", "op=listing.create", "scope=%ff", "path=main&partition=p1", "scope=" + strings.Repeat("x", 600)} {
+	for _, s := range []string{"scope=L-1", "op=listing.delete", "op=photo.x&scope=a", "partition=", "scope=a&scope=b", "scop=x", "op=listing.create", "scope=%ff", "path=main&partition=p1", "scope=" + strings.Repeat("x", 600),
+		"transactionId=order-1", "transactionId=", "transactionId=t&scope=a", "transactionId=t&path=main", "transactionId=" + strings.Repeat("t", 257)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -68,6 +70,9 @@ func FuzzExplainQuery(f *testing.F) {
 		}
 		if x.hasOp && !opNamed(n, x.op) {
 			t.Fatalf("%q: op %q accepted, named by no budget", raw, x.op)
+		}
+		if x.hasTxn && (x.txn == "" || len(x.txn) > explainMaxTxn || x.hasScope || x.hasOp || x.hasPartition) {
+			t.Fatalf("%q: transactionId %d bytes accepted beside scope %v, op %v, partition %v", raw, len(x.txn), x.hasScope, x.hasOp, x.hasPartition)
 		}
 		if _, _, err := budget.ItemCounters(n, "main", x.op, x.scope, x.hasScope); err != nil {
 			t.Fatalf("%q: accepted, then the counters refuse: %v", raw, err)

@@ -133,13 +133,17 @@ func (in *Insight) simulate(q *httpapi.Request) *httpapi.Refusal {
 		}
 		secs = append(secs, simulate.Second{T: smp.Second, Items: smp.Items, Cost: smp.Cost})
 	}
-	r := simulate.Preview(secs, cov.Start, cov.End, simulate.Allowance{Count: w.CountSub, Seconds: w.TTLSeconds, CostPerItem: costPerItem})
+	r, vendor, err := previewWithVendor(ctx, db, e, n, secs, cov.Start, cov.End, simulate.Allowance{Count: w.CountSub, Seconds: w.TTLSeconds, CostPerItem: costPerItem}, count, timeMs)
+	if err != nil {
+		return in.p.HistoryRefusal(ctx, err)
+	}
 	out := wire.Simulation{
 		Node: n.Name, Items: r.Items, DelayedItems: r.Delayed, PeakBacklog: r.Peak, RemainingBacklog: r.Remaining,
 		DrainSeconds: r.DrainSeconds, LongestWaitSeconds: r.LongestWaitSeconds, Series: r.Series,
 		Coverage:     wire.Coverage{Since: cov.Start, Until: cov.End, GapSeconds: cov.GapSeconds, LostItems: cov.LostItems, ResolutionSeconds: 1},
 		Effective:    wire.Effective{Count: w.CountSub, Seconds: w.TTLSeconds, SubWindows: w.N, CostPerItem: costPerItem},
 		HasKnownGaps: cov.GapSeconds != 0 || cov.LostItems != 0,
+		Vendor:       vendor,
 	}
 	if r.Items > 0 {
 		pct := float64(r.Delayed) * 100 / float64(r.Items)

@@ -78,6 +78,9 @@ func (in *Insight) timeline(q *httpapi.Request) *httpapi.Refusal {
 		out.Relayed[n.Name] = rollupMinutes(rows)
 		out.Incoming[n.Name] = incoming(e.Plan, n, byNode[n.Name])
 	}
+	if out.Vendor, err = vendorSpans(ctx, db, e, "", since, until, in.p.Clock.Now().UnixMilli()); err != nil {
+		return in.p.HistoryRefusal(ctx, err)
+	}
 	httpapi.WriteJSON(q.W, http.StatusOK, out)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/queen-mq/gate/gate-api/internal/plane"
 	"github.com/queen-mq/gate/libs/budget"
@@ -43,28 +44,15 @@ func (l *Live) eta(q *httpapi.Request) *httpapi.Refusal {
 	if path == "" {
 		path = q.Query().Get("lane")
 	}
-	var stage *plan.Stage
-	var through []string
-	for i := range e.Plan.Stages {
-		st := &e.Plan.Stages[i]
-		if st.Node != n.Name {
-			continue
-		}
-		through = append(through, st.Path)
-		switch {
-		case path != "" && st.Path == path && stage == nil:
-			stage = st
-		case path == "" && (stage == nil || st.Priority < stage.Priority):
-			stage = st
-		}
+	stage, bad := plane.NodeStage(e, n, path)
+	if bad != nil {
+		return bad
 	}
-	if stage == nil {
-		if path == "" {
-			return httpapi.Refuse(http.StatusNotFound, wire.CodePathNotFound, "no path crosses node '%s' of graph '%s/%s'", n.Name, e.App, e.Graph).Field("node")
-		}
-		return httpapi.Refuse(http.StatusNotFound, wire.CodePathNotFound, "path '%s' does not cross node '%s': the paths through it are %s", path, n.Name, strings.Join(through, ", ")).Field("path").Paths(through)
+	scope, bad := etaScope(q, n)
+	if bad != nil {
+		return bad
 	}
-	ans, complete := l.estimate(q.Context(), e, n, stage)
+	ans, complete := l.estimate(q.Context(), e, n, stage, scope)
 	if !complete || q.Context().Err() != nil {
 		// The backlog and counter reads ran out of broker time: a number
 		// built without them would be a guess presented as a bound.
@@ -74,10 +62,37 @@ func (l *Live) eta(q *httpapi.Request) *httpapi.Refusal {
 	return nil
 }
 
+// etaScope reads ?scope=: a scope value whose own limits (per key) the
+// ETA also judges; nil when absent. Given once, valid UTF-8, on a node that
+// counts per value, within every scoped budget's key room.
+func etaScope(q *httpapi.Request, n *plan.Node) (*string, *httpapi.Refusal) {
+	vals, ok := q.Query()["scope"]
+	if !ok {
+		return nil, nil
+	}
+	if len(vals) != 1 || !utf8.ValidString(vals[0]) {
+		return nil, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "scope must be given once, as the payload carries the value").Field("scope")
+	}
+	if !n.Scoped() {
+		return nil, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidQuery, "node '%s' has no budget that counts per scope value: leave scope out", n.Name).Field("scope")
+	}
+	for i := range n.Budgets {
+		b := &n.Budgets[i]
+		if room := plan.ScopeRoom(b.Key); b.ScopeBy != "" && len(vals[0]) > room {
+			return nil, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeScopeValueTooLong, "scope is %d bytes, and budget '%s' of node '%s' has room for %d; give the value the payload carries", len(vals[0]), b.ID, n.Name, max(room, 0)).
+				Field("scope").Budget(b.ID).Room(int64(max(room, 0))).Bytes(int64(len(vals[0])))
+		}
+	}
+	return &vals[0], nil
+}
+
 // estimate computes the ETA answer of one stage; complete is false when a
 // backlog or the counters could not be read (whichever deadline cut the
-// broker call), so the caller never answers a guess as a bound.
-func (l *Live) estimate(ctx context.Context, e *plane.Entry, n *plan.Node, st *plan.Stage) (_ wire.ETA, complete bool) {
+// broker call), so the caller never answers a guess as a bound. With a
+// scope value, the value's counters join at its own limit (per key: a
+// runtime row, the document's keys, or the budget's count): the bound is
+// then also no earlier than when its next item fits them.
+func (l *Live) estimate(ctx context.Context, e *plane.Entry, n *plan.Node, st *plan.Stage, scope *string) (_ wire.ETA, complete bool) {
 	now := l.p.Clock.Now()
 	waitingBudget, budgetOK := l.p.Pending(ctx, st.Source, st.Group)
 	var waitingWorkers int64
@@ -89,7 +104,22 @@ func (l *Live) estimate(ctx context.Context, e *plane.Entry, n *plan.Node, st *p
 	want := waitingBudget * costPerItem
 	// The breaker record rides the same read: only whether it exists and
 	// when its row expires matter here.
-	live, err := l.p.Limiter().ReadNodes(ctx, []plan.Node{*n}, n.BreakerKey)
+	var keyed []budget.ItemCounter
+	extra := []string{n.BreakerKey}
+	if scope != nil {
+		cs, _, cerr := budget.ItemCounters(n, st.Path, "", *scope, true)
+		for _, c := range cs {
+			if c.Kind == budget.KindScoped {
+				keyed = append(keyed, c)
+				extra = append(extra, c.Key)
+			}
+		}
+		if cerr == nil {
+			cerr = l.p.Limiter().ItemKeyLimits(ctx, n, st.Path, *scope, keyed)
+		}
+		budgetOK = budgetOK && cerr == nil
+	}
+	live, err := l.p.Limiter().ReadNodes(ctx, []plan.Node{*n}, extra...)
 	complete = budgetOK && workersOK && err == nil
 	if err != nil {
 		live = map[string]budget.Reading{}
@@ -128,6 +158,31 @@ func (l *Live) estimate(ctx context.Context, e *plane.Entry, n *plan.Node, st *p
 			worst, boundBy, resetsAt = &v, new(b.ID), new(now.Add(resetsIn).UnixMilli())
 		}
 	}
+	// The scope value's own counters: its next item must fit them (the
+	// backlog ahead may be other values', so only one item is counted).
+	var judged []string
+	for i := range keyed {
+		c := &keyed[i]
+		judged = append(judged, fmt.Sprintf("%s at %s's own %d per window (%s)", c.Budget, *scope, c.KeyCount, c.KeySource))
+		if r := live[c.Key]; r.Found && !r.NotANumber && r.ExpiresAt.After(now) {
+			c.Value, c.FreesAt = r.Value, r.ExpiresAt
+		}
+		at, ok := c.ClearsAt(costPerItem, now)
+		if !ok {
+			if !unknown {
+				unknown, boundBy, resetsAt = true, new(c.Budget), new(c.FreesAt.UnixMilli())
+			}
+			continue
+		}
+		anyBudget = true
+		if secs := at.Sub(now).Seconds(); !unknown && (worst == nil || secs > *worst) {
+			v := secs
+			worst, boundBy = &v, new(c.Budget)
+			if !c.FreesAt.IsZero() {
+				resetsAt = new(c.FreesAt.UnixMilli())
+			}
+		}
+	}
 	var etaSeconds *int64
 	switch {
 	case waitingBudget == 0:
@@ -146,8 +201,11 @@ func (l *Live) estimate(ctx context.Context, e *plane.Entry, n *plan.Node, st *p
 	if len(shared) > 0 {
 		assumes = append(assumes, fmt.Sprintf("budgets %s are shared keys: what other nodes and graphs spend on them is invisible here", strings.Join(shared, ", ")))
 	}
-	if len(scoped) > 0 {
-		assumes = append(assumes, fmt.Sprintf("per-key budgets %s are not in the number: the backlog per key is not resolved", strings.Join(scoped, ", ")))
+	switch {
+	case len(judged) > 0:
+		assumes = append(assumes, fmt.Sprintf("per-key budgets judged for scope %q: %s — only its next item, the backlog per key is not resolved", *scope, strings.Join(judged, ", ")))
+	case len(scoped) > 0:
+		assumes = append(assumes, fmt.Sprintf("per-key budgets %s are not in the number: the backlog per key is not resolved; give ?scope= a value to judge its own limit", strings.Join(scoped, ", ")))
 	}
 	if row, ok := live[n.BreakerKey]; ok && row.Found {
 		until := now.UnixMilli()

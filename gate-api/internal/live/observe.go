@@ -68,7 +68,7 @@ func (l *Live) observe(q *httpapi.Request) *httpapi.Refusal {
 	if bad != nil {
 		return bad
 	}
-	mirrored, bad := mirroredBudgets(n, b.Budget)
+	mirrored, bad := mirroredBudgets(l.nodeBudgets(e, n), b.Budget)
 	if bad != nil {
 		return bad
 	}

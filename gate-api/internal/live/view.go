@@ -107,6 +107,7 @@ func (l *Live) graphView(q *httpapi.Request, e *plane.Entry) wire.GraphView {
 			Destinations: dests, Counters: *c, ItemsPerCommit: c.ItemsPerCommit(), LastRefusal: refusals[k],
 		})
 	}
+	settled := l.settleStats(q, e, p)
 	nodes := make([]wire.ViewNode, 0, len(p.Nodes))
 	for _, n := range p.Nodes {
 		var paths []string
@@ -148,6 +149,7 @@ func (l *Live) graphView(q *httpapi.Request, e *plane.Entry) wire.GraphView {
 			HTTPPush: n.HTTPPush, EgressQueue: plane.Optional(n.EgressQueue), EgressGroup: plane.Optional(n.EgressGroup),
 			Paths: plane.NonNil(paths), Shares: n.Shares, Budgets: budgets, Breaker: breaker,
 			WaitingForBudget: waitingAt(ctx, l.p, p, n.Name), WaitingForWorkers: workers,
+			Settle: settled[n.Name],
 		})
 	}
 	var countersWindow *uint32

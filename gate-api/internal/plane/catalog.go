@@ -54,6 +54,10 @@ type Catalog struct {
 
 	mu     sync.RWMutex
 	graphs map[GraphKey]*Entry
+	// links indexes graphs by their cross-graph links (declare.Links):
+	// link → the graphs that have it, so a declare checks the graphs
+	// related to its document, not every graph. Kept with graphs.
+	links map[string]map[GraphKey]struct{}
 	// sorted is graphs in (application, graph) order, built on first use
 	// after a change (nil until then) and never modified once built:
 	// callers may keep it.
@@ -67,7 +71,10 @@ type Catalog struct {
 	// runs indexes status by graph, rebuilt on every status read, so a
 	// lookup costs the replicas that run the graph, not every graph of
 	// every replica.
+	// At is left out of runs (re-indexed only when a replica's graph
+	// rows moved) and filled from at, each replica's newest header time.
 	runs     map[GraphKey][]GraphRun
+	at       map[string]int64
 	statusAt time.Time
 
 	listMu   sync.Mutex // serialises document re-reads
@@ -95,6 +102,10 @@ func (c CatalogConfig) WithDefaults() CatalogConfig {
 	return c
 }
 
+// followTries is how many times a re-read follows the change rows before
+// it lists every document instead.
+const followTries = 3
+
 // maxEager bounds how long a miss waits before it may re-read kv.
 const maxEager = 250 * time.Millisecond
 
@@ -103,7 +114,7 @@ const maxEager = 250 * time.Millisecond
 func NewCatalog(cfg CatalogConfig) *Catalog {
 	cfg = cfg.WithDefaults()
 	return &Catalog{st: cfg.Store, statusRd: cfg.Store.NewStatusReader(), opts: cfg.Options, log: cfg.Log, clock: cfg.Clock, refresh: cfg.Refresh,
-		eager: min(cfg.Refresh/4, maxEager), graphs: map[GraphKey]*Entry{}, rev: -1}
+		eager: min(cfg.Refresh/4, maxEager), graphs: map[GraphKey]*Entry{}, links: map[string]map[GraphKey]struct{}{}, rev: -1}
 }
 
 // CompileStored compiles a stored document offline (the plan the relays
@@ -152,6 +163,30 @@ func (c *Catalog) SyncDocuments(ctx context.Context, force bool) error {
 		c.markListed()
 		return err
 	}
+	return c.syncTo(ctx, rev, force)
+}
+
+// CatchUp brings the catalog to at least revision rev of the change
+// signal (as the caller read it): nothing when it is there already, else
+// the change rows since the revision it has and the documents they name
+// (a full listing only when a row is missing). A declare reads the
+// revision, then checks against the catalog caught up to it: a PUT costs
+// what changed, not every graph.
+func (c *Catalog) CatchUp(ctx context.Context, rev int64) error {
+	c.listMu.Lock()
+	defer c.listMu.Unlock()
+	c.mu.RLock()
+	had := c.rev
+	c.mu.RUnlock()
+	if had >= 0 && had >= rev {
+		return nil
+	}
+	return c.syncTo(ctx, rev, false)
+}
+
+// syncTo applies what changed up to revision rev (listMu held): by the
+// change rows when it can, else by listing every document.
+func (c *Catalog) syncTo(ctx context.Context, rev int64, force bool) error {
 	c.mu.RLock()
 	same, had := rev == c.rev, c.rev
 	c.mu.RUnlock()
@@ -161,8 +196,16 @@ func (c *Catalog) SyncDocuments(ctx context.Context, force bool) error {
 		c.mu.Unlock()
 		return nil
 	}
-	if !force && had >= 0 && rev > had && c.follow(ctx, had, rev) {
-		return nil
+	if !force && had >= 0 && rev > had {
+		// A writer bumps the revision and then writes its change row, one
+		// kv call later: a read between the two sees a gap that closes at
+		// once. Looking again a few times costs a short read each; listing
+		// every document costs every graph.
+		for range followTries {
+			if c.follow(ctx, had, rev) {
+				return nil
+			}
+		}
 	}
 	l, err := c.st.List(ctx)
 	if err != nil {
@@ -198,6 +241,7 @@ func (c *Catalog) SyncDocuments(ctx context.Context, force bool) error {
 		// A re-read that found what this process already had (its own
 		// declare, put before the change signal moved) changes nothing.
 		c.graphs, c.sorted = next, nil
+		c.links = indexLinks(next)
 		c.gen++
 	}
 	c.rev, c.listed, c.complete = rev, c.clock.Now(), l.Complete
@@ -230,35 +274,117 @@ func (c *Catalog) follow(ctx context.Context, had, rev int64) bool {
 	if next != rev {
 		return false
 	}
-	c.mu.RLock()
-	old := c.graphs
-	c.mu.RUnlock()
-	updated := make(map[GraphKey]*Entry, len(old)+len(latest))
-	for k, e := range old {
-		updated[k] = e
-	}
+	// Read and compile what changed first, then apply it all at once
+	// (listMu keeps other writers out meanwhile): the catalog is never
+	// half-updated, and a PUT costs the graphs it changed, not a copy of
+	// every graph.
+	updated := make(map[GraphKey]*Entry, len(latest)) // nil entry: deleted
 	for k := range latest {
 		d, found, err := c.st.Get(ctx, k.App, k.Graph)
 		if err != nil {
 			return false
 		}
 		if !found {
-			delete(updated, k)
+			updated[k] = nil
 			continue
 		}
-		if e, ok := old[k]; ok && e.Legacy == d.Legacy && bytes.Equal(e.Body, d.Body) {
+		if e := c.Lookup(k.App, k.Graph); e != nil && e.Legacy == d.Legacy && bytes.Equal(e.Body, d.Body) {
 			continue
 		}
 		updated[k] = CompileStored(d.App, d.Graph, d.Body, d.Legacy, c.opts)
 	}
 	c.mu.Lock()
-	if !sameEntries(c.graphs, updated) {
-		c.graphs, c.sorted = updated, nil
+	changed := false
+	for k, e := range updated {
+		if e == nil {
+			if _, ok := c.graphs[k]; ok {
+				c.unsetLocked(k)
+				changed = true
+			}
+			continue
+		}
+		c.setLocked(k, e)
+		changed = true
+	}
+	if changed {
+		c.sorted = nil
 		c.gen++
 	}
 	c.rev, c.listed = rev, c.clock.Now()
 	c.mu.Unlock()
 	return true
+}
+
+// setLocked stores e under k and re-indexes its links (c.mu held).
+func (c *Catalog) setLocked(k GraphKey, e *Entry) {
+	if old, ok := c.graphs[k]; ok {
+		unindex(c.links, k, old)
+	}
+	c.graphs[k] = e
+	index(c.links, k, e)
+}
+
+// unsetLocked removes k and its links (c.mu held).
+func (c *Catalog) unsetLocked(k GraphKey) {
+	if old, ok := c.graphs[k]; ok {
+		unindex(c.links, k, old)
+		delete(c.graphs, k)
+	}
+}
+
+// indexLinks is the link index of graphs.
+func indexLinks(graphs map[GraphKey]*Entry) map[string]map[GraphKey]struct{} {
+	out := make(map[string]map[GraphKey]struct{}, len(graphs))
+	for k, e := range graphs {
+		index(out, k, e)
+	}
+	return out
+}
+
+func index(links map[string]map[GraphKey]struct{}, k GraphKey, e *Entry) {
+	for _, l := range declare.Links(e.Doc) {
+		set := links[l]
+		if set == nil {
+			set = map[GraphKey]struct{}{}
+			links[l] = set
+		}
+		set[k] = struct{}{}
+	}
+}
+
+func unindex(links map[string]map[GraphKey]struct{}, k GraphKey, e *Entry) {
+	for _, l := range declare.Links(e.Doc) {
+		if set := links[l]; set != nil {
+			delete(set, k)
+			if len(set) == 0 {
+				delete(links, l)
+			}
+		}
+	}
+}
+
+// Related returns the declared graphs other than except that share one
+// of links (declare.Links) with it, in stored-key order ("graph:{app}:
+// {graph}", the order a listing reads them): what the cross-graph rules
+// of a declare of except need to see, however many graphs there are.
+func (c *Catalog) Related(links []string, except GraphKey) []*Entry {
+	c.mu.RLock()
+	seen := map[GraphKey]bool{}
+	var out []*Entry
+	for _, l := range links {
+		for k := range c.links[l] {
+			if k == except || seen[k] {
+				continue
+			}
+			seen[k] = true
+			out = append(out, c.graphs[k])
+		}
+	}
+	c.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *Entry) int {
+		return strings.Compare(plan.DocumentKey(a.App, a.Graph), plan.DocumentKey(b.App, b.Graph))
+	})
+	return out
 }
 
 // sameEntries reports whether a and b hold the same entries (a re-read
@@ -299,7 +425,7 @@ func (c *Catalog) ReadStatus(ctx context.Context, maxAge time.Duration) error {
 			return nil
 		}
 	}
-	st, err := c.statusRd.Read(ctx)
+	st, moved, err := c.statusRd.ReadChanged(ctx)
 	if err != nil {
 		c.log.Warn("reading the relays' status failed", "error", err)
 		c.mu.Lock()
@@ -307,9 +433,21 @@ func (c *Catalog) ReadStatus(ctx context.Context, maxAge time.Duration) error {
 		c.mu.Unlock()
 		return err
 	}
-	runs := indexRuns(st)
+	// The index costs every graph: it is rebuilt only when the graph rows
+	// moved, not on every read (a declare waiting for a relay reads every
+	// 100 ms).
+	c.mu.RLock()
+	runs := c.runs
+	c.mu.RUnlock()
+	if moved || runs == nil {
+		runs = indexRuns(st)
+	}
+	at := make(map[string]int64, len(st))
+	for _, r := range st {
+		at[r.Replica] = r.At
+	}
 	c.mu.Lock()
-	c.status, c.runs, c.statusAt = st, runs, c.clock.Now()
+	c.status, c.runs, c.at, c.statusAt = st, runs, at, c.clock.Now()
 	c.mu.Unlock()
 	return nil
 }
@@ -331,7 +469,7 @@ func indexRuns(st []store.RelayStatus) map[GraphKey][]GraphRun {
 		for j := range r.Graphs {
 			g := &r.Graphs[j]
 			k := GraphKey{g.App, g.Graph}
-			out[k] = append(out[k], GraphRun{Replica: r.Replica, At: r.At, Status: g})
+			out[k] = append(out[k], GraphRun{Replica: r.Replica, Status: g})
 		}
 	}
 	return out
@@ -344,7 +482,7 @@ func (c *Catalog) Put(e *Entry) {
 	c.listMu.Lock()
 	defer c.listMu.Unlock()
 	c.mu.Lock()
-	c.graphs[GraphKey{e.App, e.Graph}] = e
+	c.setLocked(GraphKey{e.App, e.Graph}, e)
 	c.sorted = nil
 	c.gen++
 	c.mu.Unlock()
@@ -355,7 +493,7 @@ func (c *Catalog) Forget(app, name string) {
 	c.listMu.Lock()
 	defer c.listMu.Unlock()
 	c.mu.Lock()
-	delete(c.graphs, GraphKey{app, name})
+	c.unsetLocked(GraphKey{app, name})
 	c.sorted = nil
 	c.gen++
 	c.mu.Unlock()
@@ -490,11 +628,21 @@ func (c *Catalog) Statuses() []store.RelayStatus {
 }
 
 // Runs returns what each relay replica last published of app/name (none
-// when no replica reports it). The slice is shared: do not modify it.
+// when no replica reports it), each with its replica's newest header time.
+// The statuses are shared: do not modify them.
 func (c *Catalog) Runs(app, name string) []GraphRun {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.runs[GraphKey{app, name}]
+	runs := c.runs[GraphKey{app, name}]
+	if len(runs) == 0 {
+		return nil
+	}
+	out := make([]GraphRun, len(runs))
+	for i, r := range runs {
+		r.At = c.at[r.Replica]
+		out[i] = r
+	}
+	return out
 }
 
 // Runners returns the replicas that run app/name (any version) according

@@ -16,6 +16,7 @@ import (
 	"github.com/queen-mq/gate/gate-api/config"
 	"github.com/queen-mq/gate/libs/budget"
 	"github.com/queen-mq/gate/libs/clock"
+	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/httpapi"
 	"github.com/queen-mq/gate/libs/plan"
@@ -52,6 +53,22 @@ type Plane struct {
 	// owner names this process's capability probe runs (their scratch
 	// partition and keys).
 	owner string
+	// signer verifies the stamps' charge records (StampSigner).
+	signer atomic.Pointer[cost.Signer]
+}
+
+// StampSigner is the fleet's stamp signer: the key in kv, read (or
+// created) on first use and kept.
+func (p *Plane) StampSigner(ctx context.Context) (*cost.Signer, error) {
+	if sg := p.signer.Load(); sg != nil {
+		return sg, nil
+	}
+	sg, err := p.Store.StampSigner(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.signer.Store(sg)
+	return sg, nil
 }
 
 // Options are what New takes besides the configuration. The zero value is

@@ -97,3 +97,32 @@ func NodeOf(q *httpapi.Request, e *Entry) (*plan.Node, *httpapi.Refusal) {
 	}
 	return n, nil
 }
+
+// NodeStage is the stage of node n that a per-node read (the ETA, explain)
+// answers for: the named path's, or the highest-priority path through the
+// node when path is "". A path that does not cross the node, or a node no
+// path crosses, is a 404 path-not-found naming the paths through it.
+func NodeStage(e *Entry, n *plan.Node, path string) (*plan.Stage, *httpapi.Refusal) {
+	var stage *plan.Stage
+	var through []string
+	for i := range e.Plan.Stages {
+		st := &e.Plan.Stages[i]
+		if st.Node != n.Name {
+			continue
+		}
+		through = append(through, st.Path)
+		switch {
+		case path != "" && st.Path == path && stage == nil:
+			stage = st
+		case path == "" && (stage == nil || st.Priority < stage.Priority):
+			stage = st
+		}
+	}
+	if stage != nil {
+		return stage, nil
+	}
+	if path == "" {
+		return nil, httpapi.Refuse(http.StatusNotFound, wire.CodePathNotFound, "no path crosses node '%s' of graph '%s/%s': nothing waits there", n.Name, e.App, e.Graph).Field("node")
+	}
+	return nil, httpapi.Refuse(http.StatusNotFound, wire.CodePathNotFound, "path '%.60s' does not cross node '%s': the paths through it are %s", path, n.Name, strings.Join(through, ", ")).Field("path").Paths(through)
+}

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/queen-mq/gate/gate-api/config"
 	"github.com/queen-mq/gate/gate-api/internal/apitest"
 )
 
@@ -27,12 +30,33 @@ func cpuTime() time.Duration {
 // CPU one push costs the whole process.
 //
 //	GATE_TEST_REQUIRE_LIVE=1 go test -run '^$' -bench BenchmarkPush -benchtime 20000x ./gate-api/internal/push
-func BenchmarkPush(b *testing.B) {
-	h := apitest.New(b)
+func BenchmarkPush(b *testing.B) { benchPush(b, false, true) }
+
+// BenchmarkPushTxn is BenchmarkPush with a distinct txn on every push: the
+// door also records each item for explain by transaction id (a kv write
+// beside the push, coalesced with the other pushes' records).
+func BenchmarkPushTxn(b *testing.B) { benchPush(b, true, true) }
+
+// BenchmarkPushTxnNoRecords is BenchmarkPushTxn with the records off
+// (GATE_ITEM_RECORD_SECONDS=0): what the record costs.
+func BenchmarkPushTxnNoRecords(b *testing.B) { benchPush(b, true, false) }
+
+func benchPush(b *testing.B, txn, records bool) {
+	h := apitest.New(b, func(c *config.Config) {
+		if !records {
+			c.ItemRecordSeconds = 0
+		}
+	})
 	h.Expect(h.Do(http.MethodPut, h.GraphURL("bench"), h.Target("bench", 1_000_000)), http.StatusOK)
 	h.Run("relay-1", "bench", 1)
 	url := h.URL + h.GraphURL("bench") + "/nodes/limit/push"
-	body := []byte(`{"op":"bench","payload":{"n":1}}`)
+	var seq atomic.Int64
+	body := func() []byte {
+		if !txn {
+			return []byte(`{"op":"bench","payload":{"n":1}}`)
+		}
+		return []byte(`{"op":"bench","txn":"t-` + strconv.FormatInt(seq.Add(1), 10) + `","payload":{"n":1}}`)
+	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	var mu sync.Mutex
 	var all []time.Duration
@@ -43,7 +67,7 @@ func BenchmarkPush(b *testing.B) {
 		lat := make([]time.Duration, 0, 1024)
 		for pb.Next() {
 			t0 := time.Now()
-			resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+			resp, err := client.Post(url, "application/json", bytes.NewReader(body()))
 			if err != nil {
 				b.Error(err)
 				return

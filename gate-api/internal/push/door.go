@@ -23,6 +23,9 @@ type Door struct {
 	bytes inflight
 	// batch carries the front door's items to the broker.
 	batch *pushBatcher
+	// records carries the records of items pushed with a txn (explain by
+	// transaction id) to kv.
+	records *recordBatcher
 	// rr names round-robin partitions of Gate-owned ingress queues.
 	rr atomic.Uint64
 	// duration is gate_api_push_duration_seconds.
@@ -32,9 +35,10 @@ type Door struct {
 // New builds the push door on p and registers its series on p.Registry.
 func New(p *plane.Plane) *Door {
 	d := &Door{
-		p:     p,
-		bytes: inflight{limit: p.Cfg.PushInflightBytes},
-		batch: &pushBatcher{push: p.Client.Push, maxItems: p.Cfg.PushBatch, maxBytes: int(p.Cfg.MaxPushBodyBytes)},
+		p:       p,
+		bytes:   inflight{limit: p.Cfg.PushInflightBytes},
+		batch:   &pushBatcher{push: p.Client.Push, maxItems: p.Cfg.PushBatch, maxBytes: int(p.Cfg.MaxPushBodyBytes)},
+		records: &recordBatcher{put: p.Store.PutItems},
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "gate_api_push_duration_seconds",
 			Help:    "Latency of the push front door, from request to answer, every outcome included.",

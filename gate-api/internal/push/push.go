@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/queen-mq/gate/gate-api/internal/plane"
@@ -16,6 +17,7 @@ import (
 	"github.com/queen-mq/gate/libs/httpapi"
 	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/queen"
+	"github.com/queen-mq/gate/libs/store"
 	"github.com/queen-mq/gate/libs/wire"
 )
 
@@ -128,11 +130,15 @@ func (d *Door) push(q *httpapi.Request) *httpapi.Refusal {
 		return httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeCostMax, "node '%s': %v", node.Name, err).Field("payload").Rule("cost-max")
 	}
 	itemOp := cost.Op(data)
+	rec := store.ItemRecord{Node: node.Name, Queue: node.IngressQueue, Op: itemOp, Cost: itemCost, At: d.p.Clock.Now().UnixMilli()}
 	for _, bu := range node.Budgets {
 		if bu.ScopeBy == "" || !cost.Applies(bu.WhenOp, itemOp) {
 			continue
 		}
 		v, ok := cost.Scope(data, bu.ScopeBy)
+		if ok && !rec.HasScope {
+			rec.Scope, rec.HasScope = v, true
+		}
 		if !ok {
 			return httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeScopeValueMissing, "budget '%s' of node '%s' counts per %s, and this item has no value there (a string, number or boolean): add it to the payload", bu.ID, node.Name, bu.ScopeBy).Field(bu.ScopeBy).Budget(bu.ID)
 		}
@@ -160,7 +166,25 @@ func (d *Door) push(q *httpapi.Request) *httpapi.Refusal {
 			partition = plan.RoundRobinPartition((d.rr.Add(1) - 1) % uint64(node.IngressPartitions))
 		}
 	}
+	// An item with a transaction id is recorded for explain by transaction
+	// id, beside the push (a kv write coalesced with the records of other
+	// pushes, not after the push: the answer waits for the slower of the
+	// two). A record that fails is logged and the push
+	// answered all the same: explain then says it knows no such item.
+	var recorded sync.WaitGroup
+	if txn != "" && d.p.Cfg.ItemRecordSeconds > 0 {
+		// The broker names an unnamed partition Default.
+		rec.Partition = cmp.Or(partition, "Default")
+		recorded.Add(1)
+		go func() {
+			defer recorded.Done()
+			if err := d.records.Put(q.Context(), store.ItemPut{App: e.App, Graph: e.Graph, TxnID: txn, Record: rec, TTL: time.Duration(d.p.Cfg.ItemRecordSeconds) * time.Second}); err != nil {
+				d.p.Log.Warn("item not recorded for explain", "app", e.App, "graph", e.Graph, "node", node.Name, "transactionId", txn, "error", err)
+			}
+		}()
+	}
 	r, err := d.batch.Push(q.Context(), queen.PushItem{Queue: node.IngressQueue, Partition: partition, Payload: data, TransactionID: txn})
+	recorded.Wait()
 	switch {
 	case errors.Is(err, errPushUnknown):
 		return httpapi.Refuse(http.StatusGatewayTimeout, wire.CodePushOutcomeUnknown, "pushing to %s: %v; the item may or may not be queued: retry with the same txn to stay idempotent (without a txn a retry may queue it twice)", node.IngressQueue, err)

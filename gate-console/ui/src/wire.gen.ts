@@ -197,6 +197,80 @@ export interface Observed {
   backoff: Backoff | null;
 }
 
+/**
+ * SettleBody is the body of POST …/nodes/{node}/settle: the egress message
+ * as the worker popped it (its transactionId and data, the `_gate` stamp
+ * in it; other members are allowed and ignored) and the call's actual
+ * cost in the node's units.
+ */
+export interface SettleBody {
+  message: unknown;
+  actualCost: number;
+}
+
+/**
+ * Settled is the 200 answer of POST …/nodes/{node}/settle: what the
+ * reported actual cost did to each counter the message was charged to.
+ */
+export interface Settled {
+  ok: boolean;
+  node: string;
+  transactionId: string;
+  /**
+   * Estimated is what the message was charged at the node; Actual what
+   * was reported.
+   */
+  estimated: number;
+  actual: number;
+  /** Duplicate says the message was settled before: nothing changed. */
+  duplicate: boolean;
+  /**
+   * Refunded and Charged are the cost units given back and charged as a
+   * debt, summed over the counters.
+   */
+  refunded: number;
+  charged: number;
+  budgets: SettledBudget[];
+  /** Note says what happened in a sentence. */
+  note: string;
+}
+
+/** SettledBudget is one counter of a settle. */
+export interface SettledBudget {
+  budget: string;
+  key: string;
+  /**
+   * Outcome is refunded, charged, even, window-ended, window-unknown or
+   * guarded.
+   */
+  outcome: string;
+  /**
+   * Delta is what was added (negative: refunded); Counter the counter
+   * after it and WindowEnd the end of the window written (epoch ms), both
+   * 0 when nothing was written.
+   */
+  delta: number;
+  counter: number;
+  windowEnd: number;
+}
+
+/**
+ * SettleStats is how good a node's cost estimates are: its settles since
+ * the statistics started (they last a day from the first settle).
+ */
+export interface SettleStats {
+  settles: number;
+  estimated: number;
+  actual: number;
+  /**
+   * Ratio is Actual / Estimated (1: exact; 0.25: a fourth of the
+   * estimate was used); 0 when nothing was estimated.
+   */
+  ratio: number;
+  /** Until is when the statistics start over (epoch ms). */
+  until: number;
+}
+
 /** ObservedBudget is one mirrored budget after an observation. */
 export interface ObservedBudget {
   /** Budget is the budget's id and Headers the family it mirrors. */
@@ -452,6 +526,21 @@ export interface Explanation {
    */
   earliestAdmission: number;
   waitSeconds: number;
+  /**
+   * TransactionID is the item asked about by its transaction id (null:
+   * asked by scope and op); PushedAt is when the push door queued it
+   * and PushedTo the node it was pushed to (null without a transaction
+   * id).
+   */
+  transactionId: string | null;
+  pushedAt: number | null;
+  pushedTo: string | null;
+  /**
+   * Forwarded is true when the item asked about by its transaction id
+   * no longer waits at the node: nothing is pending in its partition
+   * (null without a transaction id).
+   */
+  forwarded: boolean | null;
   /** Sentence is the answer in one sentence (the console shows it). */
   sentence: string;
   assumes: string;
@@ -482,6 +571,14 @@ export interface ExplainCounter {
   reason: string | null;
   /** Binds marks the binding counter. */
   binds: boolean;
+  /**
+   * KeyCount is, on a scoped counter, what its scope value counts per
+   * the budget's window, and KeySource where that comes from: "runtime"
+   * (a limit per key set through the API), "document" (the budget's
+   * keys) or "budget" (the budget's own count). Absent on other kinds.
+   */
+  keyCount?: number;
+  keySource?: string;
 }
 
 /** ExplainShare is one path's ceiling on a counter. */
@@ -496,6 +593,69 @@ export interface ExplainBackoff {
   until: number;
   retryAfterSeconds: number;
   by?: string;
+}
+
+/**
+ * KeyLimit is one scope value's count on a scoped budget: the 200 answer
+ * of GET, PUT and DELETE …/budgets/{budget}/keys/{value}, and an entry of
+ * KeyLimits. For one value a runtime limit wins over the document's.
+ */
+export interface KeyLimit {
+  node: string;
+  budget: string;
+  value: string;
+  /**
+   * Count is what the value counts per TimeMs now, and Source where it
+   * comes from: "runtime" (set through the API), "document" (the
+   * budget's keys) or "budget" (neither: the budget's own count).
+   */
+  count: number;
+  timeMs: number;
+  source: string;
+  /**
+   * Ceiling is the value's counter's ceiling per sub-window for the
+   * widest path (what one sub-window admits).
+   */
+  ceiling: number;
+  /**
+   * Default is the budget's own count; Document the document's count for
+   * the value (null: none), still in force when the runtime one is gone.
+   */
+  default: number;
+  document: number | null;
+  /** At is when the runtime limit was written (epoch ms; 0 when none). */
+  at: number;
+  /**
+   * Deleted is true on a DELETE's answer: the runtime limit is gone and
+   * Count is what the value counts from the next sub-window.
+   */
+  deleted?: boolean;
+}
+
+/**
+ * KeyLimits is the 200 answer of GET …/budgets/{budget}/keys: one page of
+ * the budget's runtime limits per key (in byte order of their values) and,
+ * on the first page, every count the document gives.
+ */
+export interface KeyLimits {
+  node: string;
+  budget: string;
+  scopeBy: string;
+  /** Default is the budget's own count per TimeMs, for every other value. */
+  default: number;
+  timeMs: number;
+  /** Runtime is the page of limits set through the API. */
+  runtime: KeyLimit[];
+  /**
+   * Document is the document's per-key counts (first page only, else
+   * empty), each with the runtime limit that overrides it, if on this
+   * page, left to the caller to match.
+   */
+  document: KeyLimit[];
+  /** NextAfter is the after of the next page; "" on the last. */
+  nextAfter: string;
+  /** Wins says which of two limits for one value applies: "runtime". */
+  wins: string;
 }
 
 /**
@@ -535,6 +695,7 @@ export interface ExplainBackoff {
  * - `stored-document-invalid`: the graph's stored document does not compile (it was stored by an older gate-api): PUT a corrected one.
  * - `node-not-found`: the graph has no node of that name, or none the route can answer for (field names node).
  * - `path-not-found`: the graph has no path of that name, or none through the node (field names path; paths lists the choices).
+ * - `item-not-found`: explain was asked about a transaction id the push door has no record of (never pushed with it to this graph, or pushed more than a day ago; field names transactionId).
  * - `ambiguous-node`: a target has several ingress nodes, so the target route cannot pick one (nodes lists them).
  * - `no-ingress`: the node (or the target, or the path's first node) has no ingress to push or re-enter into.
  * - `http-push-off`: the node reads an application-owned queue with the HTTP front door off: push to that queue with your own SDK.
@@ -551,6 +712,13 @@ export interface ExplainBackoff {
  * - `no-unscoped-budget`: a backoff names a node with only scoped budgets, which has no window to spend.
  * - `invalid-header`: an observed vendor answer carries a header Gate cannot read: malformed, negative, huge, dated, too long or too many (field names the header).
  * - `no-vendor-meter`: an observe names a node (or budget) whose budgets mirror no vendor meter (vendorMeter in the document).
+ * - `budget-not-found`: the node has no budget of that id (field budget).
+ * - `unscoped-budget`: limits per key name a budget without scopeBy, which keeps one counter for every item (field budget).
+ * - `invalid-key-limit`: a limit per key cannot be set: a scope value that is empty or longer than the key room, a count outside 1..10^12 or below the node's largest item (field value or count).
+ * - `key-limit-not-found`: the scope value has no runtime limit on that budget (a document count, if any, is in the plan's keys).
+ * - `invalid-stamp`: a settle's message carries no `_gate` stamp with charge records, or one whose signature does not verify: forged, altered, or copied from another message (field names it).
+ * - `unknown-message`: a settle's stamp is for another graph, or records no charge at the node settled.
+ * - `stale-charge`: a settle comes later than its charge's longest window plus four minutes, when a repeat could no longer be told apart.
  * - `eta-unavailable`: the backlog or the counters an ETA needs could not be read from the broker.
  * - `gone`: the route was removed (the pop and the leases): the sentence says what replaces it (queue when there is one).
  * - `declare-refused`: the document was refused by a declare rule (rule, rules, problems; 409 for version-bump, version-order and ingress-owner), or could not be read as a document at all (rule document).
@@ -570,6 +738,7 @@ export interface ExplainBackoff {
  * - `preview-unsupported`: the node's shape is outside what the one-node limit preview replays (a payload cost, several paths): use POST …/simulate with a candidate document.
  * - `allowance-too-small`: the tried allowance admits less per sub-window than one item costs, so no item could ever pass.
  * - `recording-cost-changed`: the node's recorded cost per item changed inside the replayed range (second names where).
+ * - `shadow-invalid`: a shadow candidate's body is not budgets per node ({"nodes": {"NODE": {"budgets": [...]}}}) of the graph's own nodes (field names what; a candidate whose budgets do not compile is declare-refused, naming the document field).
  * - `ai-off`: the AI configuration agent is off: the sentence says which knobs turn it on (rule ai-off).
  * - `ai-busy`: this replica already runs its most concurrent AI chats (rule ai-busy, Retry-After: 1).
  * - `ai-request`: the chat request breaks one of its bounds (rule ai-request, field).
@@ -626,6 +795,7 @@ export type Code =
   | "stored-document-invalid"
   | "node-not-found"
   | "path-not-found"
+  | "item-not-found"
   | "ambiguous-node"
   | "no-ingress"
   | "http-push-off"
@@ -642,6 +812,13 @@ export type Code =
   | "no-unscoped-budget"
   | "invalid-header"
   | "no-vendor-meter"
+  | "budget-not-found"
+  | "unscoped-budget"
+  | "invalid-key-limit"
+  | "key-limit-not-found"
+  | "invalid-stamp"
+  | "unknown-message"
+  | "stale-charge"
   | "eta-unavailable"
   | "gone"
   | "declare-refused"
@@ -661,6 +838,7 @@ export type Code =
   | "preview-unsupported"
   | "allowance-too-small"
   | "recording-cost-changed"
+  | "shadow-invalid"
   | "ai-off"
   | "ai-busy"
   | "ai-request"
@@ -1436,6 +1614,84 @@ export interface Timeline {
   /** Enabled says queue sampling (counters) is on for the graph. */
   enabled: boolean;
   resolutionSeconds: number;
+  /**
+   * Vendor is every limit a vendor stated below what is declared (a
+   * budget that mirrors its meter) that held in the range, oldest
+   * first, as gate-recorder sampled it.
+   */
+  vendor: VendorSpan[];
+}
+
+/**
+ * VendorSpan is one limit a vendor stated for a budget that mirrors its
+ * meter, from when it was first stated to when it lapsed or went.
+ */
+export interface VendorSpan {
+  node: string;
+  budget: string;
+  /**
+   * Since is when the vendor first stated it (ms); Until when it stopped
+   * holding (ms): it lapsed, another limit replaced it, or the vendor
+   * allowed the declared count again (Ended). An Until after now is when
+   * it lapses unless the vendor restates it.
+   */
+  since: number;
+  until: number;
+  ended: boolean;
+  /**
+   * Limit is the vendor's limit where Declared is declared, both per
+   * TimeMs (the budget's window).
+   */
+  limit: number;
+  declared: number;
+  timeMs: number;
+  /** Headers names the header family that spoke. */
+  headers: string;
+  /**
+   * Sentence says it in words: "the vendor enforced 10 where 50 is
+   * declared, from … to …", or for one still holding "the vendor
+   * enforces 10 where 50 is declared, since … (until … unless it says so
+   * again)".
+   */
+  sentence: string;
+}
+
+/**
+ * VendorComparison is "Try a limit" checked against what the vendor
+ * really allowed while the Watch recorded (a node with a budget that
+ * mirrors the vendor's meter).
+ */
+export interface VendorComparison {
+  /** Budgets are the node's budgets that mirror a vendor meter. */
+  budgets: string[];
+  /**
+   * Seconds is the replayed seconds in which the vendor enforced less
+   * than declared.
+   */
+  seconds: number;
+  /**
+   * ExceededSeconds is, of those, the seconds in which the candidate
+   * limit allows more than the vendor did (compared as rates).
+   */
+  exceededSeconds: number;
+  /**
+   * OverSeconds is, of those, the seconds in which the recorded traffic
+   * replayed under the candidate is sent faster than the vendor's limit
+   * (spread evenly over the vendor's window), and OverItems the items
+   * above it: calls the vendor would likely have refused.
+   */
+  overSeconds: number;
+  overItems: number;
+  /**
+   * LowestLimit and LowestTimeMs are the lowest limit the vendor stated
+   * in the range (null when it stated none).
+   */
+  lowestLimit: number | null;
+  lowestTimeMs: number | null;
+  /** Spans are the vendor's limits that held in the range. */
+  spans: VendorSpan[];
+  /** Sentence says the comparison in words. */
+  sentence: string;
 }
 
 /** TimelineSample is one node's snapshot of one minute. */
@@ -1524,6 +1780,11 @@ export interface Simulation {
   coverage: Coverage;
   effective: Effective;
   hasKnownGaps: boolean;
+  /**
+   * Vendor compares the candidate with the limits the vendor stated in
+   * the range; null when no budget of the node mirrors a vendor meter.
+   */
+  vendor: VendorComparison | null;
 }
 
 /**
@@ -2111,6 +2372,11 @@ export interface ResolvedBudget {
   countSub: number;
   windowSubSeconds: number;
   ceilings: Record<string, number>;
+  /**
+   * Keys are the document's limits per key: scope value → its own count
+   * per TimeMs (absent when none; runtime ones are read from …/keys).
+   */
+  keys?: Record<string, number>;
 }
 
 /** ResolvedStage is one stage entry. */
@@ -2234,6 +2500,126 @@ export interface RecorderHealth {
 }
 
 /**
+ * Shadow is GET (and PUT) …/graphs/{graph}/shadow: a candidate set of
+ * budgets that runs beside the enforced document on the graph's live
+ * traffic, never refusing anything, and what it would have done per
+ * minute (issue 27).
+ */
+export interface Shadow {
+  application: string;
+  graph: string;
+  /**
+   * Set is false when the graph has no candidate: then every other
+   * field is empty (GET answers 200, so a page that asks is never an
+   * error, and needs no PostgreSQL to learn that nothing is set).
+   */
+  set: boolean;
+  /** Since is when the candidate was set (ms): its results start there. */
+  since: number;
+  /** SetBy is who set it (the console identity, or "api"). */
+  setBy: string;
+  /**
+   * BasedOn is the entity tag of the stored document the candidate was
+   * set against; Current says the stored document is still that one.
+   */
+  basedOn: string;
+  current: boolean;
+  /**
+   * Recording says what the candidate is judged on: "watch" (the Watch
+   * session's recorded arrivals) or "forwarded" (the items each node
+   * forwards under the enforced limits, recorded per second while a
+   * candidate is set).
+   */
+  recording: string;
+  /**
+   * Minutes is the range answered (?minutes=, 1..1440, default 60);
+   * EvaluatedThrough is the end (ms) of the last minute evaluated, null
+   * before the first (gate-recorder evaluates once a minute, about a
+   * minute behind).
+   */
+  minutes: number;
+  evaluatedThrough: number | null;
+  /** Nodes are the candidate's nodes in name order. */
+  nodes: ShadowNode[];
+  /**
+   * Unsupported are candidate budgets the recording cannot judge
+   * (scoped or operation-filtered): they are not charged.
+   */
+  unsupported: SimUnsupported[];
+  /** Assumes says what the evaluation assumes. */
+  assumes: string[];
+}
+
+/**
+ * ShadowNode is one node of a shadow candidate: its candidate budgets (in
+ * the document's syntax), what it would have done over the range and per
+ * minute.
+ */
+export interface ShadowNode {
+  node: string;
+  /**
+   * Budgets is the candidate's budget list for the node, as the
+   * document declares budgets.
+   */
+  budgets: unknown[];
+  /**
+   * IfEnforced sums the range; Sentence says it in one line ("if
+   * enforced: 95 of 100 items delayed, up to 19 s; no backlog").
+   */
+  ifEnforced: ShadowTotals;
+  sentence: string;
+  /** PerMinute is every evaluated minute of the range, oldest first. */
+  perMinute: ShadowMinute[];
+}
+
+/** ShadowTotals is a shadow node's figures over a range of minutes. */
+export interface ShadowTotals {
+  /**
+   * Arrived and Delayed are summed; PeakBacklog, DelayMaxMs and
+   * OldestWaitingMs are the range's largest; Backlog is the last
+   * minute's.
+   */
+  arrived: number;
+  delayed: number;
+  backlog: number;
+  peakBacklog: number;
+  delayMaxMs: number;
+  oldestWaitingMs: number;
+}
+
+/** ShadowMinute is one node's shadow result for one minute. */
+export interface ShadowMinute {
+  /** T is the minute's start (ms). */
+  t: number;
+  /**
+   * Arrived are the items recorded at the node; Admitted those the
+   * candidate would have let through in the minute; Delayed those of
+   * them that waited at least a second; Backlog the items still waiting
+   * at the minute's end.
+   */
+  arrived: number;
+  admitted: number;
+  delayed: number;
+  backlog: number;
+  /**
+   * DelayP50Ms and DelayMaxMs are the delay the candidate would have
+   * added to the items admitted in the minute; OldestWaitingMs how long
+   * the oldest waiting item had waited at its end.
+   */
+  delayP50Ms: number;
+  delayMaxMs: number;
+  oldestWaitingMs: number;
+}
+
+/** ShadowDeleted is DELETE …/shadow. */
+export interface ShadowDeleted {
+  application: string;
+  graph: string;
+  /** Deleted says a candidate was set and is now gone. */
+  deleted: boolean;
+}
+
+/**
  * GraphView is the live graph view: GET /v1/apps/{app}/graphs/{name} on
  * gate-api and /api/apps/{app}/graphs/{name} on both planes (and their
  * flat and target twins). Stage counters are summed over the relay
@@ -2296,6 +2682,11 @@ export interface ViewNode {
   breaker: Breaker | null;
   waiting_for_budget: number;
   waiting_for_workers: number;
+  /**
+   * Settle is how good the node's cost estimates are, from the settles
+   * reported (POST …/settle); null when none was.
+   */
+  settle: SettleStats | null;
 }
 
 /** ViewBudget is one budget with its live counter. */

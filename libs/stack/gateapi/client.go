@@ -217,6 +217,21 @@ func (c *Client) Observe(ctx context.Context, app, graph, node string, body wire
 	return o, nil
 }
 
+// Settle reports the actual cost of an egress message (as popped) on
+// node: a lower cost goes back to the window it was charged in, a higher
+// one is a debt.
+func (c *Client) Settle(ctx context.Context, app, graph, node string, body wire.SettleBody) (wire.Settled, error) {
+	b, err := c.do(ctx, http.MethodPost, graphPath(app, graph)+"/nodes/"+url.PathEscape(node)+"/settle", body)
+	if err != nil {
+		return wire.Settled{}, err
+	}
+	var o wire.Settled
+	if err := json.Unmarshal(b, &o); err != nil {
+		return wire.Settled{}, fmt.Errorf("decoding the settle answer: %w", err)
+	}
+	return o, nil
+}
+
 // Write is how a declare, restore or delete is sent: its preconditions
 // (RFC 9110) and whether it is a dry run. The zero value is an
 // unconditional write.

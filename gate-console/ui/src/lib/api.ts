@@ -73,11 +73,14 @@ export const api = {
     if (q.subWindows) p.set("subWindows", String(q.subWindows));
     return request<W.Simulation>("GET", `${g(app, graph)}/simulate?${p}`);
   },
-  explain: (app: string, graph: string, node: string, q: { scope?: string; op?: string; path?: string; partition?: string }) => {
+  explain: (app: string, graph: string, node: string, q: { scope?: string; op?: string; path?: string; partition?: string; transactionId?: string }) => {
     const p = new URLSearchParams();
     for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== "") p.set(k, v);
     return request<W.Explanation>("GET", `${g(app, graph)}/nodes/${seg(node)}/explain?${p}`);
   },
+  /** One page of a scoped budget's limits per key (runtime, in value order; the document's on the first page). */
+  keyLimits: (app: string, graph: string, node: string, budget: string, after = "", limit = 20) =>
+    request<W.KeyLimits>("GET", `${g(app, graph)}/nodes/${seg(node)}/budgets/${seg(budget)}/keys?limit=${limit}${after ? `&after=${encodeURIComponent(after)}` : ""}`),
   simulateGraph: (app: string, graph: string, doc: unknown, minutes: number) => request<W.GraphSimulation>("POST", `${g(app, graph)}/simulate?minutes=${minutes}`, doc),
   /** The graph view with the stored document's ETag (what an edit sends as If-Match). */
   graphTagged: async (app: string, graph: string) => {
@@ -96,6 +99,10 @@ export const api = {
     request<W.BackoffResponse>("POST", `${v1(app, graph)}/nodes/${seg(node)}/backoff`, reason ? { retryAfterSeconds, by, reason } : { retryAfterSeconds, by }),
   lift: (app: string, graph: string, node: string, reason: string) =>
     request<{ ok: boolean; cleared: string[] }>("DELETE", `${v1(app, graph)}/nodes/${seg(node)}/backoff`, reason ? { reason } : undefined),
+  /** Shadow limits (issue 27): the candidate and its per-minute results; `set: false` when none is set. */
+  shadow: (app: string, graph: string, minutes = 60) => request<W.Shadow>("GET", `${g(app, graph)}/shadow?minutes=${minutes}`),
+  setShadow: (app: string, graph: string, candidate: unknown) => request<W.Shadow>("PUT", `${g(app, graph)}/shadow`, candidate),
+  dropShadow: (app: string, graph: string) => request<W.ShadowDeleted>("DELETE", `${g(app, graph)}/shadow`),
   aiStatus: () => request<W.AIStatus>("GET", "/api/ai/status"),
   aiChat: (body: W.AIChatRequest) => request<W.AIChatReply>("POST", "/api/ai/chat", body),
   push: (app: string, graph: string, node: string, payload: object) => request<{ ok: boolean; pushed: number }>("POST", `${v1(app, graph)}/nodes/${seg(node)}/push`, { payload }),

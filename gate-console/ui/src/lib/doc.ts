@@ -8,6 +8,8 @@ export interface DocBudget {
   id?: string; count: number; timeMs: number; subWindows?: number; scopeBy?: string; sharedKey?: string;
   whenOp?: string[]; confidence?: "documented" | "inferred" | "assumed"; source?: string; asOf?: string;
   vendorMeter?: DocVendorMeter;
+  // keys: limits per key, scope value → its own count per timeMs (rule budget-keys).
+  keys?: Record<string, number>;
 }
 // DocVendorMeter: the budget follows the vendor's rate-limit headers (observe).
 export interface DocVendorMeter { headers: string; name?: string }
@@ -26,6 +28,7 @@ export interface FormBudget {
   id: string | null; count: Num; timeMs: Num; subWindows: Num; scopeBy: string | null; sharedKey: string | null;
   whenOp: string[] | null; confidence: "" | "documented" | "inferred" | "assumed"; source: string | null; asOf: string | null;
   vendorMeter: DocVendorMeter | null;
+  keys: Record<string, number> | null;
 }
 export interface FormNode {
   name: string;
@@ -53,7 +56,7 @@ export function isV1(doc: unknown): boolean {
 }
 
 export function emptyBudget(): FormBudget {
-  return { id: null, count: null, timeMs: null, subWindows: null, scopeBy: null, sharedKey: null, whenOp: null, confidence: "assumed", source: null, asOf: null, vendorMeter: null };
+  return { id: null, count: null, timeMs: null, subWindows: null, scopeBy: null, sharedKey: null, whenOp: null, confidence: "assumed", source: null, asOf: null, vendorMeter: null, keys: null };
 }
 export function emptyNode(name: string): FormNode {
   return {
@@ -68,6 +71,7 @@ export function formBudget(b: DocBudget): FormBudget {
     id: opt(b.id), count: opt(b.count), timeMs: opt(b.timeMs), subWindows: opt(b.subWindows), scopeBy: opt(b.scopeBy),
     sharedKey: opt(b.sharedKey), whenOp: opt(b.whenOp), confidence: b.confidence ?? "", source: opt(b.source), asOf: opt(b.asOf),
     vendorMeter: b.vendorMeter ? { ...b.vendorMeter } : null,
+    keys: b.keys ? { ...b.keys } : null,
   };
 }
 export function docBudget(b: FormBudget): DocBudget {
@@ -77,6 +81,7 @@ export function docBudget(b: FormBudget): DocBudget {
   if (b.confidence) bo.confidence = b.confidence;
   put(bo, "source", b.source); put(bo, "asOf", b.asOf);
   if (b.vendorMeter) bo.vendorMeter = { ...b.vendorMeter };
+  if (b.keys) bo.keys = { ...b.keys };
   return bo as unknown as DocBudget;
 }
 
@@ -245,3 +250,28 @@ export function pointer(at: string): string[] {
 /** A path's hops as the form's one-line text: "a → b → c + d". */
 export const hopsText = (hops: string[][]) => hops.map((h) => h.join(" + ")).join(" → ");
 export const parseHops = (t: string) => t.split(/→|->|>/).map((h) => h.split("+").map((s) => s.trim()).filter(Boolean)).filter((h) => h.length > 0);
+
+/** keysText writes limits per key one "value = count" per line, in value order. */
+export function keysText(keys: Record<string, number> | null): string {
+  if (!keys) return "";
+  return Object.keys(keys).sort().map((k) => `${k} = ${keys[k]}`).join("\n");
+}
+
+/**
+ * parseKeys reads "value = count" lines (the last "=" separates, blank
+ * lines are skipped): the map, or the first line that is not one.
+ */
+export function parseKeys(text: string): { keys: Record<string, number> | null; bad: number | null } {
+  const keys: Record<string, number> = {};
+  const lines = text.split("\n");
+  let any = false;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i].trim();
+    if (line === "") continue;
+    const m = /^(.*\S)\s*=\s*(-?\d+)$/.exec(line);
+    if (!m) return { keys: null, bad: i + 1 };
+    keys[m[1]] = Number(m[2]);
+    any = true;
+  }
+  return { keys: any ? keys : null, bad: null };
+}

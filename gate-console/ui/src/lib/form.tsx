@@ -3,7 +3,7 @@
 // schema problem is shown at the field it names.
 import { createContext, useContext, useEffect, useState, type ReactNode } from "react";
 import type { Problem, Resolved } from "../wire";
-import { emptyBudget, hopsText, parseHops, type FormBudget, type FormModel, type FormNode, type FormPath, type Num } from "./doc";
+import { emptyBudget, hopsText, keysText, parseHops, parseKeys, type FormBudget, type FormModel, type FormNode, type FormPath, type Num } from "./doc";
 import { duration, fmt, windowText } from "./ui";
 
 export const ProblemsContext = createContext<Problem[]>([]);
@@ -72,6 +72,26 @@ export function NumField({ label, at, value, onChange, help, min, max, step, req
   );
 }
 
+/** Limits per key of a scoped budget: one "value = count" per line (at most 1,000; more through the runtime API). */
+function KeysField({ at, keys, onChange, count }: { at: string; keys: Record<string, number> | null; onChange: (v: Record<string, number> | null) => void; count: Num }) {
+  const [raw, setRaw] = useState(keysText(keys));
+  const [bad, setBad] = useState<number | null>(null);
+  // A change from elsewhere (the JSON view) shows here unless it is what the text already says.
+  useEffect(() => { if (JSON.stringify(parseKeys(raw).keys) !== JSON.stringify(keys && Object.keys(keys).length ? keys : null)) setRaw(keysText(keys)); }, [keys]); // eslint-disable-line react-hooks/exhaustive-deps
+  const problems = useProblemsAt(at).length > 0;
+  return (
+    <label className="field" style={{ gridColumn: "1 / -1" }}>
+      <span className="name">limits per key (value = count)</span>
+      <textarea data-at={at} data-testid="budget-keys" rows={3} value={raw} aria-invalid={bad !== null || problems || undefined}
+        placeholder={"acct-42 = 500\ntrial-7 = 5"}
+        onChange={(e) => { setRaw(e.target.value); const r = parseKeys(e.target.value); setBad(r.bad); if (r.bad === null) onChange(r.keys); }} />
+      <span>each value counts its own count per window (higher or lower than {count ?? "count"}); every other value counts the budget's. At most 1,000 here — set more at runtime with PUT …/budgets/&#123;id&#125;/keys/&#123;value&#125;, which wins for the same value.</span>
+      {bad !== null ? <span className="error" role="alert" data-testid="budget-keys-bad">line {bad}: write a value, “=”, and a whole count, e.g. acct-42 = 500</span> : null}
+      <FieldErrors at={at} />
+    </label>
+  );
+}
+
 export function BudgetEditor({ budgets, onChange, base, canRemoveAll }: { budgets: FormBudget[]; onChange: (b: FormBudget[]) => void; base: string; canRemoveAll?: boolean }) {
   const set = (i: number, patch: Partial<FormBudget>) => onChange(budgets.map((b, j) => (j === i ? { ...b, ...patch } : b)));
   const enforced = useContext(EnforcedContext);
@@ -116,6 +136,7 @@ export function BudgetEditor({ budgets, onChange, base, canRemoveAll }: { budget
                 </select>
                 <span>workers report each answer to …/observe; Gate only ever goes lower than declared</span>
                 <FieldErrors at={`${at}/vendorMeter/headers`} /></label>
+              {b.scopeBy !== null || b.keys !== null ? <KeysField at={`${at}/keys`} keys={b.keys} onChange={(v) => set(i, { keys: v })} count={b.count} /> : null}
               {b.vendorMeter ? <TextField label="policy or resource" at={`${at}/vendorMeter/name`} value={b.vendorMeter.name ?? null}
                 onChange={(v) => set(i, { vendorMeter: { headers: b.vendorMeter!.headers, ...(v === null ? {} : { name: v }) } })} placeholder="first policy / any resource" /> : null}
             </div>

@@ -1,11 +1,14 @@
 import { useEffect, useState, type FormEvent } from "react";
-import type { Explanation, GraphView, NodeView, StageCounters, StageView } from "../wire";
+import type { Explanation, GraphView, KeyLimit, NodeView, Shadow, StageCounters, StageView } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
 import { Diagram } from "../lib/diagram";
 import { stageKey, useLiveCounters } from "../lib/live";
+import { explainQuery } from "../lib/explain";
 import { graphHref, navigate, useQueryParam } from "../lib/router";
-import { dropSaved, readSaved, storedBy } from "../lib/save";
+import { dropSaved, keepSaved, readSaved, storedBy, useSaveFlow } from "../lib/save";
+import { ShadowCard, ShadowEditor, ShadowNote } from "../lib/shadow";
 import { Warnings } from "../lib/diffview";
+import { estimateQuality } from "../lib/settle";
 import { ago, BudgetBar, CopyButton, Empty, ErrorState, fmt, Link, Loading, pct, Unknown, useBrokerUp, useCanWrite, useMe, when, windowText } from "../lib/ui";
 import { HistoryPage } from "./history";
 import { EditPage } from "./edit";
@@ -122,6 +125,13 @@ function Detail({ initial, etag }: { initial: GraphView; etag: string | null }) 
   const view = useLoad(() => api.graph(app, graph), [app, graph], !live ? 0 : stream.state === "live" ? 5000 : 2000);
   const v = view.data ?? initial;
   const traces = useLoad(() => api.traces(100), [], live ? 5000 : 0);
+  // Shadow limits: re-read each half minute (gate-recorder evaluates once a minute).
+  const shadow = useLoad(() => api.shadow(app, graph), [app, graph], 30000);
+  const enforce = useSaveFlow((res) => {
+    keepSaved(app, graph, res);
+    // The candidate is now the enforced limits: the shadow has done its job.
+    void api.dropShadow(app, graph).catch(() => undefined).finally(() => { shadow.reload(); view.reload(); });
+  });
   const counters = (s: StageView): StageCounters => (stream.state === "live" && stream.stages[stageKey(s)]) || s.counters;
   const perNode: Record<string, StageCounters> = {};
   for (const s of v.stages) {
@@ -151,7 +161,7 @@ function Detail({ initial, etag }: { initial: GraphView; etag: string | null }) 
         <Diagram view={v} selected={sel?.node ?? ""} onSelect={setNode} counters={perNode} />
       </section>
       <div className="grid2">
-        {sel ? <NodePanel view={v} n={sel} onChanged={view.reload} /> : null}
+        {sel ? <NodePanel view={v} n={sel} onChanged={view.reload} shadow={shadow.data} /> : null}
         <section className="card">
           <h2>Recent denials</h2>
           {traces.error ? <ErrorState error={traces.error} what="denials" /> : null}
@@ -160,6 +170,9 @@ function Detail({ initial, etag }: { initial: GraphView; etag: string | null }) 
             <tbody data-testid="denials">{denials.map((t, i) => <tr key={i}><td>{when(t.at)}</td><td>{t.node}</td><td>{t.path}</td><td>{t.budgetId || "—"}</td><td>{t.outcome}{t.source === "history" ? <span className="small muted"> (history)</span> : null}</td></tr>)}</tbody></table></div> : null}
         </section>
       </div>
+      <ShadowCard app={app} graph={graph} spec={v.spec} etag={etag} shadow={shadow} canWrite={canWrite} flow={enforce}
+        onStop={() => { void api.dropShadow(app, graph).catch(() => undefined).finally(shadow.reload); }} />
+      {canWrite && shadow.error?.body?.code !== "no-history" && sel ? <ShadowEditor key={sel.node} app={app} graph={graph} spec={v.spec} node={sel.node} onSet={shadow.reload} /> : null}
       <section className="card" style={{ marginTop: 14 }}>
         <h2>Stages</h2>
         <p className="small muted">One stage per hop of each path. forwarded / commits is what explains a stage's throughput (items per settle transaction); wedged is the one to alert on.</p>
@@ -185,7 +198,7 @@ function Detail({ initial, etag }: { initial: GraphView; etag: string | null }) 
   );
 }
 
-function NodePanel({ view, n, onChanged }: { view: GraphView; n: NodeView; onChanged: () => void }) {
+function NodePanel({ view, n, onChanged, shadow }: { view: GraphView; n: NodeView; onChanged: () => void; shadow: Shadow | null }) {
   const canWrite = useCanWrite();
   const me = useMe();
   const [secs, setSecs] = useState("60");
@@ -222,6 +235,7 @@ function NodePanel({ view, n, onChanged }: { view: GraphView; n: NodeView; onCha
         <dt>outgoing</dt><dd>{n.egressQueue ?? "—"}{n.egressGroup ? ` · group ${n.egressGroup}` : ""}</dd>
         <dt>waiting</dt><dd>{brokerUp === false ? <Unknown /> : <>{fmt(n.waiting_for_budget)} for budget · {fmt(n.waiting_for_workers)} for your workers</>}</dd>
       </dl>
+      <ShadowNote shadow={shadow} node={n.node} />
       <h3>Backoff</h3>
       {brokerUp === false ? <p className="small" data-testid="backoff-unknown">Backoff: <Unknown /> (the broker holds the record and is not answering).</p> : held ? (
         <div className="notice warn" data-testid="backoff-active">Backoff holding until {when(held.until)} ({held.retryAfterSeconds} s{held.by ? `, by ${held.by}` : ""}): every path through {n.node} waits.
@@ -239,6 +253,7 @@ function NodePanel({ view, n, onChanged }: { view: GraphView; n: NodeView; onCha
       ) : null}
       {err ? <ErrorState error={err} what="the backoff" /> : null}
       <ExplainBox view={view} n={n} />
+      <Estimates n={n} />
       <h3>Budgets</h3>
       {n.budgets.length === 0 ? <p className="small muted">{view.watching ? "No budgets are enforced: the graph is in Watch." : "No budgets."}</p> : (
         <div className="tablewrap"><table>
@@ -255,24 +270,81 @@ function NodePanel({ view, n, onChanged }: { view: GraphView; n: NodeView; onCha
           ))}</tbody>
         </table></div>
       )}
+      {n.budgets.filter((b) => b.scopeBy).map((b) => <KeyLimitsBox key={b.id} view={view} node={n.node} budget={b.id} scopeBy={b.scopeBy ?? ""} />)}
     </section>
   );
 }
 
-/** "Why is this item waiting?": one scope value (and op, partition) explained by the server in a sentence, with every counter it would charge. */
+/** KEY_PAGE is how many runtime limits per key one page shows. */
+const KEY_PAGE = 20;
+
+/** A scoped budget's limits per key: the document's and, paged, the ones set at runtime (which win for the same value). */
+function KeyLimitsBox({ view, node, budget, scopeBy }: { view: GraphView; node: string; budget: string; scopeBy: string }) {
+  const [trail, setTrail] = useState<string[]>([""]);
+  const after = trail[trail.length - 1];
+  const page = useLoad(() => api.keyLimits(view.application, view.graph, node, budget, after, KEY_PAGE), [view.application, view.graph, node, budget, after], 10_000);
+  const d = page.data;
+  const row = (k: KeyLimit) => (
+    <tr key={k.source + ":" + k.value} data-testid="key-limit">
+      <td><code>{k.value}</code></td><td className="num">{windowText(k.count, k.timeMs)}</td>
+      <td className="num">{fmt(k.ceiling)}</td><td>{k.source === "runtime" ? `runtime${k.at ? `, set ${when(k.at)}` : ""}` : "document"}{k.source === "runtime" && k.document !== null ? <span className="small muted"> (document: {fmt(k.document)})</span> : null}</td>
+    </tr>
+  );
+  return (
+    <section aria-label={`limits per key of budget ${budget}`} data-testid="key-limits">
+      <h3>Limits per key — {budget} (per {scopeBy})</h3>
+      {page.error ? <ErrorState error={page.error} what="the limits per key" /> : !d ? <Loading /> : (
+        <>
+          <p className="small muted">Every other value counts {windowText(d.default, d.timeMs)}. A limit set at runtime wins over the document's for the same value and reaches every relay within a second.</p>
+          {d.document.length === 0 && d.runtime.length === 0 ? <p className="small muted" data-testid="key-limits-none">No value has its own limit{trail.length > 1 ? " on this page" : ""}.</p> : (
+            <div className="tablewrap"><table className="small">
+              <thead><tr><th>{scopeBy}</th><th>limit</th><th>per sub-window</th><th>from</th></tr></thead>
+              <tbody>{d.runtime.map(row)}{d.document.map(row)}</tbody>
+            </table></div>
+          )}
+          {trail.length > 1 || d.nextAfter ? (
+            <div className="row" data-testid="key-limits-pager">
+              <button type="button" disabled={trail.length <= 1} onClick={() => setTrail(trail.slice(0, -1))}>Previous</button>
+              <button type="button" disabled={!d.nextAfter} onClick={() => setTrail([...trail, d.nextAfter])} data-testid="key-limits-next">Next</button>
+            </div>
+          ) : null}
+        </>
+      )}
+    </section>
+  );
+}
+
+/** "Cost estimates": how the settled actual costs compare with what the relays charged (POST …/settle). */
+function Estimates({ n }: { n: NodeView }) {
+  const q = estimateQuality(n.settle);
+  if (!n.settle) {
+    return null;
+  }
+  const badge = q.tone === "good" ? <span className="badge good">close</span> : q.tone === "over" ? <span className="badge warn">high</span> : q.tone === "under" ? <span className="badge warn">low</span> : null;
+  return (
+    <>
+      <h3>Cost estimates {badge}</h3>
+      <p className="small" data-testid="settle-quality">{q.headline}{n.settle && n.settle.until ? <span className="muted"> Counted until {when(n.settle.until)}.</span> : null}</p>
+      {q.hint ? <p className="small muted">{q.hint}</p> : null}
+    </>
+  );
+}
+
+/** "Why is this item waiting?": one item — by its transaction id, or by scope value (and op, partition) — explained by the server in a sentence, with every counter it would charge. */
 function ExplainBox({ view, n }: { view: GraphView; n: NodeView }) {
   const scoped = n.budgets.filter((b) => b.scopeBy);
   const ops = [...new Set(n.budgets.flatMap((b) => b.whenOp).filter((o) => o !== "*"))];
   const [scope, setScope] = useState("");
   const [op, setOp] = useState("");
   const [partition, setPartition] = useState("");
+  const [txn, setTxn] = useState("");
   const [ans, setAns] = useState<Explanation | null>(null);
   const [err, setErr] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(false);
   const ask = async (e: FormEvent) => {
     e.preventDefault();
     setBusy(true); setErr(null);
-    try { setAns(await api.explain(view.application, view.graph, n.node, { scope: scoped.length ? scope : undefined, op, partition })); } catch (x) { setAns(null); setErr(x as ApiError); } finally { setBusy(false); }
+    try { setAns(await api.explain(view.application, view.graph, n.node, explainQuery({ txn, scope, op, partition, scoped: scoped.length > 0 }))); } catch (x) { setAns(null); setErr(x as ApiError); } finally { setBusy(false); }
   };
   return (
     <>
@@ -280,13 +352,15 @@ function ExplainBox({ view, n }: { view: GraphView; n: NodeView }) {
       <form className="row" onSubmit={ask} data-testid="explain-form" role="search" aria-label={`explain an item at node ${n.node}`}>
         {scoped.length ? <label className="field"><span className="name">{scoped.map((b) => b.scopeBy).filter((v, i, a) => a.indexOf(v) === i).join(" / ")}</span><input value={scope} onChange={(e) => setScope(e.target.value)} placeholder="scope value" data-testid="explain-scope" /></label> : null}
         {ops.length ? <label className="field"><span className="name">op</span><select value={op} onChange={(e) => setOp(e.target.value)} data-testid="explain-op"><option value="">any op</option>{ops.map((o) => <option key={o} value={o}>{o}</option>)}</select></label> : null}
-        <label className="field"><span className="name">partition</span><input value={partition} onChange={(e) => setPartition(e.target.value)} placeholder="optional" data-testid="explain-partition" style={{ width: 120 }} /></label>
+        <label className="field"><span className="name">partition</span><input value={partition} onChange={(e) => setPartition(e.target.value)} placeholder="optional" data-testid="explain-partition" style={{ width: 120 }} disabled={txn.trim() !== ""} /></label>
+        <label className="field"><span className="name">or transaction id</span><input value={txn} onChange={(e) => setTxn(e.target.value)} placeholder="the push's txn" data-testid="explain-txn" style={{ width: 160 }} /></label>
         <button type="submit" disabled={busy} data-testid="explain">Explain</button>
       </form>
       {err ? <ErrorState error={err} what="the explanation" /> : null}
       {ans ? (
         <div className="notice" data-testid="explain-answer">
           <p data-testid="explain-sentence">{ans.sentence.charAt(0).toUpperCase() + ans.sentence.slice(1)}.</p>
+          {ans.transactionId && ans.pushedAt ? <p className="small muted" data-testid="explain-item">Item {ans.transactionId}: pushed to {ans.pushedTo} at {when(ans.pushedAt)}, partition {ans.partition}{ans.scope ? `, scope ${ans.scope}` : ""}{ans.op ? `, op ${ans.op}` : ""}.</p> : null}
           <div className="tablewrap"><table className="small">
             <thead><tr><th>counter</th><th>kind</th><th>used</th><th>frees</th><th></th></tr></thead>
             <tbody>{ans.counters.map((c) => (

@@ -58,6 +58,16 @@ await queen.queue('${n.egressQueue}')${n.egressGroup ? `.group('${n.egressGroup}
       throw new Error('throttled')   // not acked: the lease redelivers it
     }
   })`} />
+          <h3>Report the vendor's answer and the call's real cost</h3>
+          <p className="small muted">Where a call's cost is known only after it (an LLM call's tokens), settle it: what the estimate over-charged goes back to the window it was charged in; observe feeds budgets that follow the vendor's rate-limit headers.</p>
+          <Snippet text={`// inside consume(async (msg) => { … }), after the vendor answered
+const post = (path, body) => fetch(process.env.GATE_URL + '${base}/nodes/' + path, {
+  method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
+})
+await post('${n.node}/observe', { status: res.status, headers: Object.fromEntries(res.headers) })
+await post('${n.node}/settle', { message: { transactionId: msg.transactionId, data: msg.data }, actualCost: usage })`} />
+          <Snippet text={`curl -sS -X POST "$GATE_URL${base}/nodes/${n.node}/settle" -H 'Content-Type: application/json' \\
+  -d '{"message":{"transactionId":"<as popped>","data":<as popped, with its _gate>},"actualCost":812}'`} />
           <h3>HTTP: report a vendor throttle, lift it early</h3>
           <Snippet text={`curl -sS -X POST "$GATE_URL${base}/nodes/${n.node}/backoff" -H 'Content-Type: application/json' -d '{"retryAfterSeconds":30}'
 curl -sS -X DELETE "$GATE_URL${base}/nodes/${n.node}/backoff"

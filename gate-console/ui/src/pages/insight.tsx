@@ -1,7 +1,7 @@
 // Watch, "Why is traffic waiting?" and "Traffic over time": read-only pages
 // over the recorder and history routes (gate-runtime.md §5.4, §6.1–6.3).
 import { useMemo, useState } from "react";
-import type { GraphSimulation, GraphView, Simulation, Snapshot } from "../wire";
+import type { GraphSimulation, GraphView, Simulation, Snapshot, VendorComparison, VendorSpan } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
 import { TimeChart, type Series } from "../lib/chart";
 import type { GraphDoc } from "../lib/doc";
@@ -164,8 +164,39 @@ function SimResult({ r }: { r: Simulation }) {
       </div>
       <p className="small muted">Effective: {fmt(r.effective.count)} per {fmt(r.effective.seconds, 3)} s ({r.effective.subWindows} sub-windows), cost {r.effective.costPerItem} per item.
         {r.hasKnownGaps ? ` Known gaps: ${fmt(r.coverage.gapSeconds)} s uncovered, ${fmt(r.coverage.lostItems)} items dropped by the recorder.` : ""}</p>
+      {r.vendor ? <VendorCheck v={r.vendor} /> : null}
       {r.series.length ? <TimeChart label="simulated backlog" series={series} from={r.coverage.since} to={r.coverage.until} stepMs={60000} /> : null}
     </div>
+  );
+}
+
+// VendorCheck is "Try a limit" against what the vendor really allowed: the seconds
+// the vendor enforced less than declared, those the limit tried is above it, the
+// calls the replay would have sent over it, and each limit the vendor stated.
+export function VendorCheck({ v }: { v: VendorComparison }) {
+  const over = v.overSeconds > 0;
+  return (
+    <div className={over ? "notice warn" : "notice"} style={{ marginTop: 10 }} data-testid="sim-vendor" data-over={over ? "yes" : "no"}>
+      <p><strong>Against the vendor's meter</strong> ({v.budgets.join(", ")}): <span data-testid="sim-vendor-sentence">{v.sentence}</span>.</p>
+      {v.seconds > 0 ? (
+        <div className="grid">
+          <Stat label="vendor below declared" value={`${fmt(v.seconds)} s`} testid="sim-vendor-seconds" hint={v.lowestLimit === null || v.lowestTimeMs === null ? undefined : `as low as ${fmt(v.lowestLimit)} per ${duration(v.lowestTimeMs / 1000)}`} />
+          <Stat label="this limit above the vendor's" value={`${fmt(v.exceededSeconds)} s`} testid="sim-vendor-exceeded" />
+          <Stat label="sent faster than the vendor allowed" value={`${fmt(v.overSeconds)} s`} testid="sim-vendor-over" hint={`${fmt(v.overItems)} calls over its limit`} />
+        </div>
+      ) : null}
+      {v.spans.length ? <ul className="small" data-testid="sim-vendor-spans">{v.spans.map((s, i) => <li key={i}>{s.node} · {s.budget}: {s.sentence}</li>)}</ul> : null}
+    </div>
+  );
+}
+
+// VendorSpans lists the limits vendors stated below what is declared in the range
+// (budgets that mirror the vendor's meter), each as the server says it.
+export function VendorSpans({ spans }: { spans: VendorSpan[] }) {
+  return (
+    <section className="card" data-testid="vendor-spans"><h2>The vendor's meter</h2>
+      <ul>{spans.map((s, i) => <li key={i}>Budget {s.budget} of node {s.node}: {s.sentence}</li>)}</ul>
+      <p className="small muted">Recorded every second by gate-recorder from what workers report to observe.</p></section>
   );
 }
 
@@ -237,6 +268,7 @@ export function Traffic({ app, graph, view }: { app: string; graph: string; view
           <section className="card"><h2>Changes</h2>
             {t.events.length === 0 ? <Empty title="No configuration change in this range" /> : <ul data-testid="changes">{t.events.map((e, i) => <li key={i}>{when(e.at)} — {e.change.label}{e.change.node ? <> on node {e.change.node}{e.change.seconds ? ` for ${e.change.seconds} s` : ""}{e.change.by ? ` by ${e.change.by}` : ""}{e.change.reason ? <>: “{e.change.reason}”</> : null}</> : null} (v{e.change.version}, {e.change.mode})</li>)}</ul>}
             <p className="small muted">Missing samples stay gaps. Annotations are context, not a revision store.</p></section>
+          {t.vendor.length ? <VendorSpans spans={t.vendor} /> : null}
         </div>
       ) : null}
     </>

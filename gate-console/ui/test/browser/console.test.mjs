@@ -250,7 +250,18 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await sentence.waitFor();
     assert.match(await sentence.innerText(), /^Held by a backoff until .*waiting for .*: \d+ of \d+/);
     assert.equal(await pg.locator('[data-testid="explain-answer"] tr[data-binds="yes"]').count(), 1);
+    // By transaction id: an item pushed with a txn is explained from the
+    // push door's record of it, and the answer says where it was pushed.
     let v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
+    const entry = v.json.nodes[0].node;
+    const pushed = await apiCall(stack.console, "POST", `/v1/apps/${app}/graphs/mailer/nodes/${entry}/push`, { txn: "browser-txn-1", payload: { to: "a@example.com" } });
+    assert.equal(pushed.status, 200, pushed.text);
+    await pg.getByTestId("explain-txn").fill("browser-txn-1");
+    await pg.getByTestId("explain").click();
+    const item = pg.getByTestId("explain-item");
+    await item.waitFor();
+    assert.match(await item.innerText(), new RegExp(`^Item browser-txn-1: pushed to ${entry} at `));
+    v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
     assert.ok(v.json.nodes[0].breaker && v.json.nodes[0].breaker.retryAfterSeconds === 120);
     // "Why is traffic waiting?" names the backoff, at its node.
     await pg.goto(stack.console + `/graphs/${app}/mailer/why`);
@@ -267,6 +278,38 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await pg.goto(stack.console + `/graphs/${app}/mailer/why`);
     await pg.getByTestId("findings").waitFor();
     await pg.waitForFunction(() => !document.querySelector('[data-testid="findings"] li[data-kind="backoff"]'), null, { timeout: 30000 });
+    p.assertClean();
+    await p.close();
+  });
+
+  test("a scoped budget's limits per key show on the node page: the document's and the runtime ones, paged", async () => {
+    const doc = {
+      version: 1,
+      nodes: { call: { ingress: { http: true }, egress: `${app}.tiers.out`, budgets: [
+        { id: "global", count: 3000, timeMs: 60000, confidence: "assumed" },
+        { id: "per-customer", count: 60, timeMs: 60000, subWindows: 6, scopeBy: "payload.customer", confidence: "assumed", keys: { "acme-enterprise": 600, "trial-7": 6 } },
+      ] } },
+      paths: [{ name: "main", nodes: ["call"] }],
+    };
+    let r = await apiCall(stack.console, "PUT", `/v1/apps/${app}/graphs/tiers`, doc);
+    assert.equal(r.status, 200, r.text);
+    for (let i = 0; i < 25; i++) {
+      r = await apiCall(stack.console, "PUT", `/v1/apps/${app}/graphs/tiers/nodes/call/budgets/per-customer/keys/c-${String(i).padStart(2, "0")}`, { count: 100 + i });
+      assert.equal(r.status, 200, r.text);
+    }
+    const p = await open(stack.console, `/graphs/${app}/tiers`);
+    const pg = p.page;
+    const rows = pg.locator('[data-testid="key-limits"] [data-testid="key-limit"]');
+    await pg.getByTestId("key-limits").waitFor();
+    await pg.waitForFunction(() => document.querySelectorAll('[data-testid="key-limits"] [data-testid="key-limit"]').length === 22, null, { timeout: 30000 });
+    const first = await pg.getByTestId("key-limits").innerText();
+    assert.match(first, /Every other value counts/);
+    assert.match(first, /acme-enterprise/);
+    assert.match(first, /c-00/);
+    assert.doesNotMatch(first, /c-20/);
+    await pg.getByTestId("key-limits-next").click();
+    await pg.waitForFunction(() => document.querySelectorAll('[data-testid="key-limits"] [data-testid="key-limit"]').length === 5, null, { timeout: 30000 });
+    assert.match(await rows.first().innerText(), /c-20/);
     p.assertClean();
     await p.close();
   });

@@ -92,3 +92,14 @@ test("no change is said as such; warnings keep their rule", () => {
   assert.equal(renderToStaticMarkup(h(Warnings, { warnings: [] })), "");
   assert.match(renderToStaticMarkup(h(Warnings, { warnings: ["[egress-owner] queue q is delivered to by shop/other"] })), /data-rule="egress-owner"/);
 });
+
+test("a scoped budget's limits per key are edited as value = count lines; an unscoped one without keys has no such field", () => {
+  const editor = (b: FormBudget) => renderToStaticMarkup(h(BudgetEditor, { budgets: [b], onChange: () => {}, base: "/nodes/limit/budgets" }));
+  const scoped = editor({ ...budget(60, 60000), scopeBy: "payload.customer", keys: { "trial-7": 6, "acme-enterprise": 600 } });
+  const m = /<textarea[^>]*data-testid="budget-keys"[^>]*>([^<]*)<\/textarea>/.exec(scoped);
+  assert.ok(m, `no keys field in ${scoped.slice(0, 400)}`);
+  assert.equal(m[1], "acme-enterprise = 600\ntrial-7 = 6");
+  assert.match(scoped, /data-at="\/nodes\/limit\/budgets\/0\/keys"/);
+  assert.match(scoped, /higher or lower than 60/);
+  assert.doesNotMatch(editor(budget(100, 1000)), /budget-keys/);
+});

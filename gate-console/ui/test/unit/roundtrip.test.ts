@@ -120,3 +120,16 @@ test("clone resets name, version and the Watch timer, takes Gate-owned ingress, 
   assert.deepEqual(egressNodes, ["ip"]);
   assert.ok(graphValidator.validate(doc).some((p) => p.at.startsWith("/nodes/ip/egress")), "a blank outgoing queue must be refused until named");
 });
+
+test("limits per key read and write one \"value = count\" per line, and a bad line is named", async () => {
+  const { keysText, parseKeys } = await import("../../src/lib/doc");
+  const keys = { "key-free": 12, "a=b": 5, "key-enterprise": 600 };
+  const text = keysText(keys);
+  assert.equal(text, "a=b = 5\nkey-enterprise = 600\nkey-free = 12");
+  assert.deepEqual(parseKeys(text), { keys, bad: null });
+  assert.deepEqual(parseKeys("\n  acct-42 = 500  \n\n"), { keys: { "acct-42": 500 }, bad: null });
+  assert.deepEqual(parseKeys(""), { keys: null, bad: null });
+  assert.deepEqual(parseKeys("acct-42 = 500\nacct-9 500"), { keys: null, bad: 2 });
+  assert.deepEqual(parseKeys("x = 1.5"), { keys: null, bad: 1 });
+  assert.equal(keysText(null), "");
+});

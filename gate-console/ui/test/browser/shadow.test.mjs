@@ -1,0 +1,100 @@
+// Shadow limits in a real browser against the real stack (issue 27): a
+// writer runs a candidate from the detail page, the relay keeps forwarding
+// everything under the enforced limit while gate-recorder evaluates the
+// candidate, the node panel says "if enforced: …", and Enforce turns the
+// candidate into the enforced limits in one edit through the dry run's
+// review and If-Match.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { apiCall, assertAccessible, cleanPage, launch, missing, requireLive, shot, startStack, until } from "./lib.mjs";
+
+const why = await missing();
+const skip = why && !requireLive ? why : false;
+if (why && requireLive) {
+  test("the browser tests can run (GATE_TEST_REQUIRE_LIVE=1)", () => assert.fail(why));
+}
+
+const app = `sh${Date.now().toString(36).slice(-5)}`;
+let stack, browser;
+
+describe("shadow limits", { skip, timeout: 600000 }, () => {
+  before(async () => {
+    stack = await startStack();
+    browser = await launch();
+  }, { timeout: 300000 });
+  after(async () => {
+    await browser?.close();
+    await stack?.stop();
+  });
+
+  test("a candidate runs beside the enforced limit, says 'if enforced', and is enforced through the dry run", async () => {
+    const doc = {
+      version: 1, counters: { windowSeconds: 60 },
+      nodes: { limit: { ingress: true, budgets: [{ id: "global", count: 1000, timeMs: 1000 }], egress: { queue: `${app}.calls.out`, group: "workers" } } },
+      paths: [{ name: "main", nodes: ["limit"] }],
+    };
+    const r = await apiCall(stack.api, "PUT", `/v1/apps/${app}/graphs/calls`, doc);
+    assert.equal(r.status, 200, r.text);
+
+    const p = await cleanPage(browser.browser);
+    const pg = p.page;
+    await pg.goto(`${stack.console}/graphs/${app}/calls`);
+    await pg.getByTestId("shadow-none").waitFor();
+    // Run a candidate of 5 a second from the page (the document's own budget syntax).
+    await pg.getByText("Run a candidate as a shadow…").click();
+    await pg.getByTestId("shadow-editor").fill(JSON.stringify({ nodes: { limit: { budgets: [{ id: "global", count: 5, timeMs: 1000 }] } } }));
+    await pg.getByTestId("set-shadow").click();
+    await pg.getByTestId("shadow-table").waitFor();
+    assert.match(await pg.getByTestId("shadow-sentence").innerText(), /if enforced: not evaluated yet/);
+
+    // The relays start recording a graph's seconds at their next history
+    // flush after the candidate is set (every 10 s).
+    await new Promise((r) => setTimeout(r, 12000));
+    // 60 items through the front door: the enforced 1,000/s forwards them all at once.
+    for (let i = 0; i < 60; i++) {
+      const pr = await apiCall(stack.api, "POST", `/v1/apps/${app}/graphs/calls/nodes/limit/push`, { partition: `p${i % 4}`, payload: { n: i } });
+      assert.equal(pr.status, 200, pr.text);
+    }
+    await until("the relay forwarded all 60 items", async () => {
+      const v = await apiCall(stack.api, "GET", `/v1/apps/${app}/graphs/calls`);
+      return v.json?.stages?.reduce((a, s) => a + s.counters.forwarded, 0) >= 60;
+    }, 60000);
+    const view = await apiCall(stack.api, "GET", `/v1/apps/${app}/graphs/calls`);
+    for (const s of view.json.stages) {
+      assert.equal(s.counters.deferred + s.counters.released, 0, "a shadow of 5/s made the relay defer or release items");
+    }
+
+    // gate-recorder evaluates each minute about half a minute after it ends.
+    const sh = await until("gate-recorder evaluated the candidate", async () => {
+      const g = await apiCall(stack.api, "GET", `/v1/apps/${app}/graphs/calls/shadow`);
+      const n = g.json?.nodes?.[0];
+      return n && n.ifEnforced.arrived >= 60 ? g.json : null;
+    }, 180000);
+    assert.ok(sh.nodes[0].ifEnforced.delayed > 0, `60 items at 5/s delayed none: ${JSON.stringify(sh.nodes[0])}`);
+    await pg.reload();
+    const note = pg.getByTestId("shadow-note");
+    await note.waitFor();
+    assert.match(await note.innerText(), /if enforced: \d+ of \d+ items delayed/);
+    await shot(pg, "shadow-detail-1440-light");
+    await assertAccessible(pg, "the detail page with a shadow");
+
+    // Enforce: the dry run's review first, nothing stored until Confirm.
+    await pg.getByTestId("enforce-shadow").click();
+    const review = pg.getByTestId("review");
+    await review.waitFor();
+    assert.match(await review.innerText(), /Review before enforce/);
+    assert.equal((await apiCall(stack.api, "GET", `/v1/apps/${app}/graphs/calls`)).json.version, 1, "Enforce stored before the review");
+    await shot(pg, "shadow-enforce-review-1440-light");
+    await pg.getByTestId("confirm-save").click();
+    await until("the candidate is the enforced limit", async () => {
+      const v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/calls`);
+      return v.json?.version === 2 && v.json.nodes[0].budgets[0].count === 5;
+    }, 30000);
+    await until("the shadow is gone once enforced", async () => {
+      const g = await apiCall(stack.console, "GET", `/api/apps/${app}/graphs/calls/shadow`);
+      return g.status === 200 && g.json.set === false;
+    }, 30000);
+    p.assertClean();
+    await p.close();
+  });
+});

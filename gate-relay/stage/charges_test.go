@@ -1,0 +1,106 @@
+package stage
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/gate/libs/budget"
+	"github.com/queen-mq/gate/libs/cost"
+)
+
+func stageSigner(t *testing.T) *cost.Signer {
+	t.Helper()
+	sg, err := cost.NewSigner(bytes.Repeat([]byte{5}, cost.MinKeyBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sg
+}
+
+// chargesOf reads and verifies the stamps of partition p's forwarded
+// items: every one signed for its own transaction id.
+func (r *rig) chargesOf(p string, sg *cost.Signer) []cost.Charge {
+	r.t.Helper()
+	var out []cost.Charge
+	for _, m := range r.mini.Messages(r.out, p) {
+		raw, ok := cost.StampOf(m.Data)
+		if !ok {
+			r.t.Fatalf("no stamp: %s", m.Data)
+		}
+		st, err := cost.ParseStamp(raw)
+		if err != nil || len(st.Charges) != 1 {
+			r.t.Fatalf("stamp %s: %v", raw, err)
+		}
+		if !sg.Verify(st, "a", m.TransactionID) {
+			r.t.Fatalf("the stamp of %s does not verify: %s", m.TransactionID, raw)
+		}
+		out = append(out, st.Charges[0])
+	}
+	return out
+}
+
+// Riding, the stage writes the window it last saw: the first claim knows
+// none and leaves the true one in its correction row; the next names it
+// and writes no row.
+func TestRiddenChargesNameTheirWindowOrLeaveACorrection(t *testing.T) {
+	t.Parallel()
+	sg := stageSigner(t)
+	r := newRig(t, rigOpts{ceiling: 100, ttl: 10, riders: true, maxPark: 30 * time.Second, signer: sg})
+	r.fill("p", seqs(5)...)
+	r.claim()
+	first := r.chargesOf("p", sg)
+	if len(first) != 5 || first[0].Node != "n" || first[0].Cost != 1 || len(first[0].Windows) != 1 || first[0].Windows[0] != 0 || first[0].Row == "" {
+		t.Fatalf("first claim's charges: %+v", first)
+	}
+	row, ok := r.mini.KV(r.ns, budget.CorrectionKey(first[0].Row))
+	if !ok {
+		t.Fatal("no correction row for a claim whose window the stage did not know")
+	}
+	var fix budget.Correction
+	if err := json.Unmarshal(row.Value, &fix); err != nil {
+		t.Fatal(err)
+	}
+	end, ok := r.mini.KV(r.ns, r.key)
+	if !ok || fix[r.key] != end.ExpiresAt.UnixMilli() {
+		t.Fatalf("correction %v, counter window %v", fix, end.ExpiresAt)
+	}
+	r.fill("q", `{"i":5}`)
+	r.claim()
+	if w := r.chargesOf("q", sg)[0].Windows[0]; w != fix[r.key] || r.s.corrections.Load() != 1 {
+		t.Fatalf("second claim names window %d (want %d), corrections %d (want 1)", w, fix[r.key], r.s.corrections.Load())
+	}
+}
+
+// On the separate path the charge precedes the settle: the stamp names
+// the window exactly and no correction is written.
+func TestSeparateChargesNameTheirWindowExactly(t *testing.T) {
+	t.Parallel()
+	sg := stageSigner(t)
+	r := newRig(t, rigOpts{ceiling: 100, ttl: 10, maxPark: 30 * time.Second, signer: sg})
+	r.fill("p", seqs(3)...)
+	r.claim()
+	end, _ := r.mini.KV(r.ns, r.key)
+	for _, c := range r.chargesOf("p", sg) {
+		if c.Windows[0] != end.ExpiresAt.UnixMilli() {
+			t.Fatalf("charge %+v, window %v", c, end.ExpiresAt)
+		}
+	}
+	if r.s.corrections.Load() != 0 {
+		t.Fatal("a correction row was written for exact windows")
+	}
+}
+
+// Without a signer nothing changes: the stamp carries no charges.
+func TestUnsignedStagesWriteNoCharges(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{ceiling: 100, ttl: 10, riders: true, maxPark: 30 * time.Second})
+	r.fill("p", seqs(2)...)
+	r.claim()
+	for _, m := range r.mini.Messages(r.out, "p") {
+		if bytes.Contains(m.Data, []byte(`"charges"`)) || bytes.Contains(m.Data, []byte(`"sig"`)) {
+			t.Fatalf("unsigned stage wrote charges: %s", m.Data)
+		}
+	}
+}

@@ -1,0 +1,18 @@
+// Package shadow runs a candidate set of budgets beside a graph's
+// enforced document on its live traffic (issue 27, "shadow limits"). It
+// never touches the broker and never refuses anything: it replays the
+// per-second items each node forwarded through the candidate's budgets,
+// with the relay's own admission (budget.Table.Admit, the charge → refund
+// → prefix loop of budget.AdmitRound), and reports per minute the items
+// the candidate would have delayed, its backlog and the delay it would
+// have added. The virtual backlog and the counters' open windows are
+// carried from one minute to the next (State).
+//
+// A candidate is the document's own budget syntax per node:
+//
+//	{"nodes": {"photos": {"budgets": [{"id": "photos-1m", "count": 150, "timeMs": 60000}]}}}
+//
+// Merge puts it in place of those nodes' budgets in the stored document,
+// so libs/declare compiles and validates it exactly as a document's
+// budgets (a refusal names the field, e.g. /nodes/photos/budgets/0/count).
+package shadow
