@@ -142,3 +142,22 @@ func TestALaterHopCarriesVerifiedChargesAndDropsForgedOnes(t *testing.T) {
 		t.Fatalf("forged %d, want 1", r.s.forged.Load())
 	}
 }
+
+// A fixed cost is charged exactly: its stage records nothing, and its
+// stamps are as before (no charges, no signature).
+func TestAFixedCostRecordsNoCharge(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{ceiling: 100, ttl: 10, riders: true, maxPark: 30 * time.Second, signer: stageSigner(t)})
+	r.s.cfg.Node.Cost = cost.Fixed(1)
+	r.fill("p", seqs(3)...)
+	r.claim()
+	msgs := r.mini.Messages(r.out, "p")
+	if len(msgs) != 3 {
+		t.Fatalf("forwarded %d", len(msgs))
+	}
+	for _, m := range msgs {
+		if bytes.Contains(m.Data, []byte(`"charges"`)) || bytes.Contains(m.Data, []byte(`"sig"`)) {
+			t.Fatalf("a fixed-cost stage recorded a charge: %s", m.Data)
+		}
+	}
+}
