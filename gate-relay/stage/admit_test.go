@@ -155,6 +155,11 @@ func newRig(t *testing.T, o rigOpts) *rig {
 	node := &plan.Node{Name: "n", Cost: cost.Fixed(1), Shares: map[string]float64{"main": 1}, WidestShare: 1, Budgets: []plan.Budget{{ID: "b0", Key: r.key, ScopeBy: o.scopeBy,
 		CountSub: o.ceiling, WindowSubSeconds: o.ttl, SubWindows: 1, Count: o.ceiling, TimeMs: o.ttl * 1000, Ceilings: map[string]int64{"main": o.ceiling}}}}
 	node.Budgets[0].Keys = o.keys
+	if o.signer != nil {
+		// an estimated cost (the payload's tokens, 1 when absent): only
+		// such a node records its charges
+		node.Cost = cost.Rule{Path: "payload.tokens", Default: 1, Max: 1}
+	}
 	if o.mirror {
 		node.Budgets[0].VendorMeter = &plan.VendorMeter{Headers: "x-ratelimit", Key: plan.MeterKey(r.key)}
 	}

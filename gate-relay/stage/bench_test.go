@@ -49,6 +49,9 @@ func BenchmarkSettleBuildSigned(b *testing.B) {
 func benchSettleBuild(b *testing.B, signer *cost.Signer) {
 	c, _ := queen.New("http://127.0.0.1:1")
 	st, node := benchStage("a", "src", "out")
+	if signer != nil {
+		node.Cost = estimated
+	}
 	s, err := New(Config{App: "a", Graph: "g", Stage: st, Node: node, Client: c, Limiter: &budget.Limiter{}, Signer: signer, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
@@ -91,9 +94,28 @@ func BenchmarkStageRelayRiders(b *testing.B) { benchStageRelay(b, true) }
 // a row one below the declared count in place.
 func BenchmarkStageRelayRidersMirrored(b *testing.B) { benchStageRelayWith(b, true, true) }
 
+// BenchmarkStageRelayRidersSigned is BenchmarkStageRelayRiders with the
+// fleet's stamp key: every item carries its signed charge record, as a
+// relay that read the key runs.
+func BenchmarkStageRelayRidersSigned(b *testing.B) {
+	sg, err := cost.NewSigner([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchStageRelayFull(b, true, false, sg)
+}
+
 func benchStageRelay(b *testing.B, riders bool) { benchStageRelayWith(b, riders, false) }
 
 func benchStageRelayWith(b *testing.B, riders, mirrored bool) {
+	benchStageRelayFull(b, riders, mirrored, nil)
+}
+
+// estimated is the signed benchmarks' cost: read from the payload (it
+// falls back to 1), so the stage records every charge.
+var estimated = cost.Rule{Path: "payload.tokens", Default: 1, Max: 1}
+
+func benchStageRelayFull(b *testing.B, riders, mirrored bool, signer *cost.Signer) {
 	br := gatetest.NewBroker(b)
 	br.RequireMini(b, "the benchmark measures the relay against the in-process broker")
 	c, err := queen.New(br.URL)
@@ -102,6 +124,9 @@ func benchStageRelayWith(b *testing.B, riders, mirrored bool) {
 	}
 	src, egress := br.Queue("src"), br.Queue("out")
 	st, node := benchStage(br.Prefix, src, egress)
+	if signer != nil {
+		node.Cost = estimated
+	}
 	total := b.N * 200
 	fillBench(b, c, src, total)
 	var moved atomic.Int64
@@ -128,7 +153,7 @@ func benchStageRelayWith(b *testing.B, riders, mirrored bool) {
 		b.Fatal(err)
 	}
 	s, err := New(Config{App: br.Prefix, Graph: "g", Stage: st, Node: node, Client: c,
-		Limiter: lim, Lease: 10 * time.Second, PollTimeout: 2 * time.Second, Admission: adm,
+		Limiter: lim, Lease: 10 * time.Second, PollTimeout: 2 * time.Second, Admission: adm, Signer: signer,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Observer: observe})
 	if err != nil {
 		b.Fatal(err)

@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"sync"
@@ -18,6 +19,9 @@ import (
 // the commit's read shows another (the window turned, or was never seen),
 // the stage leaves the true ends in the claim's correction row
 // (budget.CorrectionKey), which a settle reads.
+
+// chargesMember is how an incoming stamp's records begin.
+var chargesMember = []byte(`"charges"`)
 
 // windowCache is the window end, epoch ms, the stage last saw per counter.
 type windowCache struct {
@@ -44,10 +48,14 @@ func (w *windowCache) set(key string, end int64) {
 	w.ends[key] = end
 }
 
-// records reports whether this stage writes charge records: it has a
-// signer and its items touch counters.
+// records reports whether this stage writes its own charge records: it
+// has a signer, its items touch counters and its node's cost is an
+// estimate read from the payload (cost.path). A fixed cost is charged
+// exactly as declared, so there is nothing to settle and its items carry
+// no record of it (they still carry, signed, the records of the hops
+// before).
 func (h *handler) records() bool {
-	return h.s.cfg.Signer != nil && len(h.batch.Counters) > 0
+	return h.s.cfg.Signer != nil && len(h.batch.Counters) > 0 && h.s.cfg.Node.Cost.Path != ""
 }
 
 // prepareWindows sets, per counter of the batch, the window end a stamp
@@ -73,11 +81,13 @@ func (h *handler) prepareWindows(paid *budget.Charge) {
 
 // appendRecords appends the "charges" array of work entry e: the records
 // its incoming stamp carries, when their signature verifies, then this
-// stage's own.
-func (h *handler) appendRecords(b []byte, e *entry, now int64) []byte {
+// stage's own (when own); nothing when there are none.
+func (h *handler) appendRecords(b []byte, e *entry, now int64, own bool) []byte {
 	s := h.s
 	var carried []cost.Charge
-	if raw, ok := cost.Lookup(e.msg.Data, cost.Root+"."+cost.Stamp+".charges"); ok && len(raw) > 2 {
+	if !bytes.Contains(e.msg.Data, chargesMember) {
+		// no earlier records: the common case, not scanned further
+	} else if raw, ok := cost.Lookup(e.msg.Data, cost.Root+"."+cost.Stamp+".charges"); ok && len(raw) > 2 {
 		if in, ok := cost.StampOf(e.msg.Data); ok {
 			st, err := cost.ParseStamp(in)
 			if err == nil && s.cfg.Signer.Verify(st, s.cfg.App, e.msg.TransactionID) {
@@ -96,7 +106,7 @@ func (h *handler) appendRecords(b []byte, e *entry, now int64) []byte {
 		b = append(b, ',')
 	}
 	var touched []int
-	if e.item >= 0 && e.item < len(h.batch.Items) {
+	if own && e.item >= 0 && e.item < len(h.batch.Items) {
 		touched = h.batch.Items[e.item].Counters
 	}
 	if len(touched) == 0 {
@@ -106,12 +116,12 @@ func (h *handler) appendRecords(b []byte, e *entry, now int64) []byte {
 		}
 		return append(b[:len(b)-1], ']')
 	}
-	own := cost.Charge{Node: s.cfg.Stage.Node, Cost: e.cost, At: now, Row: h.row, Windows: h.winBuf[:0]}
+	rec := cost.Charge{Node: s.cfg.Stage.Node, Cost: e.cost, At: now, Row: h.row, Windows: h.winBuf[:0]}
 	for _, c := range touched {
-		own.Windows = append(own.Windows, h.ends[c])
+		rec.Windows = append(rec.Windows, h.ends[c])
 	}
-	h.winBuf = own.Windows
-	b = own.AppendJSON(b)
+	h.winBuf = rec.Windows
+	b = rec.AppendJSON(b)
 	return append(b, ']')
 }
 

@@ -104,3 +104,60 @@ func TestUnsignedStagesWriteNoCharges(t *testing.T) {
 		}
 	}
 }
+
+// A later hop carries the charge records of the hops before it when their
+// signature verifies for the item's own transaction id, and drops forged
+// or altered ones.
+func TestALaterHopCarriesVerifiedChargesAndDropsForgedOnes(t *testing.T) {
+	t.Parallel()
+	sg := stageSigner(t)
+	r := newRig(t, rigOpts{ceiling: 100, ttl: 10, riders: true, maxPark: 30 * time.Second, signer: sg})
+	earlier := func(txn string, signer *cost.Signer) string {
+		st := cost.GateStamp{Graph: "g", Path: "main", Hop: 1, Node: "n", At: 7}
+		ch := cost.AppendCharges(nil, []cost.Charge{{Node: "requests", Cost: 1, At: 7, Windows: []int64{60000}, Row: "r0"}})
+		out, _ := st.AppendStamped(nil, []byte(`{"i":0}`), cost.Splice{Charges: ch, Signer: signer, App: "a", Txn: txn})
+		return string(out)
+	}
+	other, err := cost.NewSigner(bytes.Repeat([]byte{6}, cost.MinKeyBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// fill names the items p-0 and p-1: the first carries a record signed
+	// for its own id, the second one signed with another key.
+	r.fill("p", earlier("p-0", sg), earlier("p-1", other))
+	r.claim()
+	var got [][]cost.Charge
+	for _, m := range r.mini.Messages(r.out, "p") {
+		raw, _ := cost.StampOf(m.Data)
+		st, err := cost.ParseStamp(raw)
+		if err != nil || !sg.Verify(st, "a", m.TransactionID) {
+			t.Fatalf("stamp %s: %v", raw, err)
+		}
+		got = append(got, st.Charges)
+	}
+	if len(got) != 2 || len(got[0]) != 2 || got[0][0].Node != "requests" || got[0][1].Node != "n" || len(got[1]) != 1 || got[1][0].Node != "n" {
+		t.Fatalf("charges %+v: want the verified earlier record carried and the forged one dropped", got)
+	}
+	if r.s.forged.Load() != 1 {
+		t.Fatalf("forged %d, want 1", r.s.forged.Load())
+	}
+}
+
+// A fixed cost is charged exactly: its stage records nothing, and its
+// stamps are as before (no charges, no signature).
+func TestAFixedCostRecordsNoCharge(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{ceiling: 100, ttl: 10, riders: true, maxPark: 30 * time.Second, signer: stageSigner(t)})
+	r.s.cfg.Node.Cost = cost.Fixed(1)
+	r.fill("p", seqs(3)...)
+	r.claim()
+	msgs := r.mini.Messages(r.out, "p")
+	if len(msgs) != 3 {
+		t.Fatalf("forwarded %d", len(msgs))
+	}
+	for _, m := range msgs {
+		if bytes.Contains(m.Data, []byte(`"charges"`)) || bytes.Contains(m.Data, []byte(`"sig"`)) {
+			t.Fatalf("a fixed-cost stage recorded a charge: %s", m.Data)
+		}
+	}
+}

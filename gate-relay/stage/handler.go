@@ -655,8 +655,10 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 	pushes := slices.Grow(sc.pushes[:0], min(admitted, end)*len(dests))
 	stamps := sc.stamps[:0]
 	size := 0
-	signed := h.records()
-	if signed {
+	signed := h.s.cfg.Signer != nil
+	own := h.records()
+	h.ends = h.ends[:0]
+	if own {
 		h.prepareWindows(h.paid)
 	}
 	for _, d := range dests {
@@ -664,7 +666,7 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 		st.prepare()
 		stamps = append(stamps, st)
 		size += st.overhead()
-		if signed {
+		if own {
 			// the records: this hop's, with a window per counter, and
 			// the signature
 			size += len(s.cfg.Stage.Node) + 96 + 16*len(h.batch.Counters)
@@ -706,10 +708,10 @@ func (h *handler) transaction(admitted int) (t *queen.Transaction, end, fwd, for
 			}
 			payload := []byte(e.msg.Data)
 			from := len(arena)
-			if signed {
-				if di == 0 {
-					sc.charges = h.appendRecords(sc.charges[:0], e, now)
-				}
+			if signed && di == 0 {
+				sc.charges = h.appendRecords(sc.charges[:0], e, now, own)
+			}
+			if signed && len(sc.charges) > 0 {
 				if out, ok := stamps[di].appendCharged(arena, e.msg.Data, sc.charges, h.s.cfg.Signer, s.cfg.App, txn); ok {
 					arena = out
 					payload = arena[from:len(arena):len(arena)]

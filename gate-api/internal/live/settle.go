@@ -215,7 +215,7 @@ func (l *Live) settleStamp(q *httpapi.Request, e *plane.Entry, n *plan.Node, m s
 		return st, cost.Charge{}, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidStamp, "message.data._gate is not a stamp a relay wrote (%v): send the data exactly as popped", err).Field(field)
 	}
 	if len(st.Charges) == 0 || st.Sig == "" {
-		return st, cost.Charge{}, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidStamp, "message.data._gate carries no signed charge records: the relay that forwarded it had not read the fleet's stamp key (kv %s), or its node charges nothing; nothing to settle", budgetStampKeyHint(l)).Field(field)
+		return st, cost.Charge{}, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeInvalidStamp, "message.data._gate carries no signed charge records: its nodes charge a fixed cost (only a cost read from the payload, cost.path, is an estimate to settle), charge nothing, or the relay that forwarded it had not read the fleet's stamp key (kv %s); nothing to settle", budgetStampKeyHint(l)).Field(field)
 	}
 	sg, err := l.p.StampSigner(q.Context())
 	if err != nil {
@@ -236,7 +236,7 @@ func (l *Live) settleStamp(q *httpapi.Request, e *plane.Entry, n *plan.Node, m s
 	for _, c := range st.Charges {
 		at = append(at, c.Node)
 	}
-	return st, cost.Charge{}, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeUnknownMessage, "this message was not charged at node '%s' (its stamp records charges at %q): settle it at a node that charged it", n.Name, at).Field(field + ".charges")
+	return st, cost.Charge{}, httpapi.Refuse(http.StatusUnprocessableEntity, wire.CodeUnknownMessage, "this message was not charged at node '%s' (its stamp records charges at %q): settle it at a node that charged it; only a node whose cost is read from the payload (cost.path, an estimate) records its charges, a fixed cost is charged exactly", n.Name, at).Field(field + ".charges")
 }
 
 func budgetStampKeyHint(l *Live) string { return l.p.Cfg.KVNamespace + "/" + store.StampKeyKey }
