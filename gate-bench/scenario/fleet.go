@@ -252,23 +252,17 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 // fleetLoad pushes fleetPushRate req/s through the door round-robin over
 // graphs for BENCH_SECONDS and answers the p99, the relays' CPU per stage
 // forward over the window (and 3 s after, for what was queued to be
-// forwarded; the forwards read from the relays' status rows, written every
-// second), and a note: the rate reached, the answers, the driver's slips.
+// forwarded; the forwards read from the replicas' /metrics), and a note: the rate reached, the answers, the driver's slips.
 func (b *Bench) fleetLoad(ctx context.Context, st *store.Store, f *fleetRun, graphs []string) (p99, perItem, note string) {
+	// forwarded sums gate_relay_stage_forwarded_total over the running
+	// replicas' /metrics: a counter per process that only grows while the
+	// window runs (the status rows it was read from before come and go with
+	// their TTL and placement, which made the difference negative).
 	forwarded := func() float64 {
-		all, err := st.Statuses(ctx)
-		if err != nil {
-			return -1
-		}
 		n := 0.0
-		for _, rs := range all {
-			for _, g := range rs.Graphs {
-				if g.App != b.cfg.App {
-					continue
-				}
-				for _, s := range g.Stages {
-					n += float64(s.Counters.Forwarded)
-				}
+		for _, p := range f.procs {
+			if p.Running() {
+				n += relayMetrics(ctx, p.HealthURL)["gate_relay_stage_forwarded_total"]
 			}
 		}
 		return n
