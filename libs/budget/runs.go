@@ -30,17 +30,19 @@ func (t *Table) AdmitRuns(b *Batch, runs []Run, now time.Time) Admission {
 		return Admission{N: items}
 	}
 	var a Admission
-	tries := 0
+	tries, ms := 0, now.UnixMilli()
 	try := func(n int) (*Charge, error) {
 		ch := &t.scratch[min(tries, 1)]
 		t.prepare(ch, b, min(max(n, 0), items))
 		addRunDeltas(ch.Delta, runs, ch.N)
-		t.apply(ch, b, now)
+		t.incrAll(ch, b, ms)
 		tries++
 		if ch.OK() {
+			// An admitted try's reading is never looked at: skip it.
 			a.N, a.Delta = ch.N, ch.Delta
 			return nil, nil
 		}
+		t.readBack(ch, b, ms)
 		t.refundAll(ch, b, now)
 		return ch, nil
 	}

@@ -147,6 +147,13 @@ func (t *Table) prepare(c *Charge, b *Batch, n int) {
 // apply sends the incrs of c.Delta and reads the charged counters back.
 func (t *Table) apply(c *Charge, b *Batch, now time.Time) *Charge {
 	ms := now.UnixMilli()
+	t.incrAll(c, b, ms)
+	t.readBack(c, b, ms)
+	return c
+}
+
+// incrAll sends the incrs of c.Delta.
+func (t *Table) incrAll(c *Charge, b *Batch, ms int64) {
 	for i, d := range c.Delta {
 		if d <= 0 {
 			continue
@@ -157,6 +164,11 @@ func (t *Table) apply(c *Charge, b *Batch, now time.Time) *Charge {
 			c.Post[i], c.PostKnown[i] = v, true
 		}
 	}
+}
+
+// readBack reads every counter c charged into c.State (the getMany after
+// the incrs).
+func (t *Table) readBack(c *Charge, b *Batch, ms int64) {
 	for i, d := range c.Delta {
 		if d <= 0 {
 			continue
@@ -167,7 +179,6 @@ func (t *Table) apply(c *Charge, b *Batch, now time.Time) *Charge {
 			c.State[i] = State{Value: 0, Known: true}
 		}
 	}
-	return c
 }
 
 // resize returns s with length k, every element zero.
