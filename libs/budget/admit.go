@@ -48,6 +48,12 @@ func (r Round) Waits() bool { return r.Refused != nil && r.Err == nil }
 // first try that ends the window, fails for good, or when no prefix is
 // left to try.
 func AdmitRound(b *Batch, want int, try Try, onRefusal func(*Charge)) Round {
+	return admitRound(want, try, func(ch *Charge) int { return Prefix(b, ch) }, onRefusal)
+}
+
+// admitRound is AdmitRound with the prefix that fits a refusal given by
+// prefix (Prefix over a batch's items, or prefixRuns over runs).
+func admitRound(want int, try Try, prefix func(*Charge) int, onRefusal func(*Charge)) Round {
 	r := Round{N: want}
 	attempts := 0
 	for {
@@ -64,7 +70,7 @@ func AdmitRound(b *Batch, want int, try Try, onRefusal func(*Charge)) Round {
 		if onRefusal != nil {
 			onRefusal(ch)
 		}
-		n := min(Prefix(b, ch), r.N)
+		n := min(prefix(ch), r.N)
 		if n <= 0 || attempts >= PrefixAttempts {
 			return r
 		}

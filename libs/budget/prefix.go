@@ -14,7 +14,26 @@ import (
 // later item that would fit is never admitted past an earlier one that
 // does not.
 func Prefix(b *Batch, c *Charge) int {
-	remaining := make([]int64, len(b.Counters))
+	remaining := remainingInto(make([]int64, len(b.Counters)), b, c)
+	acc := make([]int64, len(b.Counters))
+	// A run of identical items (AddN's) is judged at once: as many of it
+	// fit as the tightest of its counters has room for.
+	for n := 0; n < len(b.Items); {
+		end := b.runEnd(n, len(b.Items))
+		it := &b.Items[n]
+		fit := fitRun(remaining, acc, it.Cost, it.Counters, int64(end-n))
+		if fit < int64(end-n) {
+			return n + int(fit)
+		}
+		n = end
+	}
+	return len(b.Items)
+}
+
+// remainingInto fills remaining (one per counter of b) with what each
+// counter has room for as the charge c read it: max(0, Max − (value − own
+// applied delta)), math.MaxInt64 for a counter c did not read.
+func remainingInto(remaining []int64, b *Batch, c *Charge) []int64 {
 	for i := range b.Counters {
 		if i >= len(c.State) || !c.State[i].Known {
 			remaining[i] = math.MaxInt64
@@ -26,30 +45,26 @@ func Prefix(b *Batch, c *Charge) int {
 		}
 		remaining[i] = max(0, b.Counters[i].Max-used)
 	}
-	acc := make([]int64, len(b.Counters))
-	// A run of identical items (AddN's) is judged at once: as many of it
-	// fit as the tightest of its counters has room for.
-	for n := 0; n < len(b.Items); {
-		end := b.runEnd(n, len(b.Items))
-		it := &b.Items[n]
-		fit := int64(end - n)
-		if it.Cost > 0 {
-			for _, k := range it.Counters {
-				if remaining[k] == math.MaxInt64 {
-					continue
-				}
-				fit = min(fit, max(remaining[k]-acc[k], 0)/it.Cost)
+	return remaining
+}
+
+// fitRun is how many of a run of n items of cost touching counters fit
+// after acc (the cost the earlier items put on each counter) against
+// remaining; it adds the fitting items' cost to acc.
+func fitRun(remaining, acc []int64, cost int64, counters []int, n int64) int64 {
+	fit := n
+	if cost > 0 {
+		for _, k := range counters {
+			if remaining[k] == math.MaxInt64 {
+				continue
 			}
+			fit = min(fit, max(remaining[k]-acc[k], 0)/cost)
 		}
-		if fit < int64(end-n) {
-			return n + int(fit)
-		}
-		for _, k := range it.Counters {
-			acc[k] += it.Cost * fit
-		}
-		n = end
 	}
-	return len(b.Items)
+	for _, k := range counters {
+		acc[k] += cost * fit
+	}
+	return fit
 }
 
 // Wait is how long until every refused counter of c opens a new window:

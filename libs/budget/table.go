@@ -20,6 +20,8 @@ type Table struct {
 	// refused the refused counters of its answer.
 	scratch [2]Charge
 	refused []int
+	// remaining and acc are AdmitRuns' prefix scratch.
+	remaining, acc []int64
 }
 
 type tableRow struct {
@@ -126,6 +128,13 @@ func (t *Table) Charge(b *Batch, n int, now time.Time) *Charge {
 // charge is Charge into c, reusing its slices.
 func (t *Table) charge(c *Charge, b *Batch, n int, now time.Time) *Charge {
 	n = min(max(n, 0), len(b.Items))
+	t.prepare(c, b, n)
+	b.addDeltas(c.Delta, 0, n)
+	return t.apply(c, b, now)
+}
+
+// prepare sizes c for a charge of n items of b, every slice zero.
+func (t *Table) prepare(c *Charge, b *Batch, n int) {
 	k := len(b.Counters)
 	c.N = n
 	c.Delta = resize(c.Delta, k)
@@ -133,8 +142,18 @@ func (t *Table) charge(c *Charge, b *Batch, n int, now time.Time) *Charge {
 	c.Post = resize(c.Post, k)
 	c.PostKnown = resize(c.PostKnown, k)
 	c.State = resize(c.State, k)
-	b.addDeltas(c.Delta, 0, n)
+}
+
+// apply sends the incrs of c.Delta and reads the charged counters back.
+func (t *Table) apply(c *Charge, b *Batch, now time.Time) *Charge {
 	ms := now.UnixMilli()
+	t.incrAll(c, b, ms)
+	t.readBack(c, b, ms)
+	return c
+}
+
+// incrAll sends the incrs of c.Delta.
+func (t *Table) incrAll(c *Charge, b *Batch, ms int64) {
 	for i, d := range c.Delta {
 		if d <= 0 {
 			continue
@@ -145,6 +164,11 @@ func (t *Table) charge(c *Charge, b *Batch, n int, now time.Time) *Charge {
 			c.Post[i], c.PostKnown[i] = v, true
 		}
 	}
+}
+
+// readBack reads every counter c charged into c.State (the getMany after
+// the incrs).
+func (t *Table) readBack(c *Charge, b *Batch, ms int64) {
 	for i, d := range c.Delta {
 		if d <= 0 {
 			continue
@@ -155,7 +179,6 @@ func (t *Table) charge(c *Charge, b *Batch, n int, now time.Time) *Charge {
 			c.State[i] = State{Value: 0, Known: true}
 		}
 	}
-	return c
 }
 
 // resize returns s with length k, every element zero.

@@ -98,6 +98,7 @@ type stageSim struct {
 	// indices); wins are the counters' open windows.
 	window budget.Batch
 	idx    []int
+	runs   []budget.Run
 	wins   []*winState
 	// peakUse is, per counter of window, the path's fullest window so far
 	// (folded into its node-path's peakUse by the report); used marks the
@@ -345,19 +346,26 @@ func (r *replay) claim(i int, t int64) (admitted int, refused bool, wait time.Du
 	want := int(min(int64(ss.batch), ss.queued))
 	b := &ss.window
 	if ss.idx == nil {
+		ss.idx = []int{}
 		for _, c := range ss.counters {
-			ss.idx = append(ss.idx, b.Counter(c.key, c.max, c.ttl, c.id))
+			// A key two budgets share is charged once per item (as
+			// Batch.Add drops the duplicate).
+			if i := b.Counter(c.key, c.max, c.ttl, c.id); !slices.Contains(ss.idx, i) {
+				ss.idx = append(ss.idx, i)
+			}
 		}
 	}
-	b.ClearItems()
+	// The claim is its queue groups as runs of identical items: judged in
+	// time that grows with the groups, not the items.
+	ss.runs = ss.runs[:0]
 	left := want
 	for g := ss.head; left > 0 && g < len(ss.queue); g++ {
 		k := int(min(ss.queue[g].n, int64(left)))
-		b.AddN(ss.queue[g].cost, ss.idx, k)
+		ss.runs = append(ss.runs, budget.Run{Cost: ss.queue[g].cost, N: k, Counters: ss.idx})
 		left -= k
 	}
 	now := time.UnixMilli(t)
-	a := r.table.Admit(b, now)
+	a := r.table.AdmitRuns(b, ss.runs, now)
 	if a.Refused != "" {
 		n := &r.nodes[ss.node]
 		np := &r.nodePaths[ss.np]

@@ -1,0 +1,103 @@
+package budget
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestAdmitRunsIsAdmitOfTheSameItems drives two tables through thousands
+// of windows, one judged item by item (Admit over a batch built with AddN)
+// and one as runs (AdmitRuns): every answer — items admitted, refusing
+// budget and counters, wait, the cost charged per counter — and every
+// counter afterwards must be the same, so a replay that uses runs admits
+// exactly what the relay's arithmetic admits.
+func TestAdmitRunsIsAdmitOfTheSameItems(t *testing.T) {
+	for seed := range uint64(20) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rnd := rand.New(rand.NewPCG(seed, 7))
+			type ctr struct {
+				key      string
+				max, ttl int64
+				id       string
+			}
+			ctrs := []ctr{
+				{"second", 1 + rnd.Int64N(60), 1, "second"},
+				{"minute", 20 + rnd.Int64N(400), 60, "minute"},
+				{"shared", 10 + rnd.Int64N(200), 10, "ip"},
+				{"zero", 0, 1, "closed"},
+			}
+			var items, runs Table
+			var bi, br Batch
+			now := time.UnixMilli(1_700_000_000_000)
+			for w := range 3000 {
+				bi.Reset()
+				br.Reset()
+				var idx []int
+				for _, c := range ctrs {
+					idx = append(idx, bi.Counter(c.key, c.max, c.ttl, c.id))
+					br.Counter(c.key, c.max, c.ttl, c.id)
+				}
+				var rs []Run
+				for range 1 + rnd.IntN(4) {
+					// A run touches a subset of the counters (the closed
+					// one rarely), some runs cost nothing, some are empty.
+					var cs []int
+					for k := range 3 {
+						if rnd.IntN(3) > 0 {
+							cs = append(cs, idx[k])
+						}
+					}
+					if rnd.IntN(50) == 0 {
+						cs = append(cs, idx[3])
+					}
+					r := Run{Cost: rnd.Int64N(4), N: rnd.IntN(30), Counters: cs}
+					rs = append(rs, r)
+					bi.AddN(r.Cost, r.Counters, r.N)
+				}
+				ai := items.Admit(&bi, now)
+				ar := runs.AdmitRuns(&br, rs, now)
+				if ai.N != ar.N || ai.Refused != ar.Refused || ai.Wait != ar.Wait ||
+					!slices.Equal(ai.RefusedCounters, ar.RefusedCounters) || !slices.Equal(ai.Delta, ar.Delta) {
+					t.Fatalf("window %d at %d: items %+v, runs %+v (runs %+v)", w, now.UnixMilli(), ai, ar, rs)
+				}
+				for _, c := range ctrs {
+					vi, ei, oki := items.Value(c.key, now)
+					vr, er, okr := runs.Value(c.key, now)
+					if vi != vr || !ei.Equal(er) || oki != okr {
+						t.Fatalf("window %d: counter %s reads %d (%v) after Admit, %d (%v) after AdmitRuns", w, c.key, vi, ei, vr, er)
+					}
+				}
+				now = now.Add(time.Duration(rnd.IntN(400)) * time.Millisecond)
+			}
+		})
+	}
+}
+
+// TestAdmitRunsCutsAtTheFirstItemThatDoesNotFit: a prefix, never a
+// subset — a cheap run after an expensive one that does not fit waits.
+func TestAdmitRunsCutsAtTheFirstItemThatDoesNotFit(t *testing.T) {
+	var tb Table
+	var b Batch
+	c := b.Counter("k", 10, 1, "second")
+	now := time.UnixMilli(1_000_000)
+	if a := tb.AdmitRuns(&b, []Run{{Cost: 1, N: 1, Counters: []int{c}}}, now); a.N != 1 {
+		t.Fatalf("one item of cost 1 under a ceiling of 10: admitted %d", a.N)
+	}
+	now = now.Add(200 * time.Millisecond)
+	a := tb.AdmitRuns(&b, []Run{{Cost: 3, N: 2, Counters: []int{c}}, {Cost: 5, N: 1, Counters: []int{c}}, {Cost: 1, N: 4, Counters: []int{c}}}, now)
+	if a.N != 2 || a.Refused != "second" || a.Delta[c] != 6 {
+		t.Fatalf("admitted %d (refused %q, charged %v); want the two items of cost 3, refused by second, 6 charged", a.N, a.Refused, a.Delta)
+	}
+	if v, _, _ := tb.Value("k", now); v != 7 {
+		t.Fatalf("counter reads %d after the admission, want 7", v)
+	}
+	if a.Wait != 800*time.Millisecond {
+		t.Fatalf("wait %v, want the 800 ms left of the window", a.Wait)
+	}
+	if a := tb.AdmitRuns(&b, []Run{{Cost: 1, N: 3, Counters: nil}}, now); a.N != 3 || a.Refused != "" {
+		t.Fatalf("runs that charge nothing: admitted %d (refused %q), want all 3", a.N, a.Refused)
+	}
+}
