@@ -115,7 +115,23 @@ func benchStageRelayWith(b *testing.B, riders, mirrored bool) {
 // falls back to 1), so the stage records every charge.
 var estimated = cost.Rule{Path: "payload.tokens", Default: 1, Max: 1}
 
+// BenchmarkStageRelayThin is the spread load's claim (issue 24, a trickle
+// per graph over 1,000 graphs): the stage's batch of 200, riders, no
+// linger, but every partition holds one item, so each claim is one item
+// and pays a whole claim (pop, charge riding the settle, lease renewal).
+// ns/op is per item; compare its CPU profile with
+// BenchmarkStageRelayRiders'.
+func BenchmarkStageRelayThin(b *testing.B) {
+	benchStageRelayBatch(b, true, false, nil, 200, 4, 1)
+}
+
 func benchStageRelayFull(b *testing.B, riders, mirrored bool, signer *cost.Signer) {
+	benchStageRelayBatch(b, riders, mirrored, signer, 200, 16, 200)
+}
+
+// benchStageRelayBatch moves perOp items per op through one stage of the
+// given batch and workers.
+func benchStageRelayBatch(b *testing.B, riders, mirrored bool, signer *cost.Signer, batch, workers uint32, perOp int) {
 	br := gatetest.NewBroker(b)
 	br.RequireMini(b, "the benchmark measures the relay against the in-process broker")
 	c, err := queen.New(br.URL)
@@ -124,11 +140,16 @@ func benchStageRelayFull(b *testing.B, riders, mirrored bool, signer *cost.Signe
 	}
 	src, egress := br.Queue("src"), br.Queue("out")
 	st, node := benchStage(br.Prefix, src, egress)
+	st.Batch, st.Concurrency = batch, workers
 	if signer != nil {
 		node.Cost = estimated
 	}
-	total := b.N * 200
-	fillBench(b, c, src, total)
+	total := b.N * perOp
+	if perOp == 1 {
+		fillThin(b, c, src, total)
+	} else {
+		fillBench(b, c, src, total)
+	}
 	var moved atomic.Int64
 	done := make(chan struct{})
 	observe := func(ev Settled) {
@@ -182,6 +203,21 @@ func fillBench(b *testing.B, c *queen.Client, queue string, total int) {
 	var batch []queen.PushItem
 	for i := 0; i < total; i++ {
 		batch = append(batch, queen.PushItem{Queue: queue, Partition: "p" + strconv.Itoa(i%16), Payload: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)})
+		if len(batch) == 1000 || i == total-1 {
+			if _, err := c.Push(context.Background(), batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+}
+
+// fillThin pushes total small payloads to queue, one per partition.
+func fillThin(b *testing.B, c *queen.Client, queue string, total int) {
+	b.Helper()
+	var batch []queen.PushItem
+	for i := 0; i < total; i++ {
+		batch = append(batch, queen.PushItem{Queue: queue, Partition: "t" + strconv.Itoa(i), Payload: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)})
 		if len(batch) == 1000 || i == total-1 {
 			if _, err := c.Push(context.Background(), batch); err != nil {
 				b.Fatal(err)

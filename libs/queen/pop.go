@@ -195,7 +195,7 @@ func decodeClaim(path string, status int, b []byte, batch int) (Claim, error) {
 	}
 	var w popWire
 	if batch > 0 {
-		w.Messages = make([]Message, 0, min(batch, 1000))
+		w.Messages = make([]Message, 0, claimCap(batch, len(b)))
 	}
 	if err := decodeClaimFast(b, &w); err != nil {
 		return Claim{}, err
@@ -212,6 +212,21 @@ func decodeClaim(path string, status int, b []byte, batch int) (Claim, error) {
 		w.Messages = nil
 	}
 	return w.Claim, nil
+}
+
+// minMessageBytes is less than any message of a pop answer takes on the
+// wire: its id, transactionId, partitionId and leaseId are UUIDs, 36
+// characters each with their keys and quotes, before the payload.
+const minMessageBytes = 128
+
+// claimCap is how many messages a pop answer of bodyLen bytes is given
+// room for up front: the pop's batch (at most 1000), but no more than the
+// body can hold, so a thin claim of a big batch — the common answer under
+// a trickle load, one item per claim — does not allocate and zero a slice
+// of the whole batch (200 messages, about 36 KiB, by default). A body of
+// smaller messages than minMessageBytes only grows the slice by append.
+func claimCap(batch, bodyLen int) int {
+	return max(min(batch, 1000, bodyLen/minMessageBytes), 1)
 }
 
 // emptyPopError reports the "error" of a 200 {"success": false} pop answer
