@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,12 +50,13 @@ type Outcome struct {
 // Run sets up (starting the embedded stack if asked), then runs every
 // scenario in order, stopping at the first error.
 func Run(ctx context.Context, cfg Config) (Outcome, error) {
+	cfg.StatusPeriod = cmp.Or(cfg.StatusPeriod, time.Second)
 	b := &Bench{cfg: cfg, runID: strconv.FormatInt(time.Now().Unix()%100000, 10)}
 	out := Outcome{Machine: Machine()}
 	if cfg.Embedded {
 		logger := slog.New(slog.NewTextHandler(cfg.Log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		b.logf("starting the embedded stack (miniqueen, gate-api, gate-relay; broker calls counted by the relay's own client)…")
-		env := []string{"GATE_STATUS_SECONDS=1"}
+		env := []string{"GATE_STATUS_SECONDS=" + strconv.Itoa(int(cfg.StatusPeriod/time.Second))}
 		if slices.Contains(cfg.Scenarios, "scale") || slices.Contains(cfg.Scenarios, "scale-fleet") {
 			// A PUT answers once stored: the scale scenario times the
 			// PUT and the wait for a relay apart.

@@ -34,6 +34,11 @@ type Config struct {
 	// Seconds, Warmup, IdleSeconds: BENCH_SECONDS (10), BENCH_WARMUP (3),
 	// BENCH_IDLE_SECONDS (60).
 	Seconds, Warmup, IdleSeconds time.Duration
+	// StatusPeriod is BENCH_STATUS_SECONDS (1): GATE_STATUS_SECONDS of the
+	// embedded stack's relays. 1 s makes placement and handover quick to
+	// measure; the relays' default (5 s) rewrites a fifth as many status
+	// rows, which is what an idle fleet at thousands of graphs pays.
+	StatusPeriod time.Duration
 	// Backlog is BENCH_BACKLOG (30000).
 	Backlog int
 	// Rounds is BENCH_ROUNDS (3): how many times the overhead job runs per
@@ -76,7 +81,7 @@ scenarios: health, push, drain, throughput, contention, throttled, idle, overhea
 
 env: GATE_URL (http://127.0.0.1:8788)  GATE_APP (bench)  QUEEN_URL (http://127.0.0.1:6632)
      GATE_KV_NAMESPACE (gate)  BENCH_REDIS (127.0.0.1:6379)  BENCH_THREADS (4)
-     BENCH_SECONDS (10)  BENCH_WARMUP (3)  BENCH_BACKLOG (30000)  BENCH_IDLE_SECONDS (60)
+     BENCH_SECONDS (10)  BENCH_WARMUP (3)  BENCH_BACKLOG (30000)  BENCH_IDLE_SECONDS (60)  BENCH_STATUS_SECONDS (1)
      BENCH_CONC (1,8,32,128)  BENCH_BATCHES (1,25,200,500)  BENCH_PEER_RATE (2000)
      BENCH_ROUNDS (3)  BENCH_PAYLOAD_BYTES (0: the overhead job's minimal {"i":N}; up to 65536)
      BENCH_SCALE_GRAPHS (100,1000: the scale scenario's cumulative graph counts, each > 20)
@@ -163,6 +168,7 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 		dst *time.Duration
 	}{
 		{"BENCH_SECONDS", 10, &cfg.Seconds}, {"BENCH_WARMUP", 3, &cfg.Warmup}, {"BENCH_IDLE_SECONDS", 60, &cfg.IdleSeconds},
+		{"BENCH_STATUS_SECONDS", 1, &cfg.StatusPeriod},
 	}
 	for _, e := range secs {
 		n, err := positive(e.k, getenv(e.k), e.def)

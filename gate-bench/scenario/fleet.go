@@ -29,10 +29,6 @@ const (
 	fleetPushGraphs = 1000
 )
 
-// fleetStatusPeriod is GATE_STATUS_SECONDS of the embedded stack (see Run):
-// a killed replica's header expires after three of them.
-const fleetStatusPeriod = time.Second
-
 // fleetRun is one fleet of relay replicas started for a step.
 type fleetRun struct {
 	procs []*stack.Process
@@ -131,7 +127,7 @@ func (b *Bench) fleet(ctx context.Context) ([]stats.Table, error) {
 	t.Note("idle: over BENCH_IDLE_SECONDS after a 5 s settle; goroutines/stage = the replicas' go_goroutines summed ÷ the stages they run (2 per graph per replica running it)")
 	t.Note("push: open loop at %d req/s over BENCH_SECONDS through the door, round-robin over the first %d graphs; relay CPU per item: the replicas' CPU over that window ÷ the stage forwards it made (two per item, summed over stages), and in brackets the same rate into one graph with budgets that never refuse", fleetPushRate, fleetPushGraphs)
 	t.Note("list: GET /api/graphs?limit=50 and /api/targets?limit=50; overview: GET /api/overview; 20 requests each, one at a time")
-	t.Note("kill -9 (R ≥ 3): one replica killed with SIGKILL; the time until every graph it ran is run by %d live replicas again. Bound: its header expires after 3 × GATE_STATUS_SECONDS (%s here, 15 s by default), then each replica re-places within one GATE_SIGNAL_POLL_MS (500 ms) and starts the graphs it gained; graphs on 2 replicas keep running on the other meanwhile", perGraph, 3*fleetStatusPeriod)
+	t.Note("kill -9 (R ≥ 3): one replica killed with SIGKILL; the time until every graph it ran is run by %d live replicas again. Bound: its header expires after 3 × GATE_STATUS_SECONDS (%s here, 15 s by default), then each replica re-places within one GATE_SIGNAL_POLL_MS (500 ms) and starts the graphs it gained; graphs on 2 replicas keep running on the other meanwhile", perGraph, 3*b.cfg.StatusPeriod)
 	return []stats.Table{t}, ctx.Err()
 }
 

@@ -75,30 +75,31 @@ func appendPacked(body []byte, prev int64, s packedSecond) []byte {
 
 var errBadBody = errors.New("history: a sealed series body does not decode")
 
-// unpackInto appends the seconds in [since, until) of a body of hour to
-// out; costPerItem ≥ 0 judges Uniform against it, < 0 leaves it true.
-func unpackInto(out []SecondTraffic, hour int64, body []byte, since, until, costPerItem int64) ([]SecondTraffic, error) {
+// unpackEach calls visit with the seconds in [since, until) of a body of
+// hour, in order; costPerItem ≥ 0 judges Uniform against it, < 0 leaves it
+// true. It decodes in place: no second is allocated.
+func unpackEach(hour int64, body []byte, since, until, costPerItem int64, visit func(SecondTraffic)) error {
 	at := hour
 	for len(body) > 0 {
 		var v [5]uint64
 		for i := range v {
 			x, n := binary.Uvarint(body)
 			if n <= 0 {
-				return out, errBadBody
+				return errBadBody
 			}
 			v[i], body = x, body[n:]
 		}
 		at += int64(v[0]) * 1000
 		if at >= hour+hourMs {
-			return out, errBadBody
+			return errBadBody
 		}
 		if at < since || at >= until {
 			continue
 		}
-		out = append(out, SecondTraffic{Second: at, Items: int64(v[1]), Cost: int64(v[2]), Rows: int(v[3]),
+		visit(SecondTraffic{Second: at, Items: int64(v[1]), Cost: int64(v[2]), Rows: int(v[3]),
 			Uniform: costPerItem < 0 || atCost(v[4], costPerItem)})
 	}
-	return out, nil
+	return nil
 }
 
 // sealChunk is how many hours one sealing query reads at most: one day,
@@ -276,68 +277,72 @@ func splitSealed(sealed map[int64]bool, since, until int64) (hours []int64, rang
 	return hours, ranges
 }
 
-// sealedSeconds reads the packed seconds in [since, until) of one node and
-// session in the given sealed hours (path "" for every path), summed over
-// paths and ordered by second; costPerItem ≥ 0 judges Uniform against it, < 0
-// leaves Uniform true.
-func (db *DB) sealedSeconds(ctx context.Context, app, graph, node, path string, session, since, until int64, hours []int64, costPerItem int64) ([]SecondTraffic, error) {
+// sealedPack is the body of one sealed hour of one path.
+type sealedPack struct {
+	hour int64
+	body []byte
+}
+
+// sealedPacks reads the packed bodies of one node and session in the given
+// sealed hours (path "" for every path), ordered by hour, and how many
+// seconds they hold in all.
+func (db *DB) sealedPacks(ctx context.Context, app, graph, node, path string, session int64, hours []int64) ([]sealedPack, int, error) {
 	if len(hours) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	rows, err := db.pool.Query(ctx, `SELECT hour, seconds, body FROM watch_series
 		WHERE application = $1 AND graph = $2 AND node = $3 AND session = $4 AND ($5 = '' OR path = $5) AND hour = ANY($6)
 		ORDER BY hour`,
 		app, graph, node, session, path, hours)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	type pack struct {
-		hour int64
-		body []byte
-	}
-	var packs []pack
+	defer rows.Close()
+	var packs []sealedPack
 	total := 0
-	last, merge := int64(-1), false
 	for rows.Next() {
-		var p pack
+		var p sealedPack
 		var n int
 		if err := rows.Scan(&p.hour, &n, &p.body); err != nil {
-			rows.Close()
-			return nil, err
+			return nil, 0, err
 		}
-		// Rows come by hour: a second row of one hour is another path,
-		// whose seconds interleave.
-		merge = merge || p.hour == last
-		last = p.hour
 		packs, total = append(packs, p), total+n
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
+	return packs, total, rows.Err()
+}
+
+// eachSealedHour calls visit with the seconds in [since, until) of the
+// packs of one hour, in order. One pack (one path) decodes straight
+// through; several (path "": every path) interleave, so they are decoded
+// into scratch, sorted and summed second by second. It returns scratch
+// for reuse.
+func eachSealedHour(packs []sealedPack, since, until, costPerItem int64, scratch []SecondTraffic, visit func(SecondTraffic)) ([]SecondTraffic, error) {
+	if len(packs) == 1 {
+		return scratch, unpackEach(packs[0].hour, packs[0].body, since, until, costPerItem, visit)
 	}
-	out := make([]SecondTraffic, 0, total)
+	scratch = scratch[:0]
+	collect := func(s SecondTraffic) { scratch = append(scratch, s) }
 	for _, p := range packs {
-		if out, err = unpackInto(out, p.hour, p.body, since, until, costPerItem); err != nil {
-			return nil, fmt.Errorf("%w (%s/%s node %s, hour %d)", err, app, graph, node, p.hour)
+		if err := unpackEach(p.hour, p.body, since, until, costPerItem, collect); err != nil {
+			return scratch, err
 		}
 	}
-	if !merge {
-		return out, nil
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Second < out[j].Second })
+	sort.SliceStable(scratch, func(i, j int) bool { return scratch[i].Second < scratch[j].Second })
 	k := 0
-	for _, s := range out {
-		if k > 0 && out[k-1].Second == s.Second {
-			o := &out[k-1]
+	for _, s := range scratch {
+		if k > 0 && scratch[k-1].Second == s.Second {
+			o := &scratch[k-1]
 			o.Items += s.Items
 			o.Cost += s.Cost
 			o.Rows += s.Rows
 			o.Uniform = o.Uniform && s.Uniform
 			continue
 		}
-		out[k] = s
+		scratch[k] = s
 		k++
 	}
-	out = out[:k]
-	return out, nil
+	for _, s := range scratch[:k] {
+		visit(s)
+	}
+	return scratch, nil
 }

@@ -2,8 +2,9 @@
 // enforced document on its live traffic (issue 27, "shadow limits"). It
 // never touches the broker and never refuses anything: it replays the
 // per-second items each node forwarded through the candidate's budgets,
-// with the relay's own admission (budget.Table.Admit, the charge → refund
-// → prefix loop of budget.AdmitRound), and reports per minute the items
+// with the relay's own admission (budget.Table.AdmitRuns: Admit's charge
+// → refund → prefix loop of budget.AdmitRound over runs of identical
+// items), and reports per minute the items
 // the candidate would have delayed, its backlog and the delay it would
 // have added. The virtual backlog and the counters' open windows are
 // carried from one minute to the next (State).

@@ -90,6 +90,7 @@ type stage struct {
 	queued   int64
 	win      budget.Batch
 	idx      []int
+	runs     []budget.Run
 }
 
 type minuteAcc struct {
@@ -291,17 +292,26 @@ func (e *Evaluator) claim(s *stage, want int, now time.Time) int {
 	if s.idx == nil {
 		s.idx = make([]int, 0, len(s.counters))
 		for _, c := range s.counters {
-			s.idx = append(s.idx, b.Counter(c.key, c.max, c.ttl, c.id))
+			// A run names each counter once (two budgets on one key
+			// share it), as Batch.Add would.
+			if i := b.Counter(c.key, c.max, c.ttl, c.id); !slices.Contains(s.idx, i) {
+				s.idx = append(s.idx, i)
+			}
 		}
 	}
-	b.ClearItems()
+	// The claim as runs of identical items (budget.Table.AdmitRuns): the
+	// same answer and charges as Admit of the items, without one Item per
+	// item.
+	s.runs = s.runs[:0]
 	left := want
 	for g := s.head; left > 0 && g < len(s.queue); g++ {
 		k := int(min(s.queue[g].n, int64(left)))
-		b.AddN(s.queue[g].cost, s.idx, k)
+		if k > 0 {
+			s.runs = append(s.runs, budget.Run{Cost: s.queue[g].cost, N: k, Counters: s.idx})
+		}
 		left -= k
 	}
-	a := e.table.Admit(b, now)
+	a := e.table.AdmitRuns(b, s.runs, now)
 	if a.N > 0 {
 		e.take(s, int64(a.N), now.UnixMilli())
 	}

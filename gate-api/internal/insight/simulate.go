@@ -301,13 +301,16 @@ func recordedArrivals(ctx context.Context, db *history.DB, e *plane.Entry, cand 
 		}
 		end = max(end, cov.End)
 		gap = max(gap, cov.GapSeconds)
-		samples, err := db.PathSeconds(ctx, e.App, e.Graph, node, path, session, cov.Start, cov.End)
+		// Decoded straight into the replay's input: no slice of history
+		// seconds in between.
+		var secs []simulate.Second
+		err := db.EachPathSecond(ctx, e.App, e.Graph, node, path, session, cov.Start, cov.End,
+			func(n int) { secs = make([]simulate.Second, 0, n) },
+			func(smp history.SecondTraffic) {
+				secs = append(secs, simulate.Second{T: smp.Second, Items: smp.Items, Cost: smp.Cost})
+			})
 		if err != nil {
 			return in, wire.Coverage{}, nil, nil, err
-		}
-		secs := make([]simulate.Second, 0, len(samples))
-		for _, smp := range samples {
-			secs = append(secs, simulate.Second{T: smp.Second, Items: smp.Items, Cost: smp.Cost})
 		}
 		in.Arrivals[path] = secs
 	}

@@ -24,6 +24,9 @@ type Live struct {
 	enforcing enforcingPlans
 	// sm are the settle route's series.
 	sm *settleMetrics
+	// episodes are the backoffs observe has put on the timeline
+	// (observe.go): one annotation per episode, not one per 429.
+	episodes holdEpisodes
 }
 
 // New builds the live-reads family on p and registers its series on

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/queen-mq/gate/gate-api/internal/plane"
@@ -120,7 +121,9 @@ func (l *Live) observe(q *httpapi.Request) *httpapi.Refusal {
 		if bad != nil {
 			return bad
 		}
-		l.annotate(ctx, e, history.Change{Label: history.LabelBackoffApplied, Version: e.Plan.Version, Mode: mode(e), Node: n.Name, By: by, Seconds: seconds})
+		if l.episodes.begins(e.App+"/"+e.Graph+"/"+n.Name, rec.At, rec.Until()) {
+			l.annotate(ctx, e, history.Change{Label: history.LabelBackoffApplied, Version: e.Plan.Version, Mode: mode(e), Node: n.Name, By: by, Seconds: seconds})
+		}
 		out.Backoff = &wire.Backoff{OK: true, Node: n.Name, RetryAfterSeconds: seconds, Until: rec.Until(), Keys: plane.NonNil(keys)}
 	}
 	httpapi.WriteJSON(q.W, http.StatusOK, out)
@@ -172,4 +175,45 @@ func clip(s string) string {
 		return s[:64] + "…"
 	}
 	return s
+}
+
+// maxEpisodes bounds the backoff episodes one gate-api remembers; past it,
+// the episodes that ended are forgotten first (and, if none has, all of
+// them: an extra annotation is the worst that can follow).
+const maxEpisodes = 10_000
+
+// holdEpisodes remembers, per node, until when the backoff that observe
+// last put on the timeline holds. Workers report every 429 they meet: a
+// storm of them is one backoff episode, extended by each, and the timeline
+// (a PostgreSQL row per annotation) says so once, when it begins — not
+// once per answer, which cost a database write per 429 and, at 2,000 a
+// second, seconds of waiting per answer. Each gate-api process remembers
+// its own, so a fleet of n may annotate one episode up to n times.
+type holdEpisodes struct {
+	mu    sync.Mutex
+	until map[string]int64
+}
+
+// begins records a backoff of key held from at to until (epoch ms) and
+// reports whether it begins an episode: none was held for key at at.
+func (h *holdEpisodes) begins(key string, at, until int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.until == nil {
+		h.until = map[string]int64{}
+	}
+	prev, held := h.until[key]
+	held = held && prev > at
+	if !held && len(h.until) >= maxEpisodes {
+		for k, u := range h.until {
+			if u <= at {
+				delete(h.until, k)
+			}
+		}
+		if len(h.until) >= maxEpisodes {
+			clear(h.until)
+		}
+	}
+	h.until[key] = max(prev, until)
+	return !held
 }

@@ -194,3 +194,34 @@ func TestObserveAnnotatesTheTimeline(t *testing.T) {
 		t.Fatalf("the timeline does not say the vendor's limit ended: %s", raw)
 	}
 }
+
+// A storm of 429s is one backoff on the timeline: every answer holds the
+// node (the breaker's until moves with each), but only the first of an
+// episode writes the "Backoff applied" annotation — one PostgreSQL row, not
+// one per answer.
+func TestObserveAnnotatesABackoffOncePerEpisode(t *testing.T) {
+	t.Parallel()
+	h := apitest.New(t)
+	db := h.WithHistory(t)
+	h.Expect(h.Do(http.MethodPut, h.GraphURL("v"), mirroredTarget(h, "v", "x-ratelimit")), http.StatusOK)
+	url := h.GraphURL("v") + "/nodes/limit/observe"
+	for range 5 {
+		a := h.Expect(h.Do(http.MethodPost, url, map[string]any{"status": 429, "headers": map[string]any{"Retry-After": "30"}}), http.StatusOK)
+		if !strings.Contains(string(a.Raw), `"retryAfterSeconds":30`) {
+			t.Fatalf("a 429 with Retry-After 30 did not hold the node: %s", a.Raw)
+		}
+	}
+	events, err := db.ConfigEvents(t.Context(), h.App, "v", 0, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := 0
+	for _, e := range events {
+		if e.Change.Label == "Backoff applied" && e.Change.Node == "limit" {
+			applied++
+		}
+	}
+	if applied != 1 {
+		t.Fatalf("%d backoff annotations for one storm of five 429s, want 1: %+v", applied, events)
+	}
+}
