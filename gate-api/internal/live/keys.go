@@ -73,6 +73,18 @@ func (l *Live) keyBudget(q *httpapi.Request) (*plane.Entry, *plan.Node, *plan.Bu
 	return e, n, b, nil
 }
 
+// keyTarget resolves what the routes of one value name: the scoped
+// budget (keyBudget) and {value} — valid UTF-8, not empty, within the key
+// room.
+func (l *Live) keyTarget(q *httpapi.Request) (*plan.Node, *plan.Budget, string, *httpapi.Refusal) {
+	_, n, b, bad := l.keyBudget(q)
+	if bad != nil {
+		return nil, nil, "", bad
+	}
+	v, bad := keyValue(q, n, b)
+	return n, b, v, bad
+}
+
 // keyValue reads {value}: valid UTF-8, not empty, within the key room.
 func keyValue(q *httpapi.Request, n *plan.Node, b *plan.Budget) (string, *httpapi.Refusal) {
 	v := q.Vars["value"]
@@ -121,11 +133,7 @@ func declaredLimit(n *plan.Node, b *plan.Budget, value string) wire.KeyLimit {
 
 // getKeyLimit is GET …/keys/{value}: what the value counts now, and why.
 func (l *Live) getKeyLimit(q *httpapi.Request) *httpapi.Refusal {
-	_, n, b, bad := l.keyBudget(q)
-	if bad != nil {
-		return bad
-	}
-	v, bad := keyValue(q, n, b)
+	n, b, v, bad := l.keyTarget(q)
 	if bad != nil {
 		return bad
 	}
@@ -140,11 +148,7 @@ func (l *Live) getKeyLimit(q *httpapi.Request) *httpapi.Refusal {
 // putKeyLimit is PUT …/keys/{value} {"count": N}: the value counts N per
 // the budget's timeMs on every relay within a second.
 func (l *Live) putKeyLimit(q *httpapi.Request) *httpapi.Refusal {
-	_, n, b, bad := l.keyBudget(q)
-	if bad != nil {
-		return bad
-	}
-	v, bad := keyValue(q, n, b)
+	n, b, v, bad := l.keyTarget(q)
 	if bad != nil {
 		return bad
 	}
@@ -174,11 +178,7 @@ func (l *Live) putKeyLimit(q *httpapi.Request) *httpapi.Refusal {
 // deleteKeyLimit is DELETE …/keys/{value}: the runtime limit is gone and
 // the value counts the document's count (or the budget's) again.
 func (l *Live) deleteKeyLimit(q *httpapi.Request) *httpapi.Refusal {
-	_, n, b, bad := l.keyBudget(q)
-	if bad != nil {
-		return bad
-	}
-	v, bad := keyValue(q, n, b)
+	n, b, v, bad := l.keyTarget(q)
 	if bad != nil {
 		return bad
 	}
