@@ -183,6 +183,9 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.match(await pg.getByTestId("save-summary").innerText(), /version/);
     assert.equal((await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`)).json.version, 1, "a refused save stored something");
     await pg.getByTestId("raise-version").click();
+    // The click's state update renders after it returns: wait for the form
+    // to show the raised version before reading it (read at once, it raced).
+    await pg.waitForFunction(() => document.querySelector('[data-testid="f-version"]')?.value === "2", null, { timeout: 10000 }).catch(() => {});
     assert.equal(await pg.getByTestId("f-version").inputValue(), "2");
     await pg.getByTestId("save").click();
     await pg.getByTestId("review").waitFor();
