@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // SecondsAtCost reads the per-second samples of one node and Watch session
@@ -95,14 +97,22 @@ type PathRecording struct {
 	costPerItem            int64
 	packs                  []sealedPack
 	// ranges are the stretches to read from the samples; rest their
-	// seconds once read, packed as the sealed hours are (offsets in ms).
+	// seconds once read, by hour, packed as the sealed hours are (offsets
+	// in ms), in ranges' order.
 	ranges   [][2]int64
-	rest     [][]byte
+	rest     []restHour
 	restOnce sync.Once
 	restErr  error
 	total    int
 	p, r     int // the next pack and range Next hands over
+	h        int // the next hour of rest Next hands over
 	scratch  []SecondTraffic
+}
+
+// restHour is the seconds of one hour of a stretch read from the samples.
+type restHour struct {
+	from, to int64 // the hour within its stretch
+	body     []byte
 }
 
 // OpenPath reads the sealed hours of one node, path and Watch session for
@@ -143,23 +153,26 @@ func (rec *PathRecording) Seconds() int { return rec.total }
 // first call's error.
 func (rec *PathRecording) ReadRest(ctx context.Context) error {
 	rec.restOnce.Do(func() {
-		rec.rest = make([][]byte, len(rec.ranges))
-		for i, r := range rec.ranges {
-			var body []byte
-			prev := r[0]
+		for _, r := range rec.ranges {
+			var cur *restHour
+			var prev int64
 			err := rec.db.rawSeconds(ctx, rec.app, rec.graph, rec.node, rec.path, rec.session, r[0], r[1], rec.costPerItem, func(s SecondTraffic) {
+				if cur == nil || s.Second >= cur.to {
+					from := max(r[0], floorHour(s.Second))
+					rec.rest = append(rec.rest, restHour{from: from, to: min(r[1], from-from%hourMs+hourMs)})
+					cur, prev = &rec.rest[len(rec.rest)-1], from
+				}
 				unit := uint64(unitMixed)
 				if s.Uniform {
 					unit = uint64(max(rec.costPerItem, 0)) + 2
 				}
-				body = appendSecond(body, 1, prev, packedSecond{second: s.Second, items: s.Items, cost: s.Cost, rows: int64(s.Rows), unit: unit})
+				cur.body = appendSecond(cur.body, 1, prev, packedSecond{second: s.Second, items: s.Items, cost: s.Cost, rows: int64(s.Rows), unit: unit})
 				prev = s.Second
 			})
 			if err != nil {
 				rec.restErr = fmt.Errorf("history: reading samples: %w", err)
 				return
 			}
-			rec.rest[i] = body
 		}
 	})
 	return rec.restErr
@@ -186,11 +199,17 @@ func (rec *PathRecording) Next(ctx context.Context, visit func(SecondTraffic)) (
 		if err := rec.ReadRest(ctx); err != nil {
 			return false, err
 		}
+		// The stretch's hours with a second, one a call.
 		r := rec.ranges[rec.r]
-		if err := unpackSeconds(r[0], r[1], 1, rec.rest[rec.r], rec.since, rec.until, rec.costPerItem, visit); err != nil {
-			return false, fmt.Errorf("history: reading samples: %w", err)
+		if rec.h < len(rec.rest) && rec.rest[rec.h].from < r[1] {
+			h := &rec.rest[rec.h]
+			if err := unpackSeconds(h.from, h.to, 1, h.body, rec.since, rec.until, rec.costPerItem, visit); err != nil {
+				return false, fmt.Errorf("history: reading samples: %w", err)
+			}
+			h.body = nil
+			rec.h++
+			return true, nil
 		}
-		rec.rest[rec.r] = nil
 		rec.r++
 		return true, nil
 	}
@@ -206,15 +225,13 @@ func (db *DB) rawSeconds(ctx context.Context, app, graph, node, path string, ses
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	// One SecondTraffic scanned into row after row: Scan's pointers move
-	// it to the heap, so declaring it per row would allocate per second.
+	// One SecondTraffic and one list of its fields scanned into row after
+	// row: Scan's variadic list, or a value per row, would allocate per
+	// second.
 	var s SecondTraffic
-	for rows.Next() {
-		if err := rows.Scan(&s.Second, &s.Items, &s.Cost, &s.Rows, &s.Uniform); err != nil {
-			return err
-		}
+	_, err = pgx.ForEachRow(rows, []any{&s.Second, &s.Items, &s.Cost, &s.Rows, &s.Uniform}, func() error {
 		visit(s)
-	}
-	return rows.Err()
+		return nil
+	})
+	return err
 }
