@@ -126,15 +126,16 @@ func (in *Insight) simulate(q *httpapi.Request) *httpapi.Refusal {
 	// Read straight into the replay's input; the first second whose rows
 	// are not all at the node's cost refuses the whole read.
 	var secs []simulate.Second
-	var off *history.SecondTraffic
+	var off history.SecondTraffic // the first such second, when found
+	found := false
 	err = db.EachSecondAtCost(ctx, e.App, e.Graph, n.Name, session, cov.Start, cov.End, costPerItem,
 		func(n int) { secs = make([]simulate.Second, 0, n) },
 		func(smp history.SecondTraffic) {
-			if off != nil {
+			if found {
 				return
 			}
 			if !smp.Uniform || smp.Cost != smp.Items*costPerItem {
-				off = &smp
+				off, found = smp, true
 				return
 			}
 			secs = append(secs, simulate.Second{T: smp.Second, Items: smp.Items, Cost: smp.Cost})
@@ -142,7 +143,7 @@ func (in *Insight) simulate(q *httpapi.Request) *httpapi.Refusal {
 	if err != nil {
 		return in.p.HistoryRefusal(ctx, err)
 	}
-	if off != nil {
+	if found {
 		return httpapi.Refuse(http.StatusConflict, wire.CodeRecordingCostChanged, "the recording at %d (ms) has %d items of cost %d, not %d each: the node's cost changed during this range; pick a range with one constant cost (a smaller minutes) or use POST …/simulate",
 			off.Second, off.Items, off.Cost, costPerItem).Second(off.Second)
 	}
