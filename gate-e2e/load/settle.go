@@ -50,20 +50,9 @@ const (
 // SettleDocument is the scenario's graph: one node costing
 // payload.max_tokens against SettleCount tokens per SettleWindowS.
 func SettleDocument(app, graph string) map[string]any {
-	return map[string]any{
-		"application": app,
-		"graph":       graph,
-		"version":     1,
-		"nodes": map[string]any{
-			SettleNode: map[string]any{
-				"ingress": map[string]any{"partitions": VendorPartitns},
-				"cost":    map[string]any{"path": "payload.max_tokens", "default": SettleEstimate, "max": SettleEstimate},
-				"budgets": []any{map[string]any{"id": SettleBudget, "count": SettleCount, "timeMs": SettleWindowS * 1000, "subWindows": 1}},
-				"egress":  map[string]any{"queue": "gate.e2e." + app + "." + graph + ".out", "group": VendorGroup},
-			},
-		},
-		"paths": []any{map[string]any{"name": PathMain, "nodes": []any{SettleNode}}},
-	}
+	return workerGraph(app, graph, SettleNode,
+		map[string]any{"id": SettleBudget, "count": SettleCount, "timeMs": SettleWindowS * 1000, "subWindows": 1},
+		map[string]any{"path": "payload.max_tokens", "default": SettleEstimate, "max": SettleEstimate})
 }
 
 // SettleWindow is one window of the budget's counter, as the run saw it.

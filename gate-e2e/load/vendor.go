@@ -51,22 +51,10 @@ var DefaultVendorLimits = []int{20, 10}
 // budget "vendor" of rate per second mirroring the vendor's X-RateLimit
 // meter, an egress the workers pop.
 func VendorDocument(app, graph string, rate int) map[string]any {
-	return map[string]any{
-		"application": app,
-		"graph":       graph,
-		"version":     1,
-		"nodes": map[string]any{
-			NodeCall: map[string]any{
-				"ingress": map[string]any{"partitions": VendorPartitns},
-				"budgets": []any{map[string]any{
-					"id": VendorBudget, "count": rate, "timeMs": 1000,
-					"vendorMeter": map[string]any{"headers": "x-ratelimit"},
-				}},
-				"egress": map[string]any{"queue": "gate.e2e." + app + "." + graph + ".out", "group": VendorGroup},
-			},
-		},
-		"paths": []any{map[string]any{"name": PathMain, "nodes": []any{NodeCall}}},
-	}
+	return workerGraph(app, graph, NodeCall, map[string]any{
+		"id": VendorBudget, "count": rate, "timeMs": 1000,
+		"vendorMeter": map[string]any{"headers": "x-ratelimit"},
+	}, nil)
 }
 
 // VendorRow is one second of the fake vendor's window.
