@@ -188,10 +188,7 @@ func (r *runner) vendorSettle(ctx context.Context) (Report, error) {
 	}
 	JudgeSettle(&sr)
 	rep := Report{Graph: r.graph, Settle: &sr, Gates: settleGates(sr)}
-	rep.Pass = true
-	for _, g := range rep.Gates {
-		rep.Pass = rep.Pass && g.Pass
-	}
+	rep.Pass = allPass(rep.Gates)
 	return rep, nil
 }
 

@@ -223,10 +223,7 @@ func (r *runner) vendor(ctx context.Context) (Report, error) {
 	vr.Observe, vr.Observed, vr.ObserveFails = cfg.VendorObserve, observed.Load(), fails.Load()
 	rep := Report{Graph: r.graph, Vendor: &vr}
 	rep.Gates = vendorGates(vr)
-	rep.Pass = true
-	for _, g := range rep.Gates {
-		rep.Pass = rep.Pass && g.Pass
-	}
+	rep.Pass = allPass(rep.Gates)
 	return rep, nil
 }
 
