@@ -34,8 +34,7 @@ func newLiveEnv(t *testing.T, live LiveOptions, readTimeout time.Duration) *live
 	t.Helper()
 	n := gatetest.NewNATS(t)
 	cfg := func(c *config.Config) {
-		c.ClientID, c.ClientSecret, c.AllowedDomains = "", "", nil
-		c.DevEmail = "dev@example.com"
+		devBypass("dev@example.com")(c)
 		c.NATSURL = n.URL
 	}
 	// The streams' heartbeats and write deadlines run on the wall clock:
@@ -373,10 +372,7 @@ func TestLiveSlowClientIsolated(t *testing.T) {
 }
 
 func TestLiveWithoutNATSSaysPoll(t *testing.T) {
-	e := newTestEnv(t, func(c *config.Config) {
-		c.ClientID, c.ClientSecret, c.AllowedDomains = "", "", nil
-		c.DevEmail = "dev@example.com"
-	}, nil)
+	e := newTestEnv(t, devBypass("dev@example.com"), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := newReq(http.MethodGet, "/api/live", "").WithContext(ctx)
 	done := make(chan struct{})
