@@ -66,7 +66,14 @@ func atCost(u uint64, costPerItem int64) bool {
 }
 
 func appendPacked(body []byte, prev int64, s packedSecond) []byte {
-	body = binary.AppendUvarint(body, uint64((s.second-prev)/1000))
+	return appendSecond(body, 1000, prev, s)
+}
+
+// appendSecond appends one second to a body whose offsets count steps of
+// step ms (1000 in watch_series; 1 for the unsealed seconds a replay keeps
+// in memory, which need not fall on whole seconds).
+func appendSecond(body []byte, step, prev int64, s packedSecond) []byte {
+	body = binary.AppendUvarint(body, uint64((s.second-prev)/step))
 	body = binary.AppendUvarint(body, uint64(s.items))
 	body = binary.AppendUvarint(body, uint64(s.cost))
 	body = binary.AppendUvarint(body, uint64(s.rows))
@@ -79,18 +86,32 @@ var errBadBody = errors.New("history: a sealed series body does not decode")
 // hour, in order; costPerItem ≥ 0 judges Uniform against it, < 0 leaves it
 // true. It decodes in place: no second is allocated.
 func unpackEach(hour int64, body []byte, since, until, costPerItem int64, visit func(SecondTraffic)) error {
-	at := hour
+	return unpackSeconds(hour, hour+hourMs, 1000, body, since, until, costPerItem, visit)
+}
+
+// uvarint is binary.Uvarint with the one-byte case (most of a body) first.
+func uvarint(b []byte) (uint64, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint64(b[0]), 1
+	}
+	return binary.Uvarint(b)
+}
+
+// unpackSeconds is unpackEach for a body of the seconds in [from, to)
+// whose offsets count steps of step ms.
+func unpackSeconds(from, to, step int64, body []byte, since, until, costPerItem int64, visit func(SecondTraffic)) error {
+	at := from
 	for len(body) > 0 {
 		var v [5]uint64
 		for i := range v {
-			x, n := binary.Uvarint(body)
+			x, n := uvarint(body)
 			if n <= 0 {
 				return errBadBody
 			}
 			v[i], body = x, body[n:]
 		}
-		at += int64(v[0]) * 1000
-		if at >= hour+hourMs {
+		at += int64(v[0]) * step
+		if at >= to {
 			return errBadBody
 		}
 		if at < since || at >= until {

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -141,11 +142,15 @@ type replay struct {
 	stats     map[string]*keyStats
 	closed    []WindowTotal
 	names     []string // path names by index
-	// arrivalPaths are the recorded paths in name order, arrivalSecs their
-	// seconds and arrivalIdx their path index (-1: not in the plan).
+	// arrivalPaths are the recorded paths in name order, arrivals their
+	// cursors and arrivalIdx their path index (-1: not in the plan).
 	arrivalPaths []string
-	arrivalSecs  [][]Second
+	arrivals     []feedCursor
 	arrivalIdx   []int
+	// err is the first error a feed returned: the replay stops at it.
+	err error
+	// active is second's scratch: the stages of a hop with a queue.
+	active []int
 	// entries are, by path index, the path's first-hop stages.
 	entries [][]int
 	res     *GraphResult
@@ -160,9 +165,106 @@ type replay struct {
 // continues without arrivals until every queue is empty, jumping to the
 // next window end when everything waits, for at most DrainLimitSeconds.
 func Graph(in GraphInput) *GraphResult {
+	for path, secs := range in.Arrivals {
+		if !sort.SliceIsSorted(secs, func(i, j int) bool { return secs[i].T < secs[j].T }) {
+			s := append([]Second(nil), secs...)
+			sort.Slice(s, func(i, j int) bool { return s[i].T < s[j].T })
+			in.Arrivals[path] = s
+		}
+	}
+	feeds := make(map[string]Feed, len(in.Arrivals))
+	for path, secs := range in.Arrivals {
+		feeds[path] = &sliceFeed{secs: secs}
+	}
+	// A slice never fails to feed.
+	res, _ := GraphFed(in, feeds)
+	return res
+}
+
+// A Feed hands one path's recorded seconds to a replay in time order, a
+// chunk at a time, so that a replay can start while the rest is still
+// being read. Next returns the seconds that follow the previous chunk's
+// (none earlier than any of them), or an empty chunk once there are no
+// more. A chunk is the replay's only until its next call to Next: the
+// feed may then reuse its memory.
+type Feed interface {
+	Next() ([]Second, error)
+}
+
+// sliceFeed is a Feed of one sorted slice, handed over whole.
+type sliceFeed struct {
+	secs []Second
+	done bool
+}
+
+func (f *sliceFeed) Next() ([]Second, error) {
+	if f.done {
+		return nil, nil
+	}
+	f.done = true
+	return f.secs, nil
+}
+
+// GraphFed is Graph with each path's arrivals read from a Feed as the
+// replay reaches them (in.Arrivals is not read). It replays exactly as
+// Graph over the same seconds. The first error of a feed stops the
+// replay and is returned, as is a feed whose seconds go back in time.
+func GraphFed(in GraphInput, feeds map[string]Feed) (*GraphResult, error) {
 	r := newReplay(in)
+	r.arrivalPaths = make([]string, 0, len(feeds))
+	for path := range feeds {
+		r.arrivalPaths = append(r.arrivalPaths, path)
+	}
+	sort.Strings(r.arrivalPaths)
+	for _, path := range r.arrivalPaths {
+		r.arrivals = append(r.arrivals, feedCursor{path: path, feed: feeds[path], last: math.MinInt64})
+		pi, ok := r.pathIdx[path]
+		if !ok {
+			pi = -1
+		}
+		r.arrivalIdx = append(r.arrivalIdx, pi)
+	}
 	r.run()
-	return r.res
+	if r.err != nil {
+		return nil, r.err
+	}
+	return r.res, nil
+}
+
+// feedCursor is a replay's place in one path's Feed.
+type feedCursor struct {
+	path  string
+	feed  Feed
+	chunk []Second
+	i     int
+	done  bool
+	last  int64 // the T of the last second read
+}
+
+// peek is the next unread second (false once the feed is done); a
+// feed's error, or a second before the last one, is returned.
+func (c *feedCursor) peek() (*Second, bool, error) {
+	for c.i >= len(c.chunk) {
+		if c.done {
+			return nil, false, nil
+		}
+		chunk, err := c.feed.Next()
+		if err != nil {
+			c.done, c.chunk, c.i = true, nil, 0
+			return nil, false, fmt.Errorf("simulate: reading the arrivals of path %s: %w", c.path, err)
+		}
+		c.chunk, c.i = chunk, 0
+		if len(chunk) == 0 {
+			c.done = true
+			return nil, false, nil
+		}
+	}
+	s := &c.chunk[c.i]
+	if s.T < c.last {
+		c.done = true
+		return nil, false, fmt.Errorf("simulate: the arrivals of path %s go back in time (second %d after %d): a feed hands its seconds oldest first", c.path, s.T, c.last)
+	}
+	return s, true, nil
 }
 
 func newReplay(in GraphInput) *replay {
@@ -298,21 +400,28 @@ func (r *replay) enqueue(i int, n, rc, origin, t int64) {
 	ss.queued += n
 }
 
-// arrive enqueues the recorded arrivals of second t; cursor is, by
-// r.arrivalPaths index, the next unread second of the path.
-func (r *replay) arrive(t int64, cursor []int) {
-	for k, secs := range r.arrivalSecs {
-		i := cursor[k]
-		for i < len(secs) && secs[i].T < t {
-			i++
-		}
+// arrive enqueues the recorded arrivals of second t from each path's
+// feed (seconds before t, off the whole second, are passed over).
+func (r *replay) arrive(t int64) {
+	for k := range r.arrivals {
+		c := &r.arrivals[k]
 		var items, costSum int64
-		for i < len(secs) && secs[i].T == t {
-			items += secs[i].Items
-			costSum += secs[i].Cost
-			i++
+		for {
+			s, ok, err := c.peek()
+			if err != nil {
+				r.err = err
+				return
+			}
+			if !ok || s.T > t {
+				break
+			}
+			if s.T == t {
+				items += s.Items
+				costSum += s.Cost
+			}
+			c.last = s.T
+			c.i++
 		}
-		cursor[k] = i
 		pi := r.arrivalIdx[k]
 		if pi < 0 || items <= 0 {
 			continue
@@ -328,15 +437,6 @@ func (r *replay) arrive(t int64, cursor []int) {
 			r.enqueue(si, items-extra, base, t, t)
 		}
 	}
-}
-
-func (r *replay) sortedPaths() []string {
-	out := make([]string, 0, len(r.in.Arrivals))
-	for p := range r.in.Arrivals {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // claim serves one claim of stage i at t; it reports the items admitted,
@@ -497,7 +597,9 @@ func (r *replay) take(i int, n, t int64) {
 // was admitted and the shortest wait of a refused stage (-1: none).
 func (r *replay) second(t int64) (progress bool, minWait time.Duration) {
 	minWait = -1
-	active := make([]int, 0, len(r.stages))
+	// One scratch for every second of the replay: a slice made here would
+	// be allocated 86,400 times a day.
+	active := r.active[:0]
 	for d := 0; d < r.depth; d++ {
 		active = active[:0]
 		for i := range r.stages {
@@ -533,6 +635,7 @@ func (r *replay) second(t int64) (progress bool, minWait time.Duration) {
 			active = keep
 		}
 	}
+	r.active = active
 	return progress, minWait
 }
 
@@ -559,28 +662,13 @@ func (r *replay) backlogs() (total int64) {
 
 func (r *replay) run() {
 	in := r.in
-	for path, secs := range in.Arrivals {
-		if !sort.SliceIsSorted(secs, func(i, j int) bool { return secs[i].T < secs[j].T }) {
-			s := append([]Second(nil), secs...)
-			sort.Slice(s, func(i, j int) bool { return s[i].T < s[j].T })
-			in.Arrivals[path] = s
-		}
-	}
-	r.arrivalPaths = r.sortedPaths()
-	for _, path := range r.arrivalPaths {
-		r.arrivalSecs = append(r.arrivalSecs, in.Arrivals[path])
-		pi, ok := r.pathIdx[path]
-		if !ok {
-			pi = -1
-		}
-		r.arrivalIdx = append(r.arrivalIdx, pi)
-	}
-	cursor := make([]int, len(r.arrivalPaths))
-	r.in = in
 	start, end := floorTo(in.Start, 1000), ceilTo(in.End, 1000)
 	r.start = start
 	for t := start; t < end; t += 1000 {
-		r.arrive(t, cursor)
+		r.arrive(t)
+		if r.err != nil {
+			return
+		}
 		r.second(t)
 		r.backlogs()
 		for i := range r.nodes {

@@ -2,10 +2,12 @@ package insight
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/queen-mq/gate/gate-api/internal/plane"
 	"github.com/queen-mq/gate/libs/declare"
@@ -121,17 +123,29 @@ func (in *Insight) simulate(q *httpapi.Request) *httpapi.Refusal {
 		return in.p.HistoryRefusal(ctx, err)
 	}
 	cov := simulate.Coverage(toSpans(recs), since, until)
-	samples, err := db.SecondsAtCost(ctx, e.App, e.Graph, n.Name, session, cov.Start, cov.End, costPerItem)
+	// Read straight into the replay's input; the first second whose rows
+	// are not all at the node's cost refuses the whole read.
+	var secs []simulate.Second
+	var off history.SecondTraffic // the first such second, when found
+	found := false
+	err = db.EachSecondAtCost(ctx, e.App, e.Graph, n.Name, session, cov.Start, cov.End, costPerItem,
+		func(n int) { secs = make([]simulate.Second, 0, n) },
+		func(smp history.SecondTraffic) {
+			if found {
+				return
+			}
+			if !smp.Uniform || smp.Cost != smp.Items*costPerItem {
+				off, found = smp, true
+				return
+			}
+			secs = append(secs, simulate.Second{T: smp.Second, Items: smp.Items, Cost: smp.Cost})
+		})
 	if err != nil {
 		return in.p.HistoryRefusal(ctx, err)
 	}
-	secs := make([]simulate.Second, 0, len(samples))
-	for _, smp := range samples {
-		if !smp.Uniform || smp.Cost != smp.Items*costPerItem {
-			return httpapi.Refuse(http.StatusConflict, wire.CodeRecordingCostChanged, "the recording at %d (ms) has %d items of cost %d, not %d each: the node's cost changed during this range; pick a range with one constant cost (a smaller minutes) or use POST …/simulate",
-				smp.Second, smp.Items, smp.Cost, costPerItem).Second(smp.Second)
-		}
-		secs = append(secs, simulate.Second{T: smp.Second, Items: smp.Items, Cost: smp.Cost})
+	if found {
+		return httpapi.Refuse(http.StatusConflict, wire.CodeRecordingCostChanged, "the recording at %d (ms) has %d items of cost %d, not %d each: the node's cost changed during this range; pick a range with one constant cost (a smaller minutes) or use POST …/simulate",
+			off.Second, off.Items, off.Cost, costPerItem).Second(off.Second)
 	}
 	r, vendor, err := previewWithVendor(ctx, db, e, n, secs, cov.Start, cov.End, simulate.Allowance{Count: w.CountSub, Seconds: w.TTLSeconds, CostPerItem: costPerItem}, count, timeMs)
 	if err != nil {
@@ -217,11 +231,18 @@ func (in *Insight) simulateCandidate(q *httpapi.Request) *httpapi.Refusal {
 	since := max(until-minutes*60000, session)
 	hctx, cancel := in.p.HistoryContext(q)
 	defer cancel()
-	arrivals, cov, perPath, assumes, err := recordedArrivals(hctx, db, e, res.Plan, session, since, until)
+	rec, err := recordedArrivals(hctx, db, e, res.Plan, session, since, until)
 	if err != nil {
 		return in.p.HistoryRefusal(hctx, err)
 	}
-	out := simulate.Graph(arrivals).GraphSimulation
+	sim, err := simulate.GraphFed(rec.in, rec.feeds)
+	// The replay is over: a read of unsealed hours it did not need stops.
+	rec.stop()
+	if err != nil {
+		return in.p.HistoryRefusal(hctx, err)
+	}
+	out := sim.GraphSimulation
+	cov, perPath, assumes := rec.cov, rec.perPath, rec.assumes
 	out.Session = session
 	out.Coverage = cov
 	out.PathCoverage = perPath
@@ -249,12 +270,33 @@ func graphAssumptions() []string {
 	}
 }
 
-// recordedArrivals reads, for every path of the candidate, the recorded
+// readers is how many history reads of one whole-graph simulation run at
+// once: the paths' sealed hours before the replay starts, then their
+// unsealed hours beside it. Two of the pool's connections (history's
+// default pool is 4), and no more than the cores a small host has.
+const readers = 2
+
+// arrivals is a whole-graph replay's input as recordedArrivals opened it:
+// each path's recording fed to the replay as it goes, the unsealed hours
+// read ahead in the background until stop.
+type arrivals struct {
+	in      simulate.GraphInput
+	feeds   map[string]simulate.Feed
+	cov     wire.Coverage
+	perPath map[string]wire.Coverage
+	assumes []string
+	// stop cancels the background reads and waits for them to end.
+	stop func()
+}
+
+// recordedArrivals opens, for every path of the candidate, the recorded
 // per-second items at the node that is the path's first hop in the
-// running (watched) graph, and the coverage of those recordings.
-func recordedArrivals(ctx context.Context, db *history.DB, e *plane.Entry, cand *plan.Plan, session, since, until int64) (simulate.GraphInput, wire.Coverage, map[string]wire.Coverage, []string, error) {
-	in := simulate.GraphInput{Plan: cand, Arrivals: map[string][]simulate.Second{}}
-	var assumes []string
+// running (watched) graph, and the coverage of those recordings. The
+// sealed hours are read (readers paths at a time) before it returns; the
+// hours not sealed yet are read in the background while the replay runs
+// the sealed ones, and a feed reaching them waits for their read.
+func recordedArrivals(ctx context.Context, db *history.DB, e *plane.Entry, cand *plan.Plan, session, since, until int64) (*arrivals, error) {
+	out := &arrivals{in: simulate.GraphInput{Plan: cand}, feeds: map[string]simulate.Feed{}, perPath: map[string]wire.Coverage{}, stop: func() {}}
 	entryNode := map[string]string{}
 	for _, st := range e.Plan.Stages {
 		if st.Hop == 0 {
@@ -272,28 +314,33 @@ func recordedArrivals(ctx context.Context, db *history.DB, e *plane.Entry, cand 
 		names = append(names, p)
 	}
 	sort.Strings(names)
-	perPath := map[string]wire.Coverage{}
 	start, end := int64(-1), int64(-1)
 	var gap, lost int64
 	recsByNode := map[string][]history.Recorder{}
+	type toRead struct {
+		path, node string
+		cov        simulate.CoverageResult
+		rec        *history.PathRecording
+	}
+	var reads []toRead
 	for _, path := range names {
 		node, ok := entryNode[path]
 		if !ok {
-			assumes = append(assumes, fmt.Sprintf("path %s is not in the watched graph: nothing recorded, no arrivals replayed", path))
+			out.assumes = append(out.assumes, fmt.Sprintf("path %s is not in the watched graph: nothing recorded, no arrivals replayed", path))
 			continue
 		}
 		recs, ok := recsByNode[node]
 		if !ok {
 			var err error
 			if recs, err = db.Recorders(ctx, e.App, e.Graph, node, session); err != nil {
-				return in, wire.Coverage{}, nil, nil, err
+				return nil, err
 			}
 			recsByNode[node] = recs
 		}
 		cov := simulate.Coverage(toSpans(recs), since, until)
-		perPath[path] = wire.Coverage{Since: cov.Start, Until: cov.End, GapSeconds: cov.GapSeconds, LostItems: cov.LostItems, ResolutionSeconds: 1}
+		out.perPath[path] = wire.Coverage{Since: cov.Start, Until: cov.End, GapSeconds: cov.GapSeconds, LostItems: cov.LostItems, ResolutionSeconds: 1}
 		if len(recs) == 0 {
-			assumes = append(assumes, fmt.Sprintf("path %s has no recording at node %s in this session: no arrivals replayed", path, node))
+			out.assumes = append(out.assumes, fmt.Sprintf("path %s has no recording at node %s in this session: no arrivals replayed", path, node))
 			continue
 		}
 		if start < 0 || cov.Start < start {
@@ -301,27 +348,93 @@ func recordedArrivals(ctx context.Context, db *history.DB, e *plane.Entry, cand 
 		}
 		end = max(end, cov.End)
 		gap = max(gap, cov.GapSeconds)
-		// Decoded straight into the replay's input: no slice of history
-		// seconds in between.
-		var secs []simulate.Second
-		err := db.EachPathSecond(ctx, e.App, e.Graph, node, path, session, cov.Start, cov.End,
-			func(n int) { secs = make([]simulate.Second, 0, n) },
-			func(smp history.SecondTraffic) {
-				secs = append(secs, simulate.Second{T: smp.Second, Items: smp.Items, Cost: smp.Cost})
-			})
-		if err != nil {
-			return in, wire.Coverage{}, nil, nil, err
-		}
-		in.Arrivals[path] = secs
+		reads = append(reads, toRead{path: path, node: node, cov: cov})
 	}
 	for _, recs := range recsByNode {
 		for _, r := range recs {
 			lost += r.Lost
 		}
 	}
+	// The sealed hours of every path, readers at a time.
+	errs := make([]error, len(reads))
+	eachRead(len(reads), func(i int) {
+		r := &reads[i]
+		r.rec, errs[i] = db.OpenPath(ctx, e.App, e.Graph, r.node, r.path, session, r.cov.Start, r.cov.End)
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, r := range reads {
+		out.feeds[r.path] = newPathFeed(ctx, r.rec)
+	}
+	// The unsealed hours, in the background while the replay runs. An
+	// error is kept by the recording and answered by its feed's Next.
+	bg, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		eachRead(len(reads), func(i int) {
+			if bg.Err() == nil {
+				_ = reads[i].rec.ReadRest(bg)
+			}
+		})
+	}()
+	out.stop = func() {
+		cancel()
+		<-done
+	}
 	if start < 0 {
 		start, end = since/1000*1000, until/1000*1000
 	}
-	in.Start, in.End = start, max(end, start)
-	return in, wire.Coverage{Since: in.Start, Until: in.End, GapSeconds: gap, LostItems: lost, ResolutionSeconds: 1}, perPath, assumes, nil
+	out.in.Start, out.in.End = start, max(end, start)
+	out.cov = wire.Coverage{Since: out.in.Start, Until: out.in.End, GapSeconds: gap, LostItems: lost, ResolutionSeconds: 1}
+	return out, nil
+}
+
+// eachRead calls read(0) … read(n-1), readers at a time, and returns when
+// all have.
+func eachRead(n int, read func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(readers, n) {
+		wg.Go(func() {
+			for i := range next {
+				read(i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// pathFeed hands one path's recording to the replay a piece (an hour, or a
+// stretch of unsealed hours) at a time, decoded into one buffer it reuses:
+// the replay holds one piece per path, not the whole range.
+type pathFeed struct {
+	ctx context.Context
+	rec *history.PathRecording
+	buf []simulate.Second
+	add func(history.SecondTraffic)
+}
+
+func newPathFeed(ctx context.Context, rec *history.PathRecording) *pathFeed {
+	f := &pathFeed{ctx: ctx, rec: rec}
+	f.add = func(s history.SecondTraffic) {
+		f.buf = append(f.buf, simulate.Second{T: s.Second, Items: s.Items, Cost: s.Cost})
+	}
+	return f
+}
+
+func (f *pathFeed) Next() ([]simulate.Second, error) {
+	f.buf = f.buf[:0]
+	for len(f.buf) == 0 {
+		more, err := f.rec.Next(f.ctx, f.add)
+		if err != nil || !more {
+			return nil, err
+		}
+	}
+	return f.buf, nil
 }
