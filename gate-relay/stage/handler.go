@@ -90,6 +90,10 @@ type scratch struct {
 	ids    []byte
 	// charges is one item's encoded charge records.
 	charges []byte
+	// batch is the storage of the last claim's budget.Batch, given back by
+	// handleClaim when the claim did not go to the hold (a held claim
+	// keeps its own) and taken by the next claim's handler.
+	batch budget.Batch
 }
 
 // call returns a context for one kv call or transaction: detached from the
@@ -168,7 +172,7 @@ func (h *handler) buildBatch() {
 	n := h.s.cfg.Node
 	path := h.s.cfg.Stage.Path
 	var touched []int
-	h.batch.Items = make([]budget.Item, 0, len(h.window))
+	h.batch.Items = slices.Grow(h.batch.Items[:0], len(h.window))
 items:
 	for i := range h.window {
 		e := &h.window[i]
