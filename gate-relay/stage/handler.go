@@ -97,10 +97,19 @@ type scratch struct {
 }
 
 // call returns a context for one kv call or transaction: detached from the
-// stop signal (a claim in flight finishes its call) but bounded.
+// stop signal (a claim in flight finishes its call) but bounded. A client
+// that bounds every call at callTimeout or less is bound enough (its
+// deadline ends the call first): the context then carries no timer of its
+// own, one fewer per call.
 func (h *handler) call() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(h.ctx), callTimeout)
+	ctx := context.WithoutCancel(h.ctx)
+	if d := h.s.cfg.Client.CallTimeout(); d > 0 && d <= callTimeout {
+		return ctx, noCancel
+	}
+	return context.WithTimeout(ctx, callTimeout)
 }
+
+func noCancel() {}
 
 // run handles the claim: it returns once the claim was settled, released
 // or passed to the stage's hold (held: the worker must not touch h again,
