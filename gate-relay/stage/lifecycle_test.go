@@ -151,3 +151,41 @@ func TestALeaseIsRenewedUntilItsRenewalStops(t *testing.T) {
 		t.Fatalf("%d renewals of the unknown lease, want 1", n)
 	}
 }
+
+// Every kv call and transaction of a handler is bounded: by the client's
+// own call timeout when it is within the stage's callTimeout, else (a
+// client without one, or a longer one) by the call's context; the stop
+// signal never cuts a call short.
+func TestAHandlersCallsAreAlwaysBounded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		ctxDue  bool
+	}{
+		{"the client's default", queen.DefaultCallTimeout, false},
+		{"a client without a bound", 0, true},
+		{"a client bounding calls longer than the stage", 2 * callTimeout, true},
+	} {
+		c, err := queen.New("http://127.0.0.1:1", queen.WithCallTimeout(tc.timeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop, cancelStop := context.WithCancel(t.Context())
+		h := &handler{s: &Stage{cfg: Config{Client: c}}, ctx: stop}
+		ctx, cancel := h.call()
+		cancelStop()
+		dl, ok := ctx.Deadline()
+		switch {
+		case ctx.Err() != nil:
+			t.Errorf("%s: the stop signal ended the call's context", tc.name)
+		case ok != tc.ctxDue:
+			t.Errorf("%s: the call's context has a deadline %v, want %v", tc.name, ok, tc.ctxDue)
+		case ok && time.Until(dl) > callTimeout:
+			t.Errorf("%s: the call's deadline is %s away, want at most %s", tc.name, time.Until(dl), callTimeout)
+		case !ok && (c.CallTimeout() <= 0 || c.CallTimeout() > callTimeout):
+			t.Errorf("%s: neither the context nor the client (%s) bounds the call", tc.name, c.CallTimeout())
+		}
+		cancel()
+	}
+}
