@@ -216,6 +216,9 @@ func (c *Client) url(path, rawQuery string) (*url.URL, error) {
 // cost. u and the header maps are shared between concurrent calls and only
 // read: a RoundTripper must not modify its request.
 func (c *Client) send(ctx context.Context, method, route string, u *url.URL, body []byte, longPoll bool) (*http.Response, *bytes.Buffer, error) {
+	if ctx == nil {
+		return nil, nil, fmt.Errorf("queen: %s %s: the context is nil; pass context.Background() or a request's context", method, route)
+	}
 	parent := ctx
 	if c.callTimeout > 0 && !longPoll {
 		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > c.callTimeout {
