@@ -75,14 +75,8 @@ func forgedCookie(t *testing.T, email string) *http.Cookie {
 // reaches the application plane; every refusal has its status and words.
 func TestAuthMatrixWrites(t *testing.T) {
 	signIn := newTestEnv(t, nil, webFS())
-	devViewer := newTestEnv(t, func(c *config.Config) {
-		c.ClientID, c.ClientSecret, c.AllowedDomains = "", "", nil
-		c.DevEmail = "dev@example.com"
-	}, webFS())
-	devAdmin := newTestEnv(t, func(c *config.Config) {
-		c.ClientID, c.ClientSecret, c.AllowedDomains = "", "", nil
-		c.DevEmail = "admin@example.com"
-	}, webFS())
+	devViewer := newTestEnv(t, devBypass("dev@example.com"), webFS())
+	devAdmin := newTestEnv(t, devBypass("admin@example.com"), webFS())
 	writes, _ := planeRoutes(signIn)
 	if len(writes) < 15 {
 		t.Fatalf("only %d write routes listed from gate-api's router: %v", len(writes), writes)
@@ -158,10 +152,7 @@ func TestAuthMatrixWrites(t *testing.T) {
 // and writes stay an administrator's.
 func TestViewersMayPostReads(t *testing.T) {
 	e := newTestEnv(t, nil, webFS())
-	dev := newTestEnv(t, func(c *config.Config) {
-		c.ClientID, c.ClientSecret, c.AllowedDomains = "", "", nil
-		c.DevEmail = "dev@example.com"
-	}, webFS())
+	dev := newTestEnv(t, devBypass("dev@example.com"), webFS())
 	_, _, postReads := planeRoutesAll(e)
 	if len(postReads) != 4 {
 		t.Fatalf("gate-api marks %v as reads by POST, want the four simulate routes", postReads)
@@ -260,8 +251,8 @@ func TestRightsReadPerRequest(t *testing.T) {
 
 func TestDevBypassMe(t *testing.T) {
 	e := newTestEnv(t, func(c *config.Config) {
-		c.ClientID, c.ClientSecret, c.AllowedDomains, c.SessionSecret = "", "", nil, ""
-		c.DevEmail = "dev@example.com"
+		devBypass("dev@example.com")(c)
+		c.SessionSecret = ""
 	}, webFS())
 	mustContain(t, "dev me", body(t, e.get("/api/me")), `"actor":"dev"`, `"dev_bypass":true`, `"expires_at":null`, `"role":"viewer"`)
 }
@@ -345,8 +336,8 @@ func TestBootOpensHistory(t *testing.T) {
 // the Go runtime collector (read here through the dev bypass).
 func TestConsoleMetricsHaveRuntime(t *testing.T) {
 	e := newTestEnv(t, func(c *config.Config) {
-		c.ClientID, c.ClientSecret, c.AllowedDomains, c.SessionSecret = "", "", nil, ""
-		c.DevEmail = "dev@example.com"
+		devBypass("dev@example.com")(c)
+		c.SessionSecret = ""
 	}, webFS())
 	mustContain(t, "console /metrics", body(t, e.get("/metrics")), "go_goroutines ", "process_cpu_seconds_total ", "gate_api_")
 }

@@ -29,6 +29,15 @@ type testEnv struct {
 	clock   *clock.Virtual
 }
 
+// devBypass is a newTestEnv mutation for a console without Google sign-in
+// whose development bypass signs every request in as email.
+func devBypass(email string) func(*config.Config) {
+	return func(c *config.Config) {
+		c.ClientID, c.ClientSecret, c.AllowedDomains = "", "", nil
+		c.DevEmail = email
+	}
+}
+
 // newTestEnv builds a console for cfg (defaults: sign-in configured against
 // an issuer nobody answers, a test secret) over webapp files fsys.
 func newTestEnv(t *testing.T, mutate func(*config.Config), fsys fstest.MapFS) *testEnv {

@@ -53,10 +53,7 @@ func answerOf(w *httptest.ResponseRecorder) string {
 // that does — for a visitor without a session and for the dev bypass.
 func TestRouterAnswersAsTheServeMuxDid(t *testing.T) {
 	signIn := newTestEnv(t, nil, webFS())
-	dev := newTestEnv(t, func(c *config.Config) {
-		c.ClientID, c.ClientSecret, c.AllowedDomains = "", "", nil
-		c.DevEmail = "admin@example.com"
-	}, webFS())
+	dev := newTestEnv(t, devBypass("admin@example.com"), webFS())
 	requests := []struct{ method, target, accept string }{
 		{"GET", "/", "text/html"}, {"HEAD", "/", "text/html"}, {"GET", "/index.html", ""}, {"GET", "/assets/index-3f9a1c2b.js", ""},
 		{"GET", "/assets/missing.js", "text/html"}, {"GET", "/graphs/demo", "text/html"}, {"GET", "/graphs/demo", "application/json"},

@@ -333,10 +333,7 @@ func TestSafeNextKeepsEveryDestinationOnThisOrigin(t *testing.T) {
 }
 
 func TestSignInNotConfigured(t *testing.T) {
-	e := newTestEnv(t, func(c *config.Config) {
-		c.ClientID, c.ClientSecret, c.AllowedDomains = "", "", nil
-		c.DevEmail = "dev@example.com"
-	}, nil)
+	e := newTestEnv(t, devBypass("dev@example.com"), nil)
 	if w := e.get(config.LoginPath); w.Code != http.StatusServiceUnavailable || !strings.Contains(body(t, w), "sign-in is not configured") {
 		t.Errorf("login without sign-in = %d", w.Code)
 	}

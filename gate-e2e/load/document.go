@@ -59,3 +59,25 @@ func Document(app, graph string, rate, windowS, batch int) map[string]any {
 
 // ConsumerGroup is the egress group gate-e2e's consumers pop with.
 const ConsumerGroup = "e2e-workers"
+
+// workerGraph is the graph both vendor scenarios declare: one node with a
+// Gate-owned ingress of VendorPartitns partitions, the given budget, an
+// egress the VendorGroup workers pop, and one path PathMain through it. A
+// nil cost declares none.
+func workerGraph(app, graph, node string, budget, cost map[string]any) map[string]any {
+	spec := map[string]any{
+		"ingress": map[string]any{"partitions": VendorPartitns},
+		"budgets": []any{budget},
+		"egress":  map[string]any{"queue": EgressQueue(app, graph), "group": VendorGroup},
+	}
+	if cost != nil {
+		spec["cost"] = cost
+	}
+	return map[string]any{
+		"application": app,
+		"graph":       graph,
+		"version":     1,
+		"nodes":       map[string]any{node: spec},
+		"paths":       []any{map[string]any{"name": PathMain, "nodes": []any{node}}},
+	}
+}

@@ -352,10 +352,7 @@ func Judge(o Observation, p Params) Report {
 	if b := o.Backoff; b != nil {
 		r.Gates = append(r.Gates, judgeBackoff(*b, stamps, r.Rows, p)...)
 	}
-	r.Pass = true
-	for _, g := range r.Gates {
-		r.Pass = r.Pass && g.Pass
-	}
+	r.Pass = allPass(r.Gates)
 	return r
 }
 
@@ -409,6 +406,16 @@ func gate(name string, pass bool, detail string) Gate {
 		st = "FAIL"
 	}
 	return Gate{Name: name, Pass: pass, Status: st, Detail: detail}
+}
+
+// allPass reports whether every gate passed (true for none).
+func allPass(gates []Gate) bool {
+	for _, g := range gates {
+		if !g.Pass {
+			return false
+		}
+	}
+	return true
 }
 
 // countBefore is the number of sorted values strictly below v.

@@ -193,3 +193,18 @@ func TestJudgeReserveIgnoresSecondsWithNothingFastWaiting(t *testing.T) {
 		t.Fatalf("seconds without fast work counted against the reserve: %+v", g)
 	}
 }
+
+// A run passes only when every one of its gates does; a run with no gates
+// has nothing that failed.
+func TestAllPassNeedsEveryGate(t *testing.T) {
+	t.Parallel()
+	ok, bad := gate("a", true, ""), gate("b", false, "")
+	for _, tc := range []struct {
+		gates []Gate
+		want  bool
+	}{{nil, true}, {[]Gate{ok}, true}, {[]Gate{ok, ok}, true}, {[]Gate{ok, bad}, false}, {[]Gate{bad, ok}, false}} {
+		if got := allPass(tc.gates); got != tc.want {
+			t.Errorf("allPass(%+v) = %v, want %v", tc.gates, got, tc.want)
+		}
+	}
+}

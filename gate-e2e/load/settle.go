@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -50,20 +49,9 @@ const (
 // SettleDocument is the scenario's graph: one node costing
 // payload.max_tokens against SettleCount tokens per SettleWindowS.
 func SettleDocument(app, graph string) map[string]any {
-	return map[string]any{
-		"application": app,
-		"graph":       graph,
-		"version":     1,
-		"nodes": map[string]any{
-			SettleNode: map[string]any{
-				"ingress": map[string]any{"partitions": VendorPartitns},
-				"cost":    map[string]any{"path": "payload.max_tokens", "default": SettleEstimate, "max": SettleEstimate},
-				"budgets": []any{map[string]any{"id": SettleBudget, "count": SettleCount, "timeMs": SettleWindowS * 1000, "subWindows": 1}},
-				"egress":  map[string]any{"queue": "gate.e2e." + app + "." + graph + ".out", "group": VendorGroup},
-			},
-		},
-		"paths": []any{map[string]any{"name": PathMain, "nodes": []any{SettleNode}}},
-	}
+	return workerGraph(app, graph, SettleNode,
+		map[string]any{"id": SettleBudget, "count": SettleCount, "timeMs": SettleWindowS * 1000, "subWindows": 1},
+		map[string]any{"path": "payload.max_tokens", "default": SettleEstimate, "max": SettleEstimate})
 }
 
 // SettleWindow is one window of the budget's counter, as the run saw it.
@@ -149,14 +137,11 @@ func (r *runner) vendorSettle(ctx context.Context) (Report, error) {
 	if err := r.waitStages(ctx, SettleNode, 1); err != nil {
 		return Report{}, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	vendorURL, stopVendor, err := serveVendor(tokenVendor{}, "/v1/chat/completions")
 	if err != nil {
-		return Report{}, fmt.Errorf("%w: the fake vendor: %w", ErrSetup, err)
+		return Report{}, err
 	}
-	srv := &http.Server{Handler: tokenVendor{}, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	vendorURL := "http://" + ln.Addr().String() + "/v1/chat/completions"
+	defer stopVendor()
 
 	// Enough for every window at the actual-cost ceiling, and some.
 	total := SettleCount / (SettleEstimate / SettleFactor) * SettleWindows * 12 / 10
@@ -174,7 +159,9 @@ func (r *runner) vendorSettle(ctx context.Context) (Report, error) {
 		})
 	}
 	wg.Go(func() { r.sampleCounter(runCtx, b.Key, tally) })
-	if err := r.fillTokens(ctx, ingress, total); err != nil {
+	if err := r.fillBacklog(ctx, ingress, total, func(i int) map[string]any {
+		return map[string]any{"id": r.runID + "-" + strconv.Itoa(i), "model": "fake-llm", "max_tokens": SettleEstimate}
+	}); err != nil {
 		return Report{}, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	select {
@@ -201,10 +188,7 @@ func (r *runner) vendorSettle(ctx context.Context) (Report, error) {
 	}
 	JudgeSettle(&sr)
 	rep := Report{Graph: r.graph, Settle: &sr, Gates: settleGates(sr)}
-	rep.Pass = true
-	for _, g := range rep.Gates {
-		rep.Pass = rep.Pass && g.Pass
-	}
+	rep.Pass = allPass(rep.Gates)
 	return rep, nil
 }
 
@@ -243,42 +227,13 @@ func settleGates(sr SettleReport) []Gate {
 	}
 }
 
-// fillTokens queues n items with max_tokens = SettleEstimate.
-func (r *runner) fillTokens(ctx context.Context, queue string, n int) error {
-	const chunk = 500
-	for i := 0; i < n; i += chunk {
-		items := make([]queen.PushItem, 0, chunk)
-		for j := i; j < min(i+chunk, n); j++ {
-			payload, _ := json.Marshal(map[string]any{"id": r.runID + "-" + strconv.Itoa(j), "model": "fake-llm", "max_tokens": SettleEstimate})
-			items = append(items, queen.PushItem{Queue: queue, Partition: "p" + strconv.Itoa(j%VendorPartitns), Payload: payload})
-		}
-		c, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_, err := r.q.Push(c, items)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("queueing the backlog on %s: %w", queue, err)
-		}
-	}
-	return nil
-}
-
 // settleWorker is an LLM worker: pop a message, call the vendor with its
 // max_tokens, settle the usage the vendor reported, ack. Each item counts
 // in the window its stamp (or the relay's correction, through the settle's
 // answer) says it was charged in.
 func (r *runner) settleWorker(ctx context.Context, hc *http.Client, egress, vendorURL string, t *settleTally, settles, refunded, late, unplaced, fails *atomic.Int64) {
 	for ctx.Err() == nil {
-		claim, err := r.q.Pop(ctx, queen.PopRequest{
-			Queue: egress, ConsumerGroup: VendorGroup, SubscriptionMode: queen.SubscribeAll,
-			Batch: 10, Wait: true, Timeout: 500 * time.Millisecond, AutoAck: true,
-		})
-		if err != nil || claim.Empty() {
-			if err != nil && ctx.Err() == nil {
-				time.Sleep(50 * time.Millisecond)
-			}
-			continue
-		}
-		for _, m := range claim.Messages {
+		for _, m := range r.popWork(ctx, egress, 10) {
 			used, err := callTokens(ctx, hc, vendorURL, m.Data)
 			if err != nil {
 				fails.Add(1)

@@ -51,22 +51,10 @@ var DefaultVendorLimits = []int{20, 10}
 // budget "vendor" of rate per second mirroring the vendor's X-RateLimit
 // meter, an egress the workers pop.
 func VendorDocument(app, graph string, rate int) map[string]any {
-	return map[string]any{
-		"application": app,
-		"graph":       graph,
-		"version":     1,
-		"nodes": map[string]any{
-			NodeCall: map[string]any{
-				"ingress": map[string]any{"partitions": VendorPartitns},
-				"budgets": []any{map[string]any{
-					"id": VendorBudget, "count": rate, "timeMs": 1000,
-					"vendorMeter": map[string]any{"headers": "x-ratelimit"},
-				}},
-				"egress": map[string]any{"queue": "gate.e2e." + app + "." + graph + ".out", "group": VendorGroup},
-			},
-		},
-		"paths": []any{map[string]any{"name": PathMain, "nodes": []any{NodeCall}}},
-	}
+	return workerGraph(app, graph, NodeCall, map[string]any{
+		"id": VendorBudget, "count": rate, "timeMs": 1000,
+		"vendorMeter": map[string]any{"headers": "x-ratelimit"},
+	}, nil)
 }
 
 // VendorRow is one second of the fake vendor's window.
@@ -181,18 +169,15 @@ func (r *runner) vendor(ctx context.Context) (Report, error) {
 	fmt.Fprintf(cfg.Log, "gate-e2e: vendor on %s/%s: declared %d/s, the vendor allows %v per second for %d s each; observe %v; queueing %d items\n",
 		cfg.App, r.graph, cfg.Rate, cfg.VendorLimits, phases, cfg.VendorObserve, total)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return Report{}, fmt.Errorf("%w: the fake vendor: %w", ErrSetup, err)
-	}
 	// The first phase starts at the next whole second, so phases are whole
 	// vendor windows.
 	startSec := time.Now().Unix() + 1
 	fv := &fakeVendor{start: startSec, phaseLen: phases, limits: cfg.VendorLimits, rows: map[int64]*VendorRow{}}
-	srv := &http.Server{Handler: fv, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	vendorURL := "http://" + ln.Addr().String() + "/v1/call"
+	vendorURL, stopVendor, err := serveVendor(fv, "/v1/call")
+	if err != nil {
+		return Report{}, err
+	}
+	defer stopVendor()
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -209,7 +194,9 @@ func (r *runner) vendor(ctx context.Context) (Report, error) {
 		}()
 	}
 	time.Sleep(time.Until(time.Unix(startSec, 0)))
-	if err := r.fill(ctx, ingress, total); err != nil {
+	if err := r.fillBacklog(ctx, ingress, total, func(i int) map[string]any {
+		return map[string]any{"id": r.runID + "-" + strconv.Itoa(i)}
+	}); err != nil {
 		return Report{}, fmt.Errorf("%w: %w", ErrSetup, err)
 	}
 	end := time.Unix(startSec+phases*int64(len(cfg.VendorLimits)), 0)
@@ -236,22 +223,23 @@ func (r *runner) vendor(ctx context.Context) (Report, error) {
 	vr.Observe, vr.Observed, vr.ObserveFails = cfg.VendorObserve, observed.Load(), fails.Load()
 	rep := Report{Graph: r.graph, Vendor: &vr}
 	rep.Gates = vendorGates(vr)
-	rep.Pass = true
-	for _, g := range rep.Gates {
-		rep.Pass = rep.Pass && g.Pass
-	}
+	rep.Pass = allPass(rep.Gates)
 	return rep, nil
 }
 
-// fill queues n items on the ingress straight through the broker, spread
-// over the partitions, so the ingress never runs dry during the run.
-func (r *runner) fill(ctx context.Context, queue string, n int) error {
+// fillBacklog queues n items on the ingress straight through the broker,
+// spread over the VendorPartitns partitions in pushes of 500, so the
+// ingress never runs dry during the run. Item i's payload is payload(i).
+func (r *runner) fillBacklog(ctx context.Context, queue string, n int, payload func(i int) map[string]any) error {
 	const chunk = 500
 	for i := 0; i < n; i += chunk {
 		items := make([]queen.PushItem, 0, chunk)
 		for j := i; j < min(i+chunk, n); j++ {
-			payload, _ := json.Marshal(map[string]string{"id": r.runID + "-" + strconv.Itoa(j)})
-			items = append(items, queen.PushItem{Queue: queue, Partition: "p" + strconv.Itoa(j%VendorPartitns), Payload: payload})
+			body, err := json.Marshal(payload(j))
+			if err != nil {
+				return fmt.Errorf("encoding backlog item %d for %s: %w", j, queue, err)
+			}
+			items = append(items, queen.PushItem{Queue: queue, Partition: "p" + strconv.Itoa(j%VendorPartitns), Payload: body})
 		}
 		c, cancel := context.WithTimeout(ctx, 30*time.Second)
 		_, err := r.q.Push(c, items)
@@ -263,21 +251,44 @@ func (r *runner) fill(ctx context.Context, queue string, n int) error {
 	return nil
 }
 
+// serveVendor serves a fake vendor on a free loopback port until the
+// returned stop is called; url is its address with path appended.
+func serveVendor(h http.Handler, path string) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: the fake vendor: %w", ErrSetup, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String() + path, func() { _ = srv.Close() }, nil
+}
+
+// popWork is a vendor worker's pop: up to batch messages of the egress
+// for VendorGroup, auto-acknowledged, waiting up to half a second for
+// them. It returns none when there are none, or after a short pause when
+// the pop failed while ctx is live.
+func (r *runner) popWork(ctx context.Context, egress string, batch int) []queen.Message {
+	claim, err := r.q.Pop(ctx, queen.PopRequest{
+		Queue: egress, ConsumerGroup: VendorGroup, SubscriptionMode: queen.SubscribeAll,
+		Batch: batch, Wait: true, Timeout: 500 * time.Millisecond, AutoAck: true,
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+		return nil
+	}
+	if claim.Empty() {
+		return nil
+	}
+	return claim.Messages
+}
+
 // vendorWorker is a user's worker: pop one item, call the vendor, report
 // its answer to observe (unless disabled), ack.
 func (r *runner) vendorWorker(ctx context.Context, hc *http.Client, egress, vendorURL string, observed, fails *atomic.Int64) {
 	for ctx.Err() == nil {
-		claim, err := r.q.Pop(ctx, queen.PopRequest{
-			Queue: egress, ConsumerGroup: VendorGroup, SubscriptionMode: queen.SubscribeAll,
-			Batch: 1, Wait: true, Timeout: 500 * time.Millisecond, AutoAck: true,
-		})
-		if err != nil || claim.Empty() {
-			if err != nil && ctx.Err() == nil {
-				time.Sleep(50 * time.Millisecond)
-			}
-			continue
-		}
-		for range claim.Messages {
+		for range r.popWork(ctx, egress, 1) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, vendorURL, nil)
 			resp, err := hc.Do(req)
 			if err != nil {

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -32,16 +31,7 @@ func TestSDKEnvironmentIgnored(t *testing.T) {
 	}
 	for _, p := range providers {
 		t.Run(p, func(t *testing.T) {
-			f := newFake(t, textFor(p, replyText("Which queue?", nil, nil)))
-			a := newTestAgent(t, p, f, nil)
-			if _, err := a.Chat(context.Background(), ask("hi"), emptyEnv()); err != nil {
-				t.Fatalf("chat: %v", err)
-			}
-			calls := f.seen()
-			if len(calls) != 1 {
-				t.Fatalf("%d calls reached the configured server, want 1", len(calls))
-			}
-			c := calls[0]
+			c := oneRequest(t, p, ask("hi"), nil)
 			for name, vals := range c.Header {
 				for _, v := range vals {
 					if strings.Contains(v, "environment") || strings.EqualFold(name, "X-Leak") {

@@ -208,6 +208,23 @@ func newTestAgent(t *testing.T, p string, f *fake, mutate func(*Config)) *testAg
 	return &testAgent{Agent: a, logs: logs, fake: f}
 }
 
+// oneRequest has an agent of provider p (adjusted by mutate, which may be
+// nil) chat req once against a fake that answers "Which queue?", and
+// returns the one request the fake saw; any other count fails t.
+func oneRequest(t *testing.T, p string, req wire.AIChatRequest, mutate func(*Config)) seen {
+	t.Helper()
+	f := newFake(t, textFor(p, replyText("Which queue?", nil, nil)))
+	a := newTestAgent(t, p, f, mutate)
+	if _, err := a.Chat(context.Background(), req, emptyEnv()); err != nil {
+		t.Fatalf("chat: %v", err)
+	}
+	calls := f.seen()
+	if len(calls) != 1 {
+		t.Fatalf("%d calls reached the configured server, want 1", len(calls))
+	}
+	return calls[0]
+}
+
 func ask(text string) wire.AIChatRequest {
 	return wire.AIChatRequest{Application: "demo", Messages: []wire.AIMessage{{Role: "user", Content: text}}}
 }

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"net/http"
@@ -66,16 +65,7 @@ func TestGoldenRequests(t *testing.T) {
 	t.Parallel()
 	t.Run("openai", func(t *testing.T) {
 		t.Parallel()
-		f := newFake(t, openaiText(replyText("Which queue?", nil, nil)))
-		a := newTestAgent(t, knob.AIProviderOpenAI, f, func(c *Config) { c.AI.WatchAvailable = false })
-		if _, err := a.Chat(context.Background(), conversation(), emptyEnv()); err != nil {
-			t.Fatal(err)
-		}
-		calls := f.seen()
-		if len(calls) != 1 {
-			t.Fatalf("%d calls", len(calls))
-		}
-		c := calls[0]
+		c := oneRequest(t, knob.AIProviderOpenAI, conversation(), func(c *Config) { c.AI.WatchAvailable = false })
 		if c.Method != http.MethodPost || c.Path != "/v1/responses" || c.RawQuery != "" {
 			t.Errorf("%s %s?%s, want POST /v1/responses", c.Method, c.Path, c.RawQuery)
 		}
@@ -96,16 +86,7 @@ func TestGoldenRequests(t *testing.T) {
 	})
 	t.Run("gemini", func(t *testing.T) {
 		t.Parallel()
-		f := newFake(t, geminiText(replyText("Which queue?", nil, nil)))
-		a := newTestAgent(t, knob.AIProviderGemini, f, func(c *Config) { c.AI.WatchAvailable = false })
-		if _, err := a.Chat(context.Background(), conversation(), emptyEnv()); err != nil {
-			t.Fatal(err)
-		}
-		calls := f.seen()
-		if len(calls) != 1 {
-			t.Fatalf("%d calls", len(calls))
-		}
-		c := calls[0]
+		c := oneRequest(t, knob.AIProviderGemini, conversation(), func(c *Config) { c.AI.WatchAvailable = false })
 		if c.Method != http.MethodPost || c.Path != "/v1beta/models/gemini-3.8-flash:generateContent" {
 			t.Errorf("%s %s, want POST /v1beta/models/gemini-3.8-flash:generateContent", c.Method, c.Path)
 		}

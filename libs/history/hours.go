@@ -58,7 +58,13 @@ func floorHour(ms int64) int64 { return ms - ((ms%hourMs)+hourMs)%hourMs }
 
 // sealedHours lists the sealed hours in [since, until).
 func (db *DB) sealedHours(ctx context.Context, since, until int64) (map[int64]bool, error) {
-	rows, err := db.pool.Query(ctx, `SELECT hour FROM rollup_seals WHERE hour >= $1 AND hour + $3 <= $2`, since, until, hourMs)
+	return db.hourSet(ctx, `SELECT hour FROM rollup_seals WHERE hour >= $1 AND hour + $3 <= $2`, since, until, hourMs)
+}
+
+// hourSet runs query, whose one column is an hour (ms), and answers the
+// hours it returned as a set.
+func (db *DB) hourSet(ctx context.Context, query string, args ...any) (map[int64]bool, error) {
+	rows, err := db.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -72,4 +78,27 @@ func (db *DB) sealedHours(ctx context.Context, since, until int64) (map[int64]bo
 		out[h] = true
 	}
 	return out, rows.Err()
+}
+
+// splitHours walks [since, until) hour by hour: where sealedAt(c, h) holds
+// (c is where the walk stands, h the hour it falls in) the hour h is read
+// sealed and the walk moves to its end; every other stretch goes into
+// ranges, adjacent stretches merged, to read from the finer rows.
+func splitHours(since, until int64, sealedAt func(c, h int64) bool) (hours []int64, ranges [][2]int64) {
+	for c := since; c < until; {
+		h := floorHour(c)
+		if sealedAt(c, h) {
+			hours = append(hours, h)
+			c = min(until, h+hourMs)
+			continue
+		}
+		next := min(until, h+hourMs)
+		if n := len(ranges); n > 0 && ranges[n-1][1] == c {
+			ranges[n-1][1] = next
+		} else {
+			ranges = append(ranges, [2]int64{c, next})
+		}
+		c = next
+	}
+	return hours, ranges
 }

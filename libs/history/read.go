@@ -42,23 +42,7 @@ func (db *DB) WatchTraffic(ctx context.Context, app string, targets []string, si
 	}
 	// Whole sealed hours come from rollup_hours; every other stretch of
 	// the range from the minute roll-ups.
-	var hours []int64
-	var ranges [][2]int64
-	for c := since; c < until; {
-		h := floorHour(c)
-		if c == h && sealed[h] && h+hourMs <= until {
-			hours = append(hours, h)
-			c = h + hourMs
-			continue
-		}
-		next := min(until, h+hourMs)
-		if n := len(ranges); n > 0 && ranges[n-1][1] == c {
-			ranges[n-1][1] = next
-		} else {
-			ranges = append(ranges, [2]int64{c, next})
-		}
-		c = next
-	}
+	hours, ranges := splitHours(since, until, func(c, h int64) bool { return c == h && sealed[h] && h+hourMs <= until })
 	merge := func(t NodeTraffic) {
 		o, ok := out[t.Target]
 		if !ok {

@@ -240,41 +240,13 @@ func (db *DB) sealSeries(ctx context.Context, from, to int64) error {
 
 // seriesSealed lists the sealed hours of samples that overlap [since, until).
 func (db *DB) seriesSealed(ctx context.Context, since, until int64) (map[int64]bool, error) {
-	rows, err := db.pool.Query(ctx, `SELECT hour FROM watch_series_seals WHERE hour + $3 > $1 AND hour < $2`, since, until, hourMs)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[int64]bool{}
-	for rows.Next() {
-		var h int64
-		if err := rows.Scan(&h); err != nil {
-			return nil, err
-		}
-		out[h] = true
-	}
-	return out, rows.Err()
+	return db.hourSet(ctx, `SELECT hour FROM watch_series_seals WHERE hour + $3 > $1 AND hour < $2`, since, until, hourMs)
 }
 
 // splitSealed divides [since, until) into the sealed hours it overlaps
 // and the stretches to read from the samples.
 func splitSealed(sealed map[int64]bool, since, until int64) (hours []int64, ranges [][2]int64) {
-	for c := since; c < until; {
-		h := floorHour(c)
-		if sealed[h] {
-			hours = append(hours, h)
-			c = min(until, h+hourMs)
-			continue
-		}
-		next := min(until, h+hourMs)
-		if n := len(ranges); n > 0 && ranges[n-1][1] == c {
-			ranges[n-1][1] = next
-		} else {
-			ranges = append(ranges, [2]int64{c, next})
-		}
-		c = next
-	}
-	return hours, ranges
+	return splitHours(since, until, func(_, h int64) bool { return sealed[h] })
 }
 
 // sealedPack is the body of one sealed hour of one path.

@@ -45,7 +45,7 @@ func (s *Stack) HistoryNote() string { return s.historyNote }
 // startRecorder starts gate-recorder (after gate-api, which has migrated
 // the schema) on a free port and waits for its /health.
 func (s *Stack) startRecorder(ctx context.Context) error {
-	bind, err := freeAddr()
+	bind, err := FreeAddr()
 	if err != nil {
 		return err
 	}

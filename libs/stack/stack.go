@@ -284,7 +284,7 @@ func (s *Stack) start(ctx context.Context) error {
 	}
 	gateBind := s.cfg.GateBind
 	if gateBind == "" {
-		if gateBind, err = freeAddr(); err != nil {
+		if gateBind, err = FreeAddr(); err != nil {
 			return err
 		}
 	}
@@ -326,7 +326,7 @@ func (s *Stack) startQueen(ctx context.Context) error {
 	}
 	if addr == "" {
 		var err error
-		if addr, err = freeAddr(); err != nil {
+		if addr, err = FreeAddr(); err != nil {
 			return err
 		}
 	}
@@ -494,7 +494,7 @@ func (s *Stack) StartRelay(ctx context.Context, env ...string) (*Process, error)
 func (s *Stack) startRelay(ctx context.Context, bind string, env []string) (*Process, error) {
 	var err error
 	if bind == "" {
-		if bind, err = freeAddr(); err != nil {
+		if bind, err = FreeAddr(); err != nil {
 			return nil, err
 		}
 	}
@@ -635,8 +635,10 @@ func (s *Stack) stopChildren() {
 	}
 }
 
-// freeAddr returns a loopback host:port nobody listens on right now.
-func freeAddr() (string, error) {
+// FreeAddr returns a loopback host:port nobody listens on right now (the
+// port is free when it answers; another process may take it before the
+// caller listens).
+func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("finding a free port: %w", err)

@@ -54,13 +54,13 @@ func TestDialableTurnsWildcardBindsIntoLoopback(t *testing.T) {
 
 func TestFreeAddrCanBeListenedOn(t *testing.T) {
 	t.Parallel()
-	a, err := freeAddr()
+	a, err := FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
 	l, err := net.Listen("tcp", a)
 	if err != nil {
-		t.Fatalf("freeAddr gave %s, which cannot be listened on: %v", a, err)
+		t.Fatalf("FreeAddr gave %s, which cannot be listened on: %v", a, err)
 	}
 	l.Close()
 }
@@ -196,7 +196,7 @@ func TestLaunchRecordsStartsAwaitsAndReportsAChild(t *testing.T) {
 		t.Fatalf("logged %v, want WARN sleeper healthy with its url, pid %d and why", rec, ok.Pid())
 	}
 
-	dead, err := freeAddr()
+	dead, err := FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -54,17 +53,8 @@ func main() {
 	}
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 func run(ctx context.Context, rate int, reads time.Duration, clients, updates, updateRate int) error {
-	bind, err := freeAddr()
+	bind, err := stack.FreeAddr()
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -83,7 +82,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	consoleBind, err := freeAddr()
+	consoleBind, err := stack.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -176,15 +175,6 @@ func run() error {
 	return nil
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 // waitHealthy waits for url to answer 200, or, with answered, any status
 // (a console whose broker is down answers /health with 503).
 func waitHealthy(ctx context.Context, url string, answered bool) error {
@@ -242,7 +232,7 @@ func startConsole(ctx context.Context, bin, logPath string, env []string) (strin
 // startConsoleAnswering is startConsole; with answered it waits for any
 // answer of /health instead of a healthy one.
 func startConsoleAnswering(ctx context.Context, bin, logPath string, env []string, answered bool) (string, func(), error) {
-	bind, err := freeAddr()
+	bind, err := stack.FreeAddr()
 	if err != nil {
 		return "", nil, err
 	}

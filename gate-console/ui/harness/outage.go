@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/queen-mq/gate/libs/stack"
 )
 
 // outage is a switchable path to the broker: a reverse proxy on its own
@@ -30,7 +32,7 @@ func newOutage(queenURL string) (*outage, error) {
 	if err != nil {
 		return nil, err
 	}
-	addr, err := freeAddr()
+	addr, err := stack.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +84,7 @@ func (o *outage) down() error {
 
 // control is the switch the tests call: POST /down, POST /up.
 func (o *outage) control() (string, func(), error) {
-	addr, err := freeAddr()
+	addr, err := stack.FreeAddr()
 	if err != nil {
 		return "", nil, err
 	}

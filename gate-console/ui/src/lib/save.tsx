@@ -50,6 +50,17 @@ export function useSaveFlow(onSaved: (res: Declared, dry: DryRun) => void, onRef
     onRefused?.(ae);
   };
 
+  // A refused dry run or save: a precondition failure (412) means the name
+  // is taken (a create) or someone saved first (an edit); anything else fails.
+  const refused = async (t: SaveTarget, e: unknown) => {
+    if (e instanceof ApiError && e.status === 412) {
+      if (t.create) setStage({ kind: "exists", app: t.app, graph: t.graph, body: e.body });
+      else await overtaken(t, e.body);
+      return;
+    }
+    fail(e);
+  };
+
   const check = async (t: SaveTarget) => {
     target.current = t;
     setStage({ kind: "checking" });
@@ -58,12 +69,7 @@ export function useSaveFlow(onSaved: (res: Declared, dry: DryRun) => void, onRef
       const dry = await api.dryRun(t.app, t.graph, t.doc, pre);
       setStage({ kind: "review", dry, pre: t.create ? { ifNoneMatch: "*" } : dry.storedEtag ? { ifMatch: dry.storedEtag } : { ifNoneMatch: "*" }, overtaken: null });
     } catch (e) {
-      if (e instanceof ApiError && e.status === 412) {
-        if (t.create) setStage({ kind: "exists", app: t.app, graph: t.graph, body: e.body });
-        else await overtaken(t, e.body);
-        return;
-      }
-      fail(e);
+      await refused(t, e);
     }
   };
 
@@ -77,12 +83,7 @@ export function useSaveFlow(onSaved: (res: Declared, dry: DryRun) => void, onRef
       setStage({ kind: "idle" });
       onSaved(res, dry);
     } catch (e) {
-      if (e instanceof ApiError && e.status === 412) {
-        if (t.create) setStage({ kind: "exists", app: t.app, graph: t.graph, body: e.body });
-        else await overtaken(t, e.body);
-        return;
-      }
-      fail(e);
+      await refused(t, e);
     }
   };
 

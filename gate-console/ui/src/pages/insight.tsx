@@ -1,13 +1,13 @@
 // Watch, "Why is traffic waiting?" and "Traffic over time": read-only pages
 // over the recorder and history routes (gate-runtime.md §5.4, §6.1–6.3).
 import { useMemo, useState } from "react";
-import type { GraphSimulation, GraphView, Simulation, Snapshot, VendorComparison, VendorSpan } from "../wire";
+import type { Finding, GraphSimulation, GraphView, Simulation, Snapshot, VendorComparison, VendorSpan } from "../wire";
 import { api, ApiError, useLoad } from "../lib/api";
 import { TimeChart, type Series } from "../lib/chart";
 import type { GraphDoc } from "../lib/doc";
 import { keepTried, readDraft } from "../lib/draft";
 import { graphHref, useQueryParam } from "../lib/router";
-import { duration, Empty, ErrorState, fmt, Link, Loading, Stat, useCanWrite, when } from "../lib/ui";
+import { absolute, duration, Empty, ErrorState, fmt, Link, Loading, Stat, useCanWrite, when } from "../lib/ui";
 
 export function WatchPage({ app, graph, view }: { app: string; graph: string; view: GraphView | null }) {
   const w = useLoad(() => api.watch(app, graph), [app, graph], 15000);
@@ -200,6 +200,17 @@ export function VendorSpans({ spans }: { spans: VendorSpan[] }) {
   );
 }
 
+/** One diagnostics finding: what is wrong, the next check, where, and since when (at is the server's time of the check). */
+export function FindingCard({ app, graph, f, at }: { app: string; graph: string; f: Finding; at: number }) {
+  return (
+    <li className="card" style={{ marginBottom: 10 }} data-kind={f.kind}>
+      <div className="row"><span className={`badge ${f.severity === "bad" ? "bad" : f.severity === "warn" ? "warn" : "info"}`}>{f.severity}</span><strong>{f.title}</strong></div>
+      <p style={{ margin: "6px 0" }}>Next check: {f.action}</p>
+      <div className="small muted">{f.node ? <Link to={graphHref(app, graph, "", `node=${encodeURIComponent(f.node)}`)}>node {f.node}</Link> : null}{f.path ? ` · path ${f.path}` : ""} · first seen <time dateTime={new Date(f.since).toISOString()}>{absolute(f.since)}</time> ({duration((at - f.since) / 1000)} ago)</div>
+    </li>
+  );
+}
+
 export function Why({ app, graph }: { app: string; graph: string }) {
   const d = useLoad(() => api.diagnostics(app, graph), [app, graph], 5000);
   if (d.loading && !d.data) return <Loading />;
@@ -210,13 +221,7 @@ export function Why({ app, graph }: { app: string; graph: string }) {
         <>
           {d.data.issues.length === 0 ? <div className="card"><Empty title="Nothing is waiting">No backlog, backoff, cursor or worker problem on this graph right now.</Empty></div> : null}
           <ul style={{ listStyle: "none", padding: 0, margin: 0 }} data-testid="findings">
-            {d.data.issues.map((f, i) => (
-              <li key={i} className="card" style={{ marginBottom: 10 }} data-kind={f.kind}>
-                <div className="row"><span className={`badge ${f.severity === "bad" ? "bad" : f.severity === "warn" ? "warn" : "info"}`}>{f.severity}</span><strong>{f.title}</strong></div>
-                <p style={{ margin: "6px 0" }}>Next check: {f.action}</p>
-                <div className="small muted">{f.node ? <Link to={graphHref(app, graph, "", `node=${encodeURIComponent(f.node)}`)}>node {f.node}</Link> : null}{f.path ? ` · path ${f.path}` : ""} · first seen {when(f.since)} ({duration((d.data!.at - f.since) / 1000)} ago)</div>
-              </li>
-            ))}
+            {d.data.issues.map((f, i) => <FindingCard key={i} app={app} graph={graph} f={f} at={d.data!.at} />)}
           </ul>
           <p className="small muted">{d.data.durationScope}</p>
         </>

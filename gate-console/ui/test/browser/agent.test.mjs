@@ -4,36 +4,23 @@
 // its assumptions, keep it across navigation, review it in the editor,
 // create it through the normal declare route, and see it run; a refresh
 // clears the conversation; a viewer cannot chat.
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { apiCall, cleanPage, launch, missing, requireLive, shot, startStack } from "./lib.mjs";
+import { apiCall, cleanPage, liveSuite, shot } from "./lib.mjs";
 
-const why = await missing();
-const skip = why && !requireLive ? why : false;
-if (why && requireLive) {
-  test("the AI agent browser tests can run (GATE_TEST_REQUIRE_LIVE=1)", () => assert.fail(why));
-}
-
+const live = await liveSuite("the AI agent browser tests");
 const app = `ai${Date.now().toString(36).slice(-5)}`;
 const graph = "sms-limit";
-let stack, browser;
 
-const calls = async () => Number(await (await fetch(stack.fakeAI + "/calls")).text());
+const calls = async () => Number(await (await fetch(live.stack.fakeAI + "/calls")).text());
 
-describe("AI agent panel in chromium", { skip, timeout: 900000 }, () => {
-  before(async () => {
-    stack = await startStack();
-    browser = await launch();
-  }, { timeout: 300000 });
-  after(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+describe("AI agent panel in chromium", { skip: live.skip, timeout: 900000 }, () => {
+  live.start();
 
   test("ask → draft with assumptions → kept across navigation → review in editor → create → the graph runs; refresh clears it", async () => {
-    const p = await cleanPage(browser.browser);
+    const p = await cleanPage(live.browser);
     const pg = p.page;
-    await pg.goto(stack.console + "/targets");
+    await pg.goto(live.stack.console + "/targets");
     await pg.getByTestId("create-with-ai").click();
     const panel = pg.getByTestId("agent-panel");
     await panel.waitFor();
@@ -50,7 +37,7 @@ describe("AI agent panel in chromium", { skip, timeout: 900000 }, () => {
     assert.match(await pg.getByTestId("agent-draft").innerText(), new RegExp(`Draft ${app}/${graph}`));
     assert.equal(await calls() - before, 1, "one provider call for a valid draft");
     // The agent saved nothing.
-    assert.equal((await apiCall(stack.api, "GET", `/v1/apps/${app}/graphs/${graph}`)).status, 404);
+    assert.equal((await apiCall(live.stack.api, "GET", `/v1/apps/${app}/graphs/${graph}`)).status, 404);
     await shot(pg, "ai-agent-1440-light");
 
     // Closing the panel and navigating keeps the conversation and draft.
@@ -86,13 +73,13 @@ describe("AI agent panel in chromium", { skip, timeout: 900000 }, () => {
     // The graph runs: a relay reports it, and pushes go through.
     let view;
     for (let i = 0; i < 60; i++) {
-      view = await apiCall(stack.api, "GET", `/v1/apps/${app}/graphs/${graph}`);
+      view = await apiCall(live.stack.api, "GET", `/v1/apps/${app}/graphs/${graph}`);
       if (view.status === 200 && view.json?.running) break;
       await new Promise((r) => setTimeout(r, 500));
     }
     assert.equal(view.status, 200, view.text);
     assert.equal(view.json.running, true, `the created graph does not run: ${view.text.slice(0, 400)}`);
-    const push = await apiCall(stack.api, "POST", `/v1/apps/${app}/graphs/${graph}/nodes/limit/push`, { payload: { to: "+100" } });
+    const push = await apiCall(live.stack.api, "POST", `/v1/apps/${app}/graphs/${graph}/nodes/limit/push`, { payload: { to: "+100" } });
     assert.equal(push.status, 200, push.text);
 
     // A refresh clears the conversation and the draft.
@@ -108,9 +95,9 @@ describe("AI agent panel in chromium", { skip, timeout: 900000 }, () => {
   });
 
   test("a clarification comes back without a draft; a taken name is refused by Gate's validation after one repair", async () => {
-    const p = await cleanPage(browser.browser);
+    const p = await cleanPage(live.browser);
     const pg = p.page;
-    await pg.goto(stack.console + "/");
+    await pg.goto(live.stack.console + "/");
     await pg.getByTestId("nav-agent").click();
     await pg.getByTestId("agent-app").fill(app);
     await pg.getByTestId("agent-input").fill("Set up the correct limits for my vendor.");
@@ -135,9 +122,9 @@ describe("AI agent panel in chromium", { skip, timeout: 900000 }, () => {
   });
 
   test("a viewer sees the panel read-only and the server refuses the viewer's chat", async () => {
-    const p = await cleanPage(browser.browser);
+    const p = await cleanPage(live.browser);
     const pg = p.page;
-    await pg.goto(stack.viewer + "/targets");
+    await pg.goto(live.stack.viewer + "/targets");
     await pg.getByTestId("targets-table").or(pg.getByText("No targets yet")).first().waitFor();
     assert.equal(await pg.getByTestId("create-with-ai").count(), 0);
     await pg.getByTestId("nav-agent").click();

@@ -5,39 +5,26 @@
 // gate-recorder runs in the stack (a fresh PostgreSQL schema per run, a 1 s
 // flush), so Watch, Traffic over time, Try a limit and the denials read
 // real history.
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { apiCall, cleanPage, launch, missing, num, requireLive, shot, startStack, until } from "./lib.mjs";
+import { apiCall, cleanPage, liveSuite, num, shot, until } from "./lib.mjs";
 
-const why = await missing();
-const skip = why && !requireLive ? why : false;
-if (why && requireLive) {
-  test("the browser tests can run (GATE_TEST_REQUIRE_LIVE=1)", () => assert.fail(why));
-}
-
+const live = await liveSuite();
 const app = `ui${Date.now().toString(36).slice(-5)}`;
-let stack, browser;
 
-describe("console in chromium", { skip, timeout: 900000 }, () => {
-  before(async () => {
-    stack = await startStack();
-    browser = await launch();
-  }, { timeout: 300000 });
-  after(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+describe("console in chromium", { skip: live.skip, timeout: 900000 }, () => {
+  live.start();
 
   const open = async (base, path, opts) => {
-    const p = await cleanPage(browser.browser, opts);
+    const p = await cleanPage(live.browser, opts);
     await p.page.goto(base + path);
     return p;
   };
 
   test("dev-bypass sign-in: the banner names the identity, an admin sees write controls", async () => {
-    const p = await open(stack.console, "/");
+    const p = await open(live.stack.console, "/");
     await p.page.getByTestId("dev-banner").waitFor();
-    assert.match(await p.page.getByTestId("dev-banner").innerText(), new RegExp(stack.admin.replace(".", "\\.")));
+    assert.match(await p.page.getByTestId("dev-banner").innerText(), new RegExp(live.stack.admin.replace(".", "\\.")));
     assert.equal(await p.page.getByTestId("role").innerText(), "admin");
     await p.page.getByTestId("stat-broker").getByText("reachable").waitFor();
     assert.ok(await p.page.getByRole("link", { name: "New target" }).count() > 0);
@@ -46,8 +33,8 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
   });
 
   test("the stack records history: gate-recorder runs on this run's own schema", () => {
-    assert.match(stack.history, /gate-recorder runs|5432/, `no history in the harness: ${stack.history}`);
-    assert.match(stack.schema, /^ui_\d+_\d+$/);
+    assert.match(live.stack.history, /gate-recorder runs|5432/, `no history in the harness: ${live.stack.history}`);
+    assert.match(live.stack.schema, /^ui_\d+_\d+$/);
   });
 
   // A Watch graph fed through the front door early. The Watch summary
@@ -58,17 +45,17 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
   const trialItems = 40;
   let trialFed;
   test("a Watch graph takes items through gate-api's front door", async () => {
-    const w = await apiCall(stack.api, "PUT", `/v1/apps/${app}/graphs/trial`, { version: 3, counters: { windowSeconds: 60 }, watch: { durationSeconds: 900 },
+    const w = await apiCall(live.stack.api, "PUT", `/v1/apps/${app}/graphs/trial`, { version: 3, counters: { windowSeconds: 60 }, watch: { durationSeconds: 900 },
       nodes: { api: { ingress: true, budgets: [], egress: { queue: `${app}.trial.out`, group: "trialists" } } }, paths: [{ name: "main", nodes: ["api"] }] });
     assert.equal(w.status, 200, w.text);
-    const v = await apiCall(stack.api, "GET", `/v1/apps/${app}/graphs/trial`);
+    const v = await apiCall(live.stack.api, "GET", `/v1/apps/${app}/graphs/trial`);
     const startedAt = v.json.spec?.watch?.startedAt;
     assert.ok(Number.isInteger(startedAt), `gate-api stamps watch.startedAt: ${v.text}`);
     const firstMinute = Math.ceil(startedAt / 60000) * 60000;
     trialFed = (async () => {
       await new Promise((r) => setTimeout(r, Math.max(0, firstMinute + 1000 - Date.now())));
       for (let i = 0; i < trialItems; i++) {
-        const r = await apiCall(stack.api, "POST", `/v1/apps/${app}/graphs/trial/nodes/api/push`, { partition: `p${i % 4}`, payload: { n: i } });
+        const r = await apiCall(live.stack.api, "POST", `/v1/apps/${app}/graphs/trial/nodes/api/push`, { partition: `p${i % 4}`, payload: { n: i } });
         assert.equal(r.status, 200, r.text);
       }
     })();
@@ -76,26 +63,26 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
   });
 
   test("sign-in through the OIDC provider (mockoidc): signed out → Sign in → provider → back, signed in as the provider's user", async () => {
-    const p = await open(stack.signin, "/targets");
+    const p = await open(live.stack.signin, "/targets");
     const pg = p.page;
     // Signed out: the console says so and offers the sign-in link (the 401 is the point).
     p.allow(/status of 401/);
     await pg.getByTestId("error-state").waitFor();
     assert.equal(await pg.getByTestId("dev-banner").count(), 0, "the sign-in console must not use the dev bypass");
     await pg.getByRole("link", { name: "Sign in" }).click();
-    await pg.waitForURL(`${stack.signin}/targets`, { timeout: 30000 });
+    await pg.waitForURL(`${live.stack.signin}/targets`, { timeout: 30000 });
     await pg.getByTestId("role").waitFor();
     assert.equal(await pg.getByTestId("role").innerText(), "admin");
-    assert.equal(await pg.locator("header .email, nav .email, .email").first().innerText(), stack.signinUser);
+    assert.equal(await pg.locator("header .email, nav .email, .email").first().innerText(), live.stack.signinUser);
     await pg.getByTestId("targets-table").waitFor();
     const me = await pg.evaluate(async () => (await fetch("/api/me")).json());
-    assert.equal(me.email, stack.signinUser);
+    assert.equal(me.email, live.stack.signinUser);
     p.assertClean();
     await p.close();
   });
 
   test("wizard → target created → integration guide → front-door pushes show in the live counters", async () => {
-    const p = await open(stack.console, "/targets/new");
+    const p = await open(live.stack.console, "/targets/new");
     const pg = p.page;
     await pg.getByTestId("w-application").fill(app);
     await pg.getByTestId("w-name").fill("mailer");
@@ -127,7 +114,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await pg.getByTestId("stages-table").waitFor();
     await pg.getByText(/streaming stage counters/).waitFor({ timeout: 20000 });
     for (let i = 0; i < 12; i++) {
-      const r = await apiCall(stack.api, "POST", `/v1/apps/${app}/graphs/mailer/nodes/limit/push`, { partition: "p1", payload: { accountId: "a", n: i } });
+      const r = await apiCall(live.stack.api, "POST", `/v1/apps/${app}/graphs/mailer/nodes/limit/push`, { partition: "p1", payload: { accountId: "a", n: i } });
       assert.equal(r.status, 200, r.text);
     }
     await pg.waitForFunction(() => Number(document.querySelector('[data-testid="forwarded"]')?.textContent?.replace(/,/g, "")) >= 12, null, { timeout: 30000 });
@@ -136,15 +123,15 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
   });
 
   test("a viewer sees no write controls, and the server refuses the viewer's write", async () => {
-    const p = await open(stack.viewer, `/graphs/${app}/mailer`);
+    const p = await open(live.stack.viewer, `/graphs/${app}/mailer`);
     await p.page.getByTestId("node-panel").waitFor();
     assert.equal(await p.page.getByTestId("role").innerText(), "viewer");
     assert.equal(await p.page.getByTestId("backoff").count(), 0, "viewer sees Apply backoff");
     assert.equal(await p.page.getByTestId("lift").count(), 0);
-    await p.page.goto(stack.viewer + "/targets");
+    await p.page.goto(live.stack.viewer + "/targets");
     await p.page.getByTestId("targets-table").waitFor();
     assert.equal(await p.page.getByRole("link", { name: "New target" }).count(), 0, "viewer sees New target");
-    await p.page.goto(stack.viewer + `/graphs/${app}/mailer/edit`);
+    await p.page.goto(live.stack.viewer + `/graphs/${app}/mailer/edit`);
     await p.page.getByText(/Read-only/).waitFor();
     assert.equal(await p.page.getByTestId("save").count(), 0);
     p.allow(/status of 403/);
@@ -155,7 +142,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
   });
 
   test("edit in the form, switch to JSON, change, switch back: nothing is lost; the version is bumped where required", async () => {
-    const p = await open(stack.console, `/graphs/${app}/mailer/edit`);
+    const p = await open(live.stack.console, `/graphs/${app}/mailer/edit`);
     const pg = p.page;
     // The draft's dry run (the form's enforced-numbers hint) is refused with
     // 409 version-bump once the budget is renamed, before the save says so.
@@ -181,7 +168,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await pg.getByTestId("save").click();
     await pg.getByTestId("raise-version").waitFor();
     assert.match(await pg.getByTestId("save-summary").innerText(), /version/);
-    assert.equal((await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`)).json.version, 1, "a refused save stored something");
+    assert.equal((await apiCall(live.stack.console, "GET", `/v1/apps/${app}/graphs/mailer`)).json.version, 1, "a refused save stored something");
     await pg.getByTestId("raise-version").click();
     // The click's state update renders after it returns: wait for the form
     // to show the raised version before reading it (read at once, it raced).
@@ -192,7 +179,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.match(await pg.getByTestId("diff").innerText(), /Version 1 → 2/);
     await pg.getByTestId("confirm-save").click();
     await pg.waitForURL(`**/graphs/${app}/mailer?saved=1`);
-    const v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
+    const v = await apiCall(live.stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
     assert.equal(v.json.version, 2, "the version was not bumped");
     assert.equal(v.json.nodes[0].budgets[0].id, "renamed");
     assert.equal(v.json.nodes[0].budgets[0].count, 30);
@@ -201,7 +188,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
   });
 
   test("a rule refusal from the server is shown at the field it names", async () => {
-    const p = await open(stack.console, `/graphs/${app}/mailer/edit`);
+    const p = await open(live.stack.console, `/graphs/${app}/mailer/edit`);
     const pg = p.page;
     await pg.getByTestId("graph-form").waitFor();
     await pg.getByTestId("budget-count").first().fill("5");
@@ -217,7 +204,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
   });
 
   test("clone: new name, version 1, Gate-owned ingress, a new outgoing queue required, then the guide", async () => {
-    const p = await open(stack.console, `/graphs/${app}/mailer/clone`);
+    const p = await open(live.stack.console, `/graphs/${app}/mailer/clone`);
     const pg = p.page;
     await pg.getByTestId("clone-note").waitFor();
     assert.match(await pg.getByTestId("clone-note").innerText(), /outgoing queues for limit/);
@@ -230,7 +217,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await pg.getByTestId("save").click();
     await pg.getByTestId("confirm-save").click();
     await pg.waitForURL(`**/graphs/${app}/mailer-copy/guide?created=1`);
-    const v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer-copy`);
+    const v = await apiCall(live.stack.console, "GET", `/v1/apps/${app}/graphs/mailer-copy`);
     assert.equal(v.json.version, 1);
     assert.equal(v.json.nodes[0].egressQueue, `${app}.copy.out`);
     assert.equal(v.json.nodes[0].ingressOwnedByGate, true);
@@ -239,7 +226,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
   });
 
   test("a backoff shows on the graph and lifting it clears it", async () => {
-    const p = await open(stack.console, `/graphs/${app}/mailer`);
+    const p = await open(live.stack.console, `/graphs/${app}/mailer`);
     const pg = p.page;
     await pg.getByTestId("backoff-none").waitFor();
     await pg.getByTestId("backoff-seconds").fill("120");
@@ -255,30 +242,30 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.equal(await pg.locator('[data-testid="explain-answer"] tr[data-binds="yes"]').count(), 1);
     // By transaction id: an item pushed with a txn is explained from the
     // push door's record of it, and the answer says where it was pushed.
-    let v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
+    let v = await apiCall(live.stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
     const entry = v.json.nodes[0].node;
-    const pushed = await apiCall(stack.console, "POST", `/v1/apps/${app}/graphs/mailer/nodes/${entry}/push`, { txn: "browser-txn-1", payload: { to: "a@example.com" } });
+    const pushed = await apiCall(live.stack.console, "POST", `/v1/apps/${app}/graphs/mailer/nodes/${entry}/push`, { txn: "browser-txn-1", payload: { to: "a@example.com" } });
     assert.equal(pushed.status, 200, pushed.text);
     await pg.getByTestId("explain-txn").fill("browser-txn-1");
     await pg.getByTestId("explain").click();
     const item = pg.getByTestId("explain-item");
     await item.waitFor();
     assert.match(await item.innerText(), new RegExp(`^Item browser-txn-1: pushed to ${entry} at `));
-    v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
+    v = await apiCall(live.stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
     assert.ok(v.json.nodes[0].breaker && v.json.nodes[0].breaker.retryAfterSeconds === 120);
     // "Why is traffic waiting?" names the backoff, at its node.
-    await pg.goto(stack.console + `/graphs/${app}/mailer/why`);
+    await pg.goto(live.stack.console + `/graphs/${app}/mailer/why`);
     const finding = pg.locator('[data-testid="findings"] li[data-kind="backoff"]');
     await finding.waitFor({ timeout: 30000 });
     assert.match(await finding.innerText(), /node limit/);
-    await pg.goto(stack.console + `/graphs/${app}/mailer`);
+    await pg.goto(live.stack.console + `/graphs/${app}/mailer`);
     await pg.getByTestId("lift").click();
     await pg.getByTestId("backoff-confirm-button").click();
     await pg.getByTestId("backoff-none").waitFor();
-    v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
+    v = await apiCall(live.stack.console, "GET", `/v1/apps/${app}/graphs/mailer`);
     assert.equal(v.json.nodes[0].breaker, null);
     // Lifted: the finding is gone (the page polls every 5 s).
-    await pg.goto(stack.console + `/graphs/${app}/mailer/why`);
+    await pg.goto(live.stack.console + `/graphs/${app}/mailer/why`);
     await pg.getByTestId("findings").waitFor();
     await pg.waitForFunction(() => !document.querySelector('[data-testid="findings"] li[data-kind="backoff"]'), null, { timeout: 30000 });
     p.assertClean();
@@ -294,13 +281,13 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
       ] } },
       paths: [{ name: "main", nodes: ["call"] }],
     };
-    let r = await apiCall(stack.console, "PUT", `/v1/apps/${app}/graphs/tiers`, doc);
+    let r = await apiCall(live.stack.console, "PUT", `/v1/apps/${app}/graphs/tiers`, doc);
     assert.equal(r.status, 200, r.text);
     for (let i = 0; i < 25; i++) {
-      r = await apiCall(stack.console, "PUT", `/v1/apps/${app}/graphs/tiers/nodes/call/budgets/per-customer/keys/c-${String(i).padStart(2, "0")}`, { count: 100 + i });
+      r = await apiCall(live.stack.console, "PUT", `/v1/apps/${app}/graphs/tiers/nodes/call/budgets/per-customer/keys/c-${String(i).padStart(2, "0")}`, { count: 100 + i });
       assert.equal(r.status, 200, r.text);
     }
-    const p = await open(stack.console, `/graphs/${app}/tiers`);
+    const p = await open(live.stack.console, `/graphs/${app}/tiers`);
     const pg = p.page;
     const rows = pg.locator('[data-testid="key-limits"] [data-testid="key-limit"]');
     await pg.getByTestId("key-limits").waitFor();
@@ -319,12 +306,12 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
 
   test("Traffic over time shows the annotation of a changing declare", async () => {
     // mailer went from v1 to v2 (a renamed budget) in the edit test: gate-api annotated it.
-    const p = await open(stack.console, `/graphs/${app}/mailer/traffic`);
+    const p = await open(live.stack.console, `/graphs/${app}/mailer/traffic`);
     const pg = p.page;
     const changes = pg.getByTestId("changes");
     await changes.waitFor({ timeout: 30000 });
     assert.match(await changes.innerText(), /v2/);
-    const tl = await apiCall(stack.api, "GET", `/api/apps/${app}/graphs/mailer/timeline?minutes=60`);
+    const tl = await apiCall(live.stack.api, "GET", `/api/apps/${app}/graphs/mailer/timeline?minutes=60`);
     assert.equal(tl.status, 200, tl.text);
     assert.ok(tl.json.events.some((e) => e.change.version === 2), tl.text);
     assert.equal(await changes.locator("li").count(), tl.json.events.length);
@@ -333,20 +320,20 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
   });
 
   test("recent denials on the graph are the relay's real denials", async () => {
-    const w = await apiCall(stack.api, "PUT", `/v1/apps/${app}/graphs/tight`, { version: 1,
+    const w = await apiCall(live.stack.api, "PUT", `/v1/apps/${app}/graphs/tight`, { version: 1,
       nodes: { api: { ingress: true, budgets: [{ id: "tiny", count: 2, timeMs: 1000 }], egress: { queue: `${app}.tight.out`, group: "tighters" } } }, paths: [{ name: "main", nodes: ["api"] }] });
     assert.equal(w.status, 200, w.text);
     for (let i = 0; i < 30; i++) {
-      const r = await apiCall(stack.api, "POST", `/v1/apps/${app}/graphs/tight/nodes/api/push`, { partition: "p1", payload: { n: i } });
+      const r = await apiCall(live.stack.api, "POST", `/v1/apps/${app}/graphs/tight/nodes/api/push`, { partition: "p1", payload: { n: i } });
       assert.equal(r.status, 200, r.text);
     }
     const traces = await until("a denial of tight in /api/traces", async () => {
-      const t = await apiCall(stack.api, "GET", "/api/traces?limit=200");
+      const t = await apiCall(live.stack.api, "GET", "/api/traces?limit=200");
       const mine = t.status === 200 ? t.json.filter((d) => d.application === app && d.graph === "tight") : [];
       return mine.length ? mine : null;
     }, 60000);
     assert.ok(traces.every((d) => d.outcome === "denied" && d.node === "api"));
-    const p = await open(stack.console, `/graphs/${app}/tight`);
+    const p = await open(live.stack.console, `/graphs/${app}/tight`);
     const rows = p.page.locator('[data-testid="denials"] tr');
     await rows.first().waitFor({ timeout: 30000 });
     const first = await rows.first().innerText();
@@ -360,7 +347,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
 
   test("Watch → recorded items → Try a limit → whole graph (saved) → Configure limits, unsaved tight draft → whole graph simulates the draft → saved → enforcing", async () => {
     await trialFed;
-    const p = await open(stack.console, `/graphs/${app}/trial/watch`);
+    const p = await open(live.stack.console, `/graphs/${app}/trial/watch`);
     const pg = p.page;
     await pg.getByTestId("watch-table").waitFor({ timeout: 30000 });
     // The relay hands its samples over every 10 s, the recorder drains every
@@ -370,7 +357,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
       await pg.getByTestId("watch-table").waitFor();
       return num(await pg.locator('[data-node="api"] [data-testid="watch-admitted"]').innerText()) === trialItems;
     }, 150000);
-    const sum = await apiCall(stack.api, "GET", `/api/apps/${app}/graphs/trial/watch`);
+    const sum = await apiCall(live.stack.api, "GET", `/api/apps/${app}/graphs/trial/watch`);
     assert.equal(sum.json.nodes[0].traffic.admitted, trialItems, sum.text);
     assert.ok(sum.json.minutes >= 1);
 
@@ -379,7 +366,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     // per-second samples a simulation replays are stored: wait for those first.
     const simURL = `/api/apps/${app}/graphs/trial/simulate?node=api&count=5&timeMs=1000&minutes=60`;
     await until(`the simulation replays the ${trialItems} recorded items`, async () => {
-      const r = await apiCall(stack.api, "GET", simURL);
+      const r = await apiCall(live.stack.api, "GET", simURL);
       if (r.status === 200 && r.json.items === trialItems) return true;
       // Thrown, not returned: a timeout then says what the route last
       // answered (fewer items: samples lost or late; more: counted twice).
@@ -388,7 +375,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await pg.getByTestId("sim-count").fill("5");
     await pg.getByTestId("sim-run").click();
     await pg.getByTestId("sim-result").waitFor({ timeout: 30000 });
-    const sim = await apiCall(stack.api, "GET", simURL);
+    const sim = await apiCall(live.stack.api, "GET", simURL);
     assert.equal(sim.status, 200, sim.text);
     assert.equal(sim.json.items, trialItems, sim.text);
     assert.ok(sim.json.delayedItems > 0, `40 items at 5/s must wait: ${sim.text}`);
@@ -407,9 +394,9 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
 
     // The whole graph, with no draft: the page says it replays the saved
     // document, and shows what the server computes for that document.
-    const stored = (await apiCall(stack.api, "GET", `/v1/apps/${app}/graphs/trial`)).json.spec;
+    const stored = (await apiCall(live.stack.api, "GET", `/v1/apps/${app}/graphs/trial`)).json.spec;
     const simPost = async (doc) => {
-      const r = await apiCall(stack.api, "POST", `/api/apps/${app}/graphs/trial/simulate?minutes=60`, doc);
+      const r = await apiCall(live.stack.api, "POST", `/api/apps/${app}/graphs/trial/simulate?minutes=60`, doc);
       assert.equal(r.status, 200, r.text);
       return r.json;
     };
@@ -488,7 +475,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.equal(await pg.getByTestId("sim-count").inputValue(), "2");
     await pg.getByTestId("sim-run").click();
     await pg.getByTestId("sim-result").waitFor({ timeout: 30000 });
-    const sim2 = await apiCall(stack.api, "GET", `/api/apps/${app}/graphs/trial/simulate?node=api&count=2&timeMs=1000&minutes=60`);
+    const sim2 = await apiCall(live.stack.api, "GET", `/api/apps/${app}/graphs/trial/simulate?node=api&count=2&timeMs=1000&minutes=60`);
     assert.equal(sim2.status, 200, sim2.text);
     assert.equal(num(await pg.getByTestId("sim-delayed").locator(".value").innerText()), sim2.json.delayedItems);
     assert.equal(num(await pg.getByTestId("sim-peak").locator(".value").innerText()), sim2.json.peakBacklog);
@@ -505,7 +492,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     await pg.getByTestId("confirm-save").click();
     await pg.waitForURL(`**/graphs/${app}/trial?saved=1`);
     await pg.getByText("enforcing", { exact: true }).waitFor();
-    const v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/trial`);
+    const v = await apiCall(live.stack.console, "GET", `/v1/apps/${app}/graphs/trial`);
     assert.equal(v.json.version, 4);
     assert.equal(v.json.watching, false);
     assert.equal(v.json.nodes[0].budgets[0].count, 25);
@@ -516,11 +503,11 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
 
   test("the overview shows the admitted rate the server computes from history (graphs with counters ran)", async () => {
     // The stack runs PostgreSQL history and gate-recorder, and trial records minute roll-ups (counters on).
-    const ov = await apiCall(stack.console, "GET", "/api/overview");
+    const ov = await apiCall(live.stack.console, "GET", "/api/overview");
     assert.equal(ov.status, 200, ov.text);
     assert.equal(ov.json.admitted_per_sec_reason, null, `the rate is knowable here: ${ov.text}`);
     assert.equal(typeof ov.json.admitted_per_sec, "number", ov.text);
-    const p = await open(stack.console, "/");
+    const p = await open(live.stack.console, "/");
     await p.page.getByTestId("stat-admitted").getByTestId("rate").waitFor();
     assert.match(await p.page.getByTestId("rate").innerText(), /^[\d,.]+\/s now$/);
     assert.equal(await p.page.getByTestId("rate-reason").count(), 0);
@@ -531,20 +518,20 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
   test("the lists page and search on the server: Targets, Graphs and the overview's Find a graph", async () => {
     const names = Array.from({ length: 12 }, (_, i) => `list${String(i).padStart(2, "0")}`);
     for (const n of names) {
-      const r = await apiCall(stack.api, "PUT", `/v1/apps/${app}/graphs/${n}`, { version: 1,
+      const r = await apiCall(live.stack.api, "PUT", `/v1/apps/${app}/graphs/${n}`, { version: 1,
         nodes: { limit: { ingress: true, budgets: [{ id: "global", count: 10, timeMs: 1000 }], egress: `${app}.${n}.out` } }, paths: [{ name: "main", nodes: ["limit"] }] });
       assert.equal(r.status, 200, r.text);
     }
-    const page1 = await apiCall(stack.console, "GET", `/api/targets?q=${app}/list&limit=5`);
+    const page1 = await apiCall(live.stack.console, "GET", `/api/targets?q=${app}/list&limit=5`);
     assert.equal(page1.status, 200, page1.text);
     assert.equal(page1.json.items.length, 5);
     assert.equal(page1.json.matched, 12);
     assert.ok(page1.json.next, "a first page of 5 of 12 names the next");
-    const bad = await apiCall(stack.console, "GET", "/api/targets?limit=0");
+    const bad = await apiCall(live.stack.console, "GET", "/api/targets?limit=0");
     assert.equal(bad.status, 422, bad.text);
     assert.equal(bad.json.field, "limit");
 
-    const p = await open(stack.console, `/targets?q=${encodeURIComponent(`${app}/list`)}`);
+    const p = await open(live.stack.console, `/targets?q=${encodeURIComponent(`${app}/list`)}`);
     const pg = p.page;
     await pg.getByTestId("targets-table").waitFor();
     await until("the targets page shows the 12 matching graphs", async () => (await pg.getByTestId("targets-table").locator("tbody tr").count()) === 12, 30000);
@@ -556,7 +543,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.match(await pg.getByTestId("targets-pager").getByRole("status").innerText(), /^No target matches · [\d,]+ targets$/);
 
     // The overview pages its search 10 at a time: Next and Previous walk the server's cursors.
-    await pg.goto(stack.console + "/");
+    await pg.goto(live.stack.console + "/");
     await pg.getByTestId("find-graph").fill(`${app}/list`);
     const status = pg.getByTestId("find-pager").getByRole("status");
     await until("the first page of the search", async () => /^1–10 of 12 matching/.test(await status.innerText()), 30000);
@@ -571,7 +558,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     assert.match(await pg.getByTestId("figures-age").innerText(), /computed on the server at most every 5 s/);
 
     // The Graphs page searches the same way, and an application filter keeps to it.
-    await pg.goto(stack.console + `/graphs?app=${app}&q=list1`);
+    await pg.goto(live.stack.console + `/graphs?app=${app}&q=list1`);
     await until("the graphs page shows list10 and list11", async () => (await pg.getByTestId("graphs-table").locator("tbody tr").count()) === 2, 30000);
     assert.match(await pg.getByTestId("graphs-pager").getByRole("status").innerText(), /^1–2 of 2 matching/);
     p.assertClean();
@@ -582,7 +569,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     // Every graph of this stack runs, so the answers are rewritten in the
     // browser; the server's side is gate-api's TestIngestQueuesWhenNoRelayRunsTheGraph.
     const sentence = "queued; no relay runs this graph right now: items wait in the ingress queue";
-    const p = await open(stack.console, "/");
+    const p = await open(live.stack.console, "/");
     const pg = p.page;
     const stopped = async (route) => {
       const res = await route.fetch();
@@ -592,11 +579,11 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     };
     await pg.route(`**/api/targets?*`, stopped);
     await pg.route(`**/v1/apps/${app}/graphs/mailer`, stopped);
-    await pg.goto(stack.console + `/targets?q=${app}/mailer`);
+    await pg.goto(live.stack.console + `/targets?q=${app}/mailer`);
     await pg.getByTestId("no-relay").first().waitFor();
     assert.match(await pg.getByTestId("targets-table").innerText(), new RegExp(sentence.replace(/[;:]/g, ".")));
     await shot(pg, "targets-no-relay-1440-light");
-    await pg.goto(stack.console + `/graphs/${app}/mailer`);
+    await pg.goto(live.stack.console + `/graphs/${app}/mailer`);
     await pg.getByTestId("no-relay-note").waitFor();
     assert.match(await pg.getByTestId("no-relay-note").innerText(), new RegExp(`Pushes are ${sentence.replace(/[;:]/g, ".")}`));
     assert.equal(await pg.getByTestId("not-running").innerText(), "queued, no relay");
@@ -607,7 +594,7 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
 
   test("every page at 1440×900 and 375×667, light and dark, saved under screenshots/", async () => {
     // A Watch graph so the Watch page has something to show.
-    const w = await apiCall(stack.api, "PUT", `/v1/apps/${app}/graphs/observe`, { version: 1, counters: { windowSeconds: 60 }, watch: { durationSeconds: 3600 },
+    const w = await apiCall(live.stack.api, "PUT", `/v1/apps/${app}/graphs/observe`, { version: 1, counters: { windowSeconds: 60 }, watch: { durationSeconds: 3600 },
       nodes: { api: { ingress: true, budgets: [], egress: { queue: `${app}.observe.out`, group: "observers" } } }, paths: [{ name: "main", nodes: ["api"] }] });
     assert.equal(w.status, 200, w.text);
     const pages = [
@@ -618,12 +605,12 @@ describe("console in chromium", { skip, timeout: 900000 }, () => {
     ];
     for (const [w, h] of [[1440, 900], [375, 667]]) {
       for (const theme of ["light", "dark"]) {
-        const p = await cleanPage(browser.browser, { width: w, height: h, theme });
+        const p = await cleanPage(live.browser, { width: w, height: h, theme });
         const failed = [];
         p.page.on("response", (r) => { if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`); });
         for (const [name, path] of pages) {
           failed.length = 0;
-          await p.page.goto(stack.console + path);
+          await p.page.goto(live.stack.console + path);
           await p.page.waitForLoadState("networkidle").catch(() => {});
           await p.page.waitForTimeout(600);
           // Every route answers now (history runs): no page shows an error state.

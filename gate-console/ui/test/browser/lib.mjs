@@ -7,6 +7,8 @@ import { existsSync, mkdirSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
 
 export const uiDir = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const repoRoot = resolve(uiDir, "../..");
@@ -41,6 +43,37 @@ export function startStack() {
       });
     });
   });
+}
+
+/**
+ * The live set-up every browser test file shares. liveSuite(what) reports
+ * why the file's tests cannot run here as live.skip (the describe's skip),
+ * or, under GATE_TEST_REQUIRE_LIVE=1, as a failing test named for what.
+ * Called inside the describe, live.start() registers its before (start the
+ * stack, then chromium) and after (onStop with the stack, then close
+ * chromium, then stop the stack); live.stack (startStack's answer) and
+ * live.browser (playwright's Browser) are set once before has run.
+ */
+export async function liveSuite(what = "the browser tests") {
+  const why = await missing();
+  if (why && requireLive) test(`${what} can run (GATE_TEST_REQUIRE_LIVE=1)`, () => assert.fail(why));
+  const live = {
+    skip: why && !requireLive ? why : false,
+    stack: undefined,
+    browser: undefined,
+    start({ onStop } = {}) {
+      before(async () => {
+        live.stack = await startStack();
+        live.browser = (await launch()).browser;
+      }, { timeout: 300000 });
+      after(async () => {
+        await onStop?.(live.stack);
+        await live.browser?.close();
+        await live.stack?.stop();
+      });
+    },
+  };
+  return live;
 }
 
 export async function launch() {

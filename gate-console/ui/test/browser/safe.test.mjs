@@ -3,18 +3,12 @@
 // reviewed through the server's dry run, an overtaken edit says who and
 // when, warnings stay visible, Back walks the wizard, delete and backoff
 // ask first, the history restores, and a broker outage reads "unknown".
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { apiCall, assertAccessible, cleanPage, launch, missing, requireLive, shot, startStack, until } from "./lib.mjs";
+import { apiCall, assertAccessible, cleanPage, liveSuite, shot, until } from "./lib.mjs";
 
-const why = await missing();
-const skip = why && !requireLive ? why : false;
-if (why && requireLive) {
-  test("the browser tests can run (GATE_TEST_REQUIRE_LIVE=1)", () => assert.fail(why));
-}
-
+const live = await liveSuite();
 const app = `sf${Date.now().toString(36).slice(-5)}`;
-let stack, browser;
 
 /** A one-node target document. */
 const target = (count, queue, { version = 1, timeMs = 1000 } = {}) => ({
@@ -23,35 +17,30 @@ const target = (count, queue, { version = 1, timeMs = 1000 } = {}) => ({
   paths: [{ name: "main", nodes: ["limit"] }],
 });
 const put = async (name, doc) => {
-  const r = await apiCall(stack.api, "PUT", `/v1/apps/${app}/graphs/${name}`, doc);
+  const r = await apiCall(live.stack.api, "PUT", `/v1/apps/${app}/graphs/${name}`, doc);
   assert.equal(r.status, 200, r.text);
   return r.json;
 };
 // Read through the process that wrote last: each process's catalogue
 // follows another's write on its next refresh. The test's own PUTs go to
 // gate-api; after a write in the browser, read through the console.
-const get = (name, via = stack.api) => apiCall(via, "GET", `/v1/apps/${app}/graphs/${name}`);
+const get = (name, via = live.stack.api) => apiCall(via, "GET", `/v1/apps/${app}/graphs/${name}`);
 
-describe("a console a team can trust with live graphs", { skip, timeout: 900000 }, () => {
-  before(async () => {
-    stack = await startStack();
-    browser = await launch();
-  }, { timeout: 300000 });
-  after(async () => {
-    if (stack?.brokerSwitch) await fetch(stack.brokerSwitch + "/up", { method: "POST" }).catch(() => {});
-    await browser?.close();
-    await stack?.stop();
+describe("a console a team can trust with live graphs", { skip: live.skip, timeout: 900000 }, () => {
+  live.start({
+    // A broker a test left down is brought back up before the stack stops.
+    onStop: async (stack) => { if (stack?.brokerSwitch) await fetch(stack.brokerSwitch + "/up", { method: "POST" }).catch(() => {}); },
   });
 
   const open = async (base, path, opts) => {
-    const p = await cleanPage(browser.browser, opts);
+    const p = await cleanPage(live.browser, opts);
     await p.page.goto(base + path);
     return p;
   };
 
   test("the wizard over an existing name says it exists, links to it, and the live target is untouched", async () => {
     await put("payments", target(5, `${app}.payments.out`));
-    const p = await open(stack.console, "/targets/new");
+    const p = await open(live.stack.console, "/targets/new");
     const pg = p.page;
     await pg.getByTestId("w-application").fill(app);
     await pg.getByTestId("w-name").fill("payments");
@@ -84,7 +73,7 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
   });
 
   test("New graph over an existing name is refused the same way: no version is raised, nothing is replaced", async () => {
-    const p = await open(stack.console, "/graphs/new");
+    const p = await open(live.stack.console, "/graphs/new");
     const pg = p.page;
     await pg.getByTestId("f-application").fill(app);
     await pg.getByTestId("f-graph").fill("payments");
@@ -104,7 +93,7 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
   });
 
   test("a sub-second window: the hint says what is enforced, the review lists the warning, and it stays after saving", async () => {
-    const p = await open(stack.console, "/targets/new");
+    const p = await open(live.stack.console, "/targets/new");
     const pg = p.page;
     await pg.getByTestId("w-application").fill(app);
     await pg.getByTestId("w-name").fill("subsec");
@@ -139,7 +128,7 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
 
   test("an edit someone else overtook says who and when, shows the difference, and saves over it only when confirmed", async () => {
     await put("stale", target(5, `${app}.stale.out`));
-    const p = await open(stack.console, `/graphs/${app}/stale/edit`);
+    const p = await open(live.stack.console, `/graphs/${app}/stale/edit`);
     const pg = p.page;
     await pg.getByTestId("graph-form").waitFor();
     // Someone else changes it through the API while the editor is open.
@@ -161,13 +150,13 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     await assertAccessible(pg, "an overtaken edit");
     await pg.getByTestId("confirm-save").click();
     await pg.waitForURL(`**/graphs/${app}/stale?saved=1`);
-    assert.equal((await get("stale", stack.console)).json.nodes[0].budgets[0].count, 50);
+    assert.equal((await get("stale", live.stack.console)).json.nodes[0].budgets[0].count, 50);
     p.assertClean();
     await p.close();
   });
 
   test("History: who changed what and when; a restore goes through its dry run and a confirmation", async () => {
-    const p = await open(stack.console, `/graphs/${app}/stale/history`);
+    const p = await open(live.stack.console, `/graphs/${app}/stale/history`);
     const pg = p.page;
     await pg.getByTestId("history-table").waitFor();
     assert.equal(await pg.title(), `Gate · ${app}/stale · History`);
@@ -183,12 +172,12 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     await pg.getByTestId("restore").click();
     await pg.getByTestId("restore-review").waitFor();
     assert.match(await pg.getByTestId("restore-diff").innerText(), /50 per 1 s.*→.*5 per 1 s/s);
-    assert.equal((await get("stale", stack.console)).json.nodes[0].budgets[0].count, 50, "the review stored something");
+    assert.equal((await get("stale", live.stack.console)).json.nodes[0].budgets[0].count, 50, "the review stored something");
     await shot(pg, "safe-history-restore");
     await assertAccessible(pg, "the restore review");
     await pg.getByTestId("restore-confirm").click();
     await pg.waitForURL(`**/graphs/${app}/stale?saved=1`);
-    const v = await get("stale", stack.console);
+    const v = await get("stale", live.stack.console);
     assert.equal(v.json.nodes[0].budgets[0].count, 5);
     assert.equal(v.json.version, 3);
     p.assertClean();
@@ -196,7 +185,7 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
   });
 
   test("Back walks the wizard's steps and the typed work survives Back, a reload and leaving", async () => {
-    const p = await open(stack.console, "/targets/new");
+    const p = await open(live.stack.console, "/targets/new");
     const pg = p.page;
     await pg.getByTestId("w-application").fill(app);
     await pg.getByTestId("w-name").fill("backtrack");
@@ -229,7 +218,7 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
 
   test("Apply and Lift backoff ask first; the reason is recorded in the annotation, and the lists show the hold", async () => {
     await put("held", target(20, `${app}.held.out`));
-    const p = await open(stack.console, `/graphs/${app}/held`);
+    const p = await open(live.stack.console, `/graphs/${app}/held`);
     const pg = p.page;
     await pg.getByTestId("backoff-none").waitFor();
     await pg.getByTestId("backoff-seconds").fill("300");
@@ -245,19 +234,19 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     await pg.getByTestId("backoff-active").waitFor();
     await pg.getByTestId("held-badge").waitFor();
     const tl = await until("the backoff annotation", async () => {
-      const r = await apiCall(stack.api, "GET", `/api/apps/${app}/graphs/held/timeline?minutes=60`);
+      const r = await apiCall(live.stack.api, "GET", `/api/apps/${app}/graphs/held/timeline?minutes=60`);
       return r.json?.events?.find((e) => e.change.label === "Backoff applied") ?? null;
     }, 15000);
     assert.equal(tl.change.reason, "vendor 429 storm, INC-7");
-    assert.equal(tl.change.by, stack.admin);
+    assert.equal(tl.change.by, live.stack.admin);
     assert.equal(tl.change.seconds, 300);
 
     // The lists show the hold without opening the graph.
-    await pg.goto(stack.console + `/targets?q=${app}/held`);
+    await pg.goto(live.stack.console + `/targets?q=${app}/held`);
     await pg.locator('[data-testid="targets-table"] [data-testid="held-badge"]').waitFor();
     assert.match(await pg.locator('[data-testid="targets-table"] [data-testid="held-badge"]').innerText(), /backoff: limit/);
     // The overview counts it (its figures are at most 5 s old, the page polls) and links to the held graphs.
-    await pg.goto(stack.console + "/");
+    await pg.goto(live.stack.console + "/");
     const heldStat = pg.getByTestId("stat-held").getByRole("link");
     await until("the overview's held count", async () => /^[1-9]/.test((await heldStat.innerText().catch(() => "")).trim()) || null, 20000);
     await shot(pg, "safe-overview-counts");
@@ -266,7 +255,7 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     await pg.locator('[data-testid="targets-table"] a', { hasText: `${app}/held` }).waitFor();
     assert.equal(await pg.getByTestId("filter-state").inputValue(), "held");
 
-    await pg.goto(stack.console + `/graphs/${app}/held`);
+    await pg.goto(live.stack.console + `/graphs/${app}/held`);
     await pg.getByTestId("lift").click();
     await pg.getByTestId("backoff-confirm").waitFor();
     assert.ok((await get("held")).json.nodes[0].breaker, "one click lifted the hold");
@@ -275,7 +264,7 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     await pg.getByTestId("backoff-none").waitFor();
     assert.equal((await get("held")).json.nodes[0].breaker, null);
     const lifted = await until("the lift annotation", async () => {
-      const r = await apiCall(stack.api, "GET", `/api/apps/${app}/graphs/held/timeline?minutes=60`);
+      const r = await apiCall(live.stack.api, "GET", `/api/apps/${app}/graphs/held/timeline?minutes=60`);
       return r.json?.events?.find((e) => e.change.label === "Backoff lifted") ?? null;
     }, 15000);
     assert.equal(lifted.change.reason, "vendor recovered");
@@ -285,7 +274,7 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
 
   test("Delete graph asks for the typed name, deletes exactly what is shown, and says so", async () => {
     await put("doomed", target(3, `${app}.doomed.out`));
-    const p = await open(stack.console, `/graphs/${app}/doomed`);
+    const p = await open(live.stack.console, `/graphs/${app}/doomed`);
     const pg = p.page;
     await pg.getByTestId("delete-graph").click();
     const button = pg.getByTestId("delete-confirm-button");
@@ -299,7 +288,7 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     await button.click();
     await pg.waitForURL(`**/graphs?deleted=*`);
     await pg.getByTestId("deleted-note").waitFor();
-    assert.equal((await get("doomed", stack.console)).status, 404);
+    assert.equal((await get("doomed", live.stack.console)).status, 404);
     p.assertClean();
     await p.close();
   });
@@ -314,9 +303,9 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
       `/graphs/${app}/observed`, `/graphs/${app}/observed/watch`];
     const failures = [];
     for (const theme of ["light", "dark"]) {
-      const p = await cleanPage(browser.browser, { theme });
+      const p = await cleanPage(live.browser, { theme });
       for (const path of pages) {
-        await p.page.goto(stack.console + path);
+        await p.page.goto(live.stack.console + path);
         await p.page.locator("main h1").first().waitFor();
         await p.page.waitForLoadState("networkidle").catch(() => {});
         try { await assertAccessible(p.page, `${theme} ${path}`); } catch (e) { failures.push(e.message); }
@@ -328,12 +317,12 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
   });
 
   test("broker down: a banner on every page, 'unknown' where a number cannot be read, never 'none' or 'enforcing'", async () => {
-    const p = await open(stack.brokerDown, `/targets?q=${app}/payments`);
+    const p = await open(live.stack.brokerDown, `/targets?q=${app}/payments`);
     const pg = p.page;
     const row = pg.locator('[data-testid="targets-table"] tbody tr').first();
     await until("the target listed while the broker answers", async () => /payments/.test(await row.innerText()), 30000);
     assert.doesNotMatch(await row.innerText(), /unknown/);
-    const down = await fetch(stack.brokerSwitch + "/down", { method: "POST" });
+    const down = await fetch(live.stack.brokerSwitch + "/down", { method: "POST" });
     assert.equal(down.status, 200);
     p.allow(/status of 50[234]/);
     p.allow(/Failed to load resource/);
@@ -341,7 +330,7 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     await until("the row reads unknown", async () => /unknown/.test(await row.innerText()), 30000);
     assert.doesNotMatch(await row.innerText(), /none/, "a target reads none while the broker is down");
     await shot(pg, "safe-broker-down-targets");
-    await pg.goto(stack.brokerDown + `/graphs/${app}/payments`);
+    await pg.goto(live.stack.brokerDown + `/graphs/${app}/payments`);
     await pg.getByTestId("broker-banner").waitFor({ timeout: 30000 });
     await pg.getByTestId("state-unknown").waitFor({ timeout: 30000 });
     assert.doesNotMatch(await pg.getByTestId("graph-state").innerText(), /enforcing/);
@@ -350,9 +339,9 @@ describe("a console a team can trust with live graphs", { skip, timeout: 900000 
     assert.equal(await pg.getByTestId("backoff-none").count(), 0, "Detail says 'No backoff' while the broker is down");
     await shot(pg, "safe-broker-down-detail");
     await assertAccessible(pg, "Detail with the broker down");
-    await pg.goto(stack.brokerDown + "/graphs");
+    await pg.goto(live.stack.brokerDown + "/graphs");
     await pg.getByTestId("broker-banner").waitFor({ timeout: 30000 });
-    const up = await fetch(stack.brokerSwitch + "/up", { method: "POST" });
+    const up = await fetch(live.stack.brokerSwitch + "/up", { method: "POST" });
     assert.equal(up.status, 200);
     await pg.waitForFunction(() => !document.querySelector('[data-testid="broker-banner"]'), null, { timeout: 30000 });
     p.assertClean();

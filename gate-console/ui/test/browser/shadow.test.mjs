@@ -4,28 +4,15 @@
 // candidate, the node panel says "if enforced: …", and Enforce turns the
 // candidate into the enforced limits in one edit through the dry run's
 // review and If-Match.
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { apiCall, assertAccessible, cleanPage, launch, missing, requireLive, shot, startStack, until } from "./lib.mjs";
+import { apiCall, assertAccessible, cleanPage, liveSuite, shot, until } from "./lib.mjs";
 
-const why = await missing();
-const skip = why && !requireLive ? why : false;
-if (why && requireLive) {
-  test("the browser tests can run (GATE_TEST_REQUIRE_LIVE=1)", () => assert.fail(why));
-}
-
+const live = await liveSuite();
 const app = `sh${Date.now().toString(36).slice(-5)}`;
-let stack, browser;
 
-describe("shadow limits", { skip, timeout: 600000 }, () => {
-  before(async () => {
-    stack = await startStack();
-    browser = await launch();
-  }, { timeout: 300000 });
-  after(async () => {
-    await browser?.close();
-    await stack?.stop();
-  });
+describe("shadow limits", { skip: live.skip, timeout: 600000 }, () => {
+  live.start();
 
   test("a candidate runs beside the enforced limit, says 'if enforced', and is enforced through the dry run", async () => {
     const doc = {
@@ -33,12 +20,12 @@ describe("shadow limits", { skip, timeout: 600000 }, () => {
       nodes: { limit: { ingress: true, budgets: [{ id: "global", count: 1000, timeMs: 1000 }], egress: { queue: `${app}.calls.out`, group: "workers" } } },
       paths: [{ name: "main", nodes: ["limit"] }],
     };
-    const r = await apiCall(stack.api, "PUT", `/v1/apps/${app}/graphs/calls`, doc);
+    const r = await apiCall(live.stack.api, "PUT", `/v1/apps/${app}/graphs/calls`, doc);
     assert.equal(r.status, 200, r.text);
 
-    const p = await cleanPage(browser.browser);
+    const p = await cleanPage(live.browser);
     const pg = p.page;
-    await pg.goto(`${stack.console}/graphs/${app}/calls`);
+    await pg.goto(`${live.stack.console}/graphs/${app}/calls`);
     await pg.getByTestId("shadow-none").waitFor();
     // Run a candidate of 5 a second from the page (the document's own budget syntax).
     await pg.getByText("Run a candidate as a shadow…").click();
@@ -52,21 +39,21 @@ describe("shadow limits", { skip, timeout: 600000 }, () => {
     await new Promise((r) => setTimeout(r, 12000));
     // 60 items through the front door: the enforced 1,000/s forwards them all at once.
     for (let i = 0; i < 60; i++) {
-      const pr = await apiCall(stack.api, "POST", `/v1/apps/${app}/graphs/calls/nodes/limit/push`, { partition: `p${i % 4}`, payload: { n: i } });
+      const pr = await apiCall(live.stack.api, "POST", `/v1/apps/${app}/graphs/calls/nodes/limit/push`, { partition: `p${i % 4}`, payload: { n: i } });
       assert.equal(pr.status, 200, pr.text);
     }
     await until("the relay forwarded all 60 items", async () => {
-      const v = await apiCall(stack.api, "GET", `/v1/apps/${app}/graphs/calls`);
+      const v = await apiCall(live.stack.api, "GET", `/v1/apps/${app}/graphs/calls`);
       return v.json?.stages?.reduce((a, s) => a + s.counters.forwarded, 0) >= 60;
     }, 60000);
-    const view = await apiCall(stack.api, "GET", `/v1/apps/${app}/graphs/calls`);
+    const view = await apiCall(live.stack.api, "GET", `/v1/apps/${app}/graphs/calls`);
     for (const s of view.json.stages) {
       assert.equal(s.counters.deferred + s.counters.released, 0, "a shadow of 5/s made the relay defer or release items");
     }
 
     // gate-recorder evaluates each minute about half a minute after it ends.
     const sh = await until("gate-recorder evaluated the candidate", async () => {
-      const g = await apiCall(stack.api, "GET", `/v1/apps/${app}/graphs/calls/shadow`);
+      const g = await apiCall(live.stack.api, "GET", `/v1/apps/${app}/graphs/calls/shadow`);
       const n = g.json?.nodes?.[0];
       return n && n.ifEnforced.arrived >= 60 ? g.json : null;
     }, 180000);
@@ -83,15 +70,15 @@ describe("shadow limits", { skip, timeout: 600000 }, () => {
     const review = pg.getByTestId("review");
     await review.waitFor();
     assert.match(await review.innerText(), /Review before enforce/);
-    assert.equal((await apiCall(stack.api, "GET", `/v1/apps/${app}/graphs/calls`)).json.version, 1, "Enforce stored before the review");
+    assert.equal((await apiCall(live.stack.api, "GET", `/v1/apps/${app}/graphs/calls`)).json.version, 1, "Enforce stored before the review");
     await shot(pg, "shadow-enforce-review-1440-light");
     await pg.getByTestId("confirm-save").click();
     await until("the candidate is the enforced limit", async () => {
-      const v = await apiCall(stack.console, "GET", `/v1/apps/${app}/graphs/calls`);
+      const v = await apiCall(live.stack.console, "GET", `/v1/apps/${app}/graphs/calls`);
       return v.json?.version === 2 && v.json.nodes[0].budgets[0].count === 5;
     }, 30000);
     await until("the shadow is gone once enforced", async () => {
-      const g = await apiCall(stack.console, "GET", `/api/apps/${app}/graphs/calls/shadow`);
+      const g = await apiCall(live.stack.console, "GET", `/api/apps/${app}/graphs/calls/shadow`);
       return g.status === 200 && g.json.set === false;
     }, 30000);
     p.assertClean();
