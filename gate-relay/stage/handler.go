@@ -90,13 +90,26 @@ type scratch struct {
 	ids    []byte
 	// charges is one item's encoded charge records.
 	charges []byte
+	// batch is the storage of the last claim's budget.Batch, given back by
+	// handleClaim when the claim did not go to the hold (a held claim
+	// keeps its own) and taken by the next claim's handler.
+	batch budget.Batch
 }
 
 // call returns a context for one kv call or transaction: detached from the
-// stop signal (a claim in flight finishes its call) but bounded.
+// stop signal (a claim in flight finishes its call) but bounded. A client
+// that bounds every call at callTimeout or less is bound enough (its
+// deadline ends the call first): the context then carries no timer of its
+// own, one fewer per call.
 func (h *handler) call() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(h.ctx), callTimeout)
+	ctx := context.WithoutCancel(h.ctx)
+	if d := h.s.cfg.Client.CallTimeout(); d > 0 && d <= callTimeout {
+		return ctx, noCancel
+	}
+	return context.WithTimeout(ctx, callTimeout)
 }
+
+func noCancel() {}
 
 // run handles the claim: it returns once the claim was settled, released
 // or passed to the stage's hold (held: the worker must not touch h again,
@@ -168,7 +181,7 @@ func (h *handler) buildBatch() {
 	n := h.s.cfg.Node
 	path := h.s.cfg.Stage.Path
 	var touched []int
-	h.batch.Items = make([]budget.Item, 0, len(h.window))
+	h.batch.Items = slices.Grow(h.batch.Items[:0], len(h.window))
 items:
 	for i := range h.window {
 		e := &h.window[i]

@@ -316,13 +316,16 @@ func (s *Stage) work(ctx context.Context, worker int) {
 	rnd := rand.New(rand.NewPCG(uint64(s.cfg.Clock.Now().UnixNano()), uint64(worker)))
 	sc := &scratch{}
 	failing := 0
+	// The worker's two pops (without and with a long-poll), each prepared
+	// once: route, query and URL are the same claim after claim.
+	var pops [2]*queen.PreparedPop
 	for ctx.Err() == nil {
 		wait, ok := s.doze(ctx, worker)
 		if !ok {
 			return
 		}
 		req.Wait = wait
-		claim, err := s.cfg.Client.Pop(ctx, req)
+		claim, err := s.pop(ctx, &pops, req)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -347,6 +350,23 @@ func (s *Stage) work(ctx context.Context, worker int) {
 		s.handleClaim(ctx, claim, rnd, sc)
 		s.linger(ctx, req.Batch, len(claim.Messages))
 	}
+}
+
+// pop sends req, prepared on its first use into pops (indexed by
+// req.Wait).
+func (s *Stage) pop(ctx context.Context, pops *[2]*queen.PreparedPop, req queen.PopRequest) (queen.Claim, error) {
+	i := 0
+	if req.Wait {
+		i = 1
+	}
+	if pops[i] == nil {
+		p, err := s.cfg.Client.PreparePop(req)
+		if err != nil {
+			return queen.Claim{}, err
+		}
+		pops[i] = p
+	}
+	return pops[i].Pop(ctx)
 }
 
 // doze is a Fed stage's worker between pops when the stage is quiet: it
@@ -400,11 +420,32 @@ func (s *Stage) handleClaim(ctx context.Context, claim queen.Claim, rnd *rand.Ra
 		}
 	}()
 	h := &handler{s: s, ctx: ctx, msgs: claim.Messages, rnd: rnd, sc: sc, lease: lease}
+	// The worker's batch storage (counters, items, index) serves this
+	// claim, and comes back unless the claim went to the hold.
+	h.batch, sc.batch = sc.batch, budget.Batch{}
+	h.batch.Reset()
 	held = h.run()
+	if !held {
+		sc.batch = h.batch
+	}
 }
 
-// renewal keeps one claim's lease renewed until stop.
+// renewal keeps one claim's lease renewed until stop. It is a timer, not
+// a goroutine: most claims settle long before their first renewal is due,
+// and a goroutine (with its context and its timer) per claim was a good
+// part of what a one-item claim cost. Each renewal runs on the timer's
+// own goroutine and arms the next.
 type renewal struct {
+	s       *Stage
+	ctx     context.Context
+	leaseID string
+	every   time.Duration
+
+	mu      sync.Mutex
+	stopped bool
+	timer   clock.Timer
+	// cancel ends the renewal call in flight and done is closed when it
+	// has returned (both nil between calls).
 	cancel context.CancelFunc
 	done   chan struct{}
 	// lost is set when the broker answered that the lease is no longer
@@ -413,16 +454,20 @@ type renewal struct {
 }
 
 // renewLease starts renewing leaseID every RenewEvery (a third of a
-// shorter lease) on a goroutine of its own until the renewal is stopped
-// (the claim settled, released or let go) or the stage's work ends. An
-// empty lease id (an autoAck claim) renews nothing.
+// shorter lease, at least 100 ms) until the renewal is stopped (the claim
+// settled, released or let go); the end of the stage's work does not stop
+// it (a held claim's renewal is stopped by the hold). An empty lease id
+// (an autoAck claim) renews nothing.
 func (s *Stage) renewLease(ctx context.Context, leaseID string) *renewal {
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r := &renewal{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		s.renew(rctx, leaseID, r)
-	}()
+	r := &renewal{s: s, ctx: ctx, leaseID: leaseID}
+	if leaseID == "" {
+		r.stopped = true
+		return r
+	}
+	r.every = max(min(RenewEvery, s.cfg.Lease/3), 100*time.Millisecond)
+	r.mu.Lock()
+	r.timer = s.cfg.Clock.AfterFunc(r.every, r.renew)
+	r.mu.Unlock()
 	return r
 }
 
@@ -430,36 +475,56 @@ func (s *Stage) renewLease(ctx context.Context, leaseID string) *renewal {
 // for a nil renewal).
 func (r *renewal) gone() bool { return r != nil && r.lost.Load() }
 
-// stop ends the renewal and waits for its goroutine; a nil renewal (a
-// handler run without one, in tests) does nothing.
+// stop ends the renewal: no renewal starts after it, and one in flight is
+// cancelled and waited for. A nil renewal (a handler run without one, in
+// tests) does nothing; stopping twice does nothing more.
 func (r *renewal) stop() {
 	if r == nil {
 		return
 	}
-	r.cancel()
-	<-r.done
+	r.mu.Lock()
+	r.stopped = true
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	cancel, done := r.cancel, r.done
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
 }
 
-// renew extends the lease every RenewEvery (a third of a shorter lease)
-// until ctx ends or the broker says the lease is gone.
-func (s *Stage) renew(ctx context.Context, leaseID string, r *renewal) {
-	if leaseID == "" {
+// renew extends the lease once (bounded by the renewal period) and arms
+// the next renewal, unless the renewal was stopped meanwhile or the broker
+// says the lease is gone.
+func (r *renewal) renew() {
+	s := r.s
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
 		return
 	}
-	every := min(RenewEvery, s.cfg.Lease/3)
-	every = max(every, 100*time.Millisecond)
-	for clock.Sleep(ctx, s.cfg.Clock, every) == nil {
-		cctx, cancel := context.WithTimeout(ctx, every)
-		ext, err := s.cfg.Client.ExtendLease(cctx, leaseID, s.cfg.Lease)
-		cancel()
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.log.Warn("lease renewal failed", "lease", leaseID, "error", err)
-		case err == nil && !ext.Success:
-			r.lost.Store(true)
-			return
-		}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), r.every)
+	done := make(chan struct{})
+	r.cancel, r.done = cancel, done
+	r.mu.Unlock()
+	ext, err := s.cfg.Client.ExtendLease(ctx, r.leaseID, s.cfg.Lease)
+	cancel()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cancel, r.done = nil, nil
+	close(done)
+	switch {
+	case r.stopped:
+		return
+	case err != nil:
+		s.log.Warn("lease renewal failed", "lease", r.leaseID, "error", err)
+	case !ext.Success:
+		r.lost.Store(true)
+		return
 	}
+	r.timer.Reset(r.every)
 }
 
 // linger pauses a worker before its next pop after a claim of fewer than

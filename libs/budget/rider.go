@@ -58,9 +58,17 @@ func (l *Limiter) Riders(t *queen.Transaction, b *Batch, n int) (*Charge, bool) 
 	return c, true
 }
 
+// newCharge is the pending charge of items [0, n) of b. Its per-counter
+// slices share two backing arrays (one of int64s, one of bools), each
+// capped at its own length: a settle per claim makes one charge, and a
+// trickle load makes a claim per item.
 func newCharge(b *Batch, n int) *Charge {
 	k := len(b.Counters)
-	return &Charge{N: n, Delta: b.Deltas(0, n), Applied: make([]bool, k), Post: make([]int64, k), PostKnown: make([]bool, k), State: make([]State, k)}
+	ints := make([]int64, 2*k)
+	flags := make([]bool, 2*k)
+	delta := ints[:k:k]
+	b.addDeltas(delta, 0, min(max(n, 0), len(b.Items)))
+	return &Charge{N: n, Delta: delta, Applied: flags[:k:k], Post: ints[k:], PostKnown: flags[k:], State: make([]State, k)}
 }
 
 // Committed reads the rider slots of a committed settle into c and tells

@@ -25,6 +25,13 @@ type Client struct {
 	// its own bound); 0 means none.
 	callTimeout time.Duration
 	calls       callCounts
+	// template is the request every call copies; getHeader and bodyHeader
+	// are the headers of a call without and with a JSON body. All three
+	// are built by New and never written after.
+	template              *http.Request
+	getHeader, bodyHeader http.Header
+	// hot holds the parsed URLs of hotRoutes (read-only after New).
+	hot map[string]*url.URL
 }
 
 // DefaultCallTimeout is the deadline of every broker call except a pop's
@@ -40,9 +47,6 @@ func WithCallTimeout(d time.Duration) Option { return func(c *Client) { c.callTi
 
 // CallTimeout is the bound WithCallTimeout set (0: none).
 func (c *Client) CallTimeout() time.Duration { return c.callTimeout }
-
-// longPollKey marks a context whose call is a long-poll with its own bound.
-type longPollKey struct{}
 
 // Option configures a Client.
 type Option func(*Client)
@@ -108,6 +112,21 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	c.template = &http.Request{Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1}
+	c.getHeader = http.Header{"Accept": jsonHeader}
+	c.bodyHeader = http.Header{"Accept": jsonHeader, "Content-Type": jsonHeader}
+	if c.token != "" {
+		auth := []string{"Bearer " + c.token}
+		c.getHeader["Authorization"] = auth
+		c.bodyHeader["Authorization"] = auth
+	}
+	hot := make(map[string]*url.URL, len(hotRoutes))
+	for _, r := range hotRoutes {
+		if hot[r], err = url.Parse(c.base + r); err != nil {
+			return nil, fmt.Errorf("queen: base URL %q: %w", baseURL, err)
+		}
+	}
+	c.hot = hot
 	return c, nil
 }
 
@@ -157,16 +176,51 @@ func putBuf(b *bytes.Buffer) {
 // roundTrip sends the request and reads the whole body into a pooled buffer
 // the caller must return with putBuf.
 func (c *Client) roundTrip(ctx context.Context, method, path, rawQuery string, body []byte) (*http.Response, *bytes.Buffer, error) {
+	u, err := c.url(path, rawQuery)
+	if err != nil {
+		return nil, nil, fmt.Errorf("queen: %s %s: %w", method, path, err)
+	}
+	return c.send(ctx, method, path, u, body, false)
+}
+
+// hotRoutes are the routes without a query whose URL New parses once: the
+// ones a relay calls per claim or per admission.
+var hotRoutes = [...]string{"/api/v1/transaction", "/api/v1/kv", "/api/v1/push", "/api/v1/ack", "/api/v1/ack/batch"}
+
+// url parses the URL of path (with its query) under the base URL; a hot
+// route's is the one New parsed, shared (never written).
+func (c *Client) url(path, rawQuery string) (*url.URL, error) {
+	if rawQuery == "" {
+		if u, ok := c.hot[path]; ok {
+			return u, nil
+		}
+	}
 	u := c.base + path
 	if rawQuery != "" {
 		u += "?" + rawQuery
 	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	return url.Parse(u)
+}
+
+// send makes one call to u (route is its path, for errors and counting;
+// longPoll marks a pop's long-poll, whose bound is its own, not the
+// client's call timeout) and reads the whole answer into a pooled buffer
+// the caller must return with putBuf.
+//
+// The request is a copy of the client's template with u and the client's
+// header maps set, not one built by http.NewRequestWithContext, and with
+// the default client (no overall timeout, no cookie jar) it goes straight
+// to the transport: a relay makes two calls per claim, and the URL parse,
+// the header maps and http.Client's redirect bookkeeping (a clone of the
+// headers and of the URL per call) were a good part of a one-item claim's
+// cost. u and the header maps are shared between concurrent calls and only
+// read: a RoundTripper must not modify its request.
+func (c *Client) send(ctx context.Context, method, route string, u *url.URL, body []byte, longPoll bool) (*http.Response, *bytes.Buffer, error) {
+	if ctx == nil {
+		return nil, nil, fmt.Errorf("queen: %s %s: the context is nil; pass context.Background() or a request's context", method, route)
 	}
 	parent := ctx
-	if c.callTimeout > 0 && ctx.Value(longPollKey{}) == nil {
+	if c.callTimeout > 0 && !longPoll {
 		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > c.callTimeout {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, c.callTimeout)
@@ -176,24 +230,29 @@ func (c *Client) roundTrip(ctx context.Context, method, path, rawQuery string, b
 	// timedOut is true when this client's own deadline, not the caller's
 	// context, ended the call.
 	timedOut := func() bool { return ctx.Err() == context.DeadlineExceeded && parent.Err() == nil }
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return nil, nil, fmt.Errorf("queen: %s %s: %w", method, path, err)
-	}
-	req.Header["Accept"] = jsonHeader
+	req := c.template.WithContext(ctx)
+	req.Method = method
+	req.URL = u
+	req.Host = u.Host
+	req.Header = c.getHeader
 	if body != nil {
-		req.Header["Content-Type"] = jsonHeader
+		// The body as http.NewRequest wraps a *bytes.Reader, which the
+		// transport knows to be in memory: the headers and the body go out
+		// in one write, and the body is copied through the connection's
+		// buffer (any other reader costs a second write and a copy buffer
+		// of the body's size per call).
+		req.Header = c.bodyHeader
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		req.ContentLength = int64(len(body))
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	c.calls.count(path)
-	resp, err := c.hc.Do(req)
+	c.calls.count(route)
+	resp, err := c.do(req)
 	if err != nil {
 		if timedOut() {
-			return nil, nil, &TimeoutError{Method: method, Route: path, After: c.callTimeout, Err: err}
+			return nil, nil, &TimeoutError{Method: method, Route: route, After: c.callTimeout, Err: err}
 		}
-		return nil, nil, fmt.Errorf("queen: %s %s: %w", method, path, err)
+		return nil, nil, fmt.Errorf("queen: %s %s: %w", method, route, err)
 	}
 	buf := getBuf()
 	_, err = buf.ReadFrom(resp.Body)
@@ -201,11 +260,31 @@ func (c *Client) roundTrip(ctx context.Context, method, path, rawQuery string, b
 	if err != nil {
 		putBuf(buf)
 		if timedOut() {
-			return nil, nil, &TimeoutError{Method: method, Route: path, After: c.callTimeout, Err: err}
+			return nil, nil, &TimeoutError{Method: method, Route: route, After: c.callTimeout, Err: err}
 		}
-		return nil, nil, fmt.Errorf("queen: %s %s: reading answer (HTTP %d): %w", method, path, resp.StatusCode, err)
+		return nil, nil, fmt.Errorf("queen: %s %s: reading answer (HTTP %d): %w", method, route, resp.StatusCode, err)
 	}
 	return resp, buf, nil
+}
+
+// do sends req: through http.Client when it has an overall timeout or a
+// cookie jar (what only it applies), else straight to its transport (the
+// broker's routes never redirect, so a 3xx comes back as the answer). A
+// transport error is wrapped as http.Client wraps it (*url.Error).
+func (c *Client) do(req *http.Request) (*http.Response, error) {
+	if c.hc.Timeout > 0 || c.hc.Jar != nil {
+		return c.hc.Do(req)
+	}
+	rt := c.hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		op := req.Method[:1] + strings.ToLower(req.Method[1:])
+		return nil, &url.Error{Op: op, URL: req.URL.Redacted(), Err: err}
+	}
+	return resp, nil
 }
 
 var jsonHeader = []string{"application/json"}
@@ -214,13 +293,23 @@ var jsonHeader = []string{"application/json"}
 // body is empty for 204). A non-2xx answer becomes an *Error. decode may be
 // nil when the body does not matter.
 func (c *Client) call(ctx context.Context, method, path, rawQuery string, body []byte, decode func(status int, body []byte) error) error {
-	resp, buf, err := c.roundTrip(ctx, method, path, rawQuery, body)
+	u, err := c.url(path, rawQuery)
+	if err != nil {
+		return fmt.Errorf("queen: %s %s: %w", method, path, err)
+	}
+	return c.callURL(ctx, method, path, u, body, false, decode)
+}
+
+// callURL is call to a URL already parsed (route is its path); longPoll is
+// send's.
+func (c *Client) callURL(ctx context.Context, method, route string, u *url.URL, body []byte, longPoll bool, decode func(status int, body []byte) error) error {
+	resp, buf, err := c.send(ctx, method, route, u, body, longPoll)
 	if err != nil {
 		return err
 	}
 	defer putBuf(buf)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return newError(method, path, resp.StatusCode, resp.Header, buf.Bytes())
+		return newError(method, route, resp.StatusCode, resp.Header, buf.Bytes())
 	}
 	if decode == nil {
 		return nil
@@ -229,7 +318,7 @@ func (c *Client) call(ctx context.Context, method, path, rawQuery string, body [
 		if e, ok := err.(*Error); ok {
 			return e
 		}
-		return fmt.Errorf("queen: %s %s: decoding HTTP %d answer: %w", method, path, resp.StatusCode, err)
+		return fmt.Errorf("queen: %s %s: decoding HTTP %d answer: %w", method, route, resp.StatusCode, err)
 	}
 	return nil
 }

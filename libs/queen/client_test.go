@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -123,9 +125,9 @@ func TestErrorDecoding(t *testing.T) {
 func TestTransportFailureIsNotABrokerError(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL
+	addr := srv.URL
 	srv.Close()
-	c, err := New(url)
+	c, err := New(addr)
 	noErr(t, err)
 	_, err = c.KV(t.Context(), KVIncr("gate", "k", 1, IncrOpts{TTLSeconds: 1}))
 	if err == nil {
@@ -134,6 +136,11 @@ func TestTransportFailureIsNotABrokerError(t *testing.T) {
 	eq(t, "StatusOf", StatusOf(err), 0)
 	if !strings.Contains(err.Error(), "POST /api/v1/kv") {
 		t.Errorf("error %q does not name the call", err)
+	}
+	// wrapped as http.Client wraps a transport's error, naming the URL
+	var ue *url.Error
+	if !errors.As(err, &ue) || ue.Op != "Post" || ue.URL != addr+"/api/v1/kv" {
+		t.Errorf("error %q is not the *url.Error of POST %s/api/v1/kv", err, addr)
 	}
 }
 
@@ -308,5 +315,70 @@ func TestEscape(t *testing.T) {
 	}
 	for in, want := range cases {
 		eq(t, "escape("+in+")", escape(in), want)
+	}
+}
+
+// Every call carries the client's headers: Accept on all, Content-Type on
+// those with a body, the bearer token on both; a body is sent whole and
+// the route and query reach the broker as built, through the default
+// client and through one with an overall timeout (which http.Client
+// applies, so the call goes through it).
+func TestEveryCallCarriesItsHeadersAndBody(t *testing.T) {
+	t.Parallel()
+	type seen struct{ method, uri, accept, ctype, auth, body string }
+	var mu sync.Mutex
+	var got []seen
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, seen{r.Method, r.URL.RequestURI(), r.Header.Get("Accept"), r.Header.Get("Content-Type"), r.Header.Get("Authorization"), string(b)})
+		mu.Unlock()
+		if r.Method == http.MethodPost {
+			w.Write([]byte(`{"transactionId":"t","success":true,"results":[{"index":0,"type":"push","success":true}]}`))
+			return
+		}
+		w.WriteHeader(204)
+	}))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		name  string
+		token string
+		hc    *http.Client
+	}{
+		{"default client, no token", "", nil},
+		{"default client, token", "tok-2", nil},
+		{"client with a timeout", "tok-3", &http.Client{Timeout: 5 * time.Second, Transport: NewTransport()}},
+	} {
+		mu.Lock()
+		got = nil
+		mu.Unlock()
+		c, err := New(srv.URL, WithToken(tc.token), WithHTTPClient(tc.hc))
+		noErr(t, err)
+		p, err := c.PreparePop(PopRequest{Queue: "q/1", ConsumerGroup: "g", Batch: 5})
+		noErr(t, err)
+		for range 2 {
+			_, err = p.Pop(t.Context())
+			noErr(t, err)
+		}
+		tx := &Transaction{}
+		tx.Push(PushItem{Queue: "out", Payload: []byte(`{"a":1}`)})
+		res, err := c.Transact(t.Context(), tx)
+		noErr(t, err)
+		eq(t, tc.name+": committed", res.Success, true)
+		auth := ""
+		if tc.token != "" {
+			auth = "Bearer " + tc.token
+		}
+		pop := seen{"GET", "/api/v1/pop/queue/q%2F1?batch=5&consumerGroup=g", "application/json", "", auth, ""}
+		txn := seen{"POST", "/api/v1/transaction", "application/json", "application/json", auth, `{"operations":[{"type":"push","items":[{"queue":"out","payload":{"a":1}}]}]}`}
+		mu.Lock()
+		want := []seen{pop, pop, txn}
+		if len(got) != len(want) {
+			t.Fatalf("%s: the broker saw %d calls %+v, want %d", tc.name, len(got), got, len(want))
+		}
+		for i := range want {
+			eq(t, fmt.Sprintf("%s: call %d", tc.name, i), got[i], want[i])
+		}
+		mu.Unlock()
 	}
 }

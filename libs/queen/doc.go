@@ -61,4 +61,10 @@
 //     answers are read by Gate's one JSON scanner (internal/jsonkit), which
 //     mirrors encoding/json (checked by differential fuzz tests); a claim's
 //     message payloads share one copy of the answer body.
+//   - A call is a copy of one request template with the client's header
+//     maps (shared, never written), sent straight to the transport unless
+//     the http.Client has an overall Timeout or a cookie Jar (then through
+//     it); a broker route never redirects, so a 3xx is an answer. The hot
+//     routes' URLs are parsed once, and PreparePop builds a pop's route,
+//     query and URL once for a caller that pops the same request in a loop.
 package queen

@@ -153,8 +153,29 @@ const defaultPopTimeout = 30 * time.Second
 // Pop claims messages (GET /api/v1/pop/queue/:queue[/partition/:p] or the
 // discovery route). Nothing to claim is an empty Claim, not an error. A
 // broker-side failure answered as 200 {"success": false} is an *Error with
-// Status 200 and Code "pop_failed".
+// Status 200 and Code "pop_failed". A caller that pops the same request
+// in a loop prepares it once with PreparePop instead.
 func (c *Client) Pop(ctx context.Context, req PopRequest) (Claim, error) {
+	p, err := c.PreparePop(req)
+	if err != nil {
+		return Claim{}, err
+	}
+	return p.Pop(ctx)
+}
+
+// PreparedPop is a pop whose route, query string and URL were built once
+// (PreparePop), to be sent many times: a stage's worker pops the same
+// request after every claim. It is safe for concurrent use.
+type PreparedPop struct {
+	c     *Client
+	req   PopRequest
+	route string
+	u     *url.URL
+}
+
+// PreparePop builds req's call for Pop to send again and again; req is
+// validated here, as Pop validates it.
+func (c *Client) PreparePop(req PopRequest) (*PreparedPop, error) {
 	var path string
 	switch {
 	case req.Queue != "" && req.Partition != "":
@@ -164,20 +185,30 @@ func (c *Client) Pop(ctx context.Context, req PopRequest) (Claim, error) {
 	case req.Namespace != "" || req.Task != "":
 		path = "/api/v1/pop"
 	default:
-		return Claim{}, fmt.Errorf("queen: pop: queue is empty; name a queue (or a namespace/task for discovery)")
+		return nil, fmt.Errorf("queen: pop: queue is empty; name a queue (or a namespace/task for discovery)")
 	}
-	q := popQuery(&req)
-	if bound := req.httpBound(); bound > 0 {
+	u, err := c.url(path, popQuery(&req))
+	if err != nil {
+		return nil, fmt.Errorf("queen: %s %s: %w", http.MethodGet, path, err)
+	}
+	return &PreparedPop{c: c, req: req, route: path, u: u}, nil
+}
+
+// Request is the pop this call sends.
+func (p *PreparedPop) Request() PopRequest { return p.req }
+
+// Pop sends the prepared pop; its answer and errors are Client.Pop's.
+func (p *PreparedPop) Pop(ctx context.Context) (Claim, error) {
+	if bound := p.req.httpBound(); bound > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, bound)
 		defer cancel()
 	}
 	// The long-poll's bound is its own, not the client's call timeout.
-	ctx = context.WithValue(ctx, longPollKey{}, true)
 	var claim Claim
-	err := c.call(ctx, http.MethodGet, path, q, nil, func(status int, b []byte) error {
+	err := p.c.callURL(ctx, http.MethodGet, p.route, p.u, nil, true, func(status int, b []byte) error {
 		var err error
-		claim, err = decodeClaim(path, status, b, req.Batch)
+		claim, err = decodeClaim(p.route, status, b, p.req.Batch)
 		return err
 	})
 	if err != nil {
