@@ -328,7 +328,7 @@ func (w *StatusWriter) Write(ctx context.Context, st RelayStatus, ttl time.Durat
 			ops = append(ops, queen.KVDelete(w.s.ns, GraphStatusKey(g.App, g.Graph, w.replica, i), queen.DeleteOpts{}))
 		}
 		add(ops, size)
-		cur.written[k] = writtenGraph{app: g.App, graph: g.Graph, status: cloneGraphStatus(g), parts: len(rows), at: now}
+		cur.written[k] = writtenGraph{app: g.App, graph: g.Graph, status: CloneGraphStatus(g), parts: len(rows), at: now}
 	}
 	for k, prev := range w.written {
 		if !live[k] {

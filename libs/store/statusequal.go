@@ -26,10 +26,10 @@ func samePtr[T comparable](a, b *T) bool {
 	return *a == *b
 }
 
-// cloneGraphStatus copies g deeply (stages, refusals, wedges, denial
+// CloneGraphStatus copies g deeply (stages, refusals, wedges, denial
 // counts), so a caller that changes what it handed over cannot change the
 // copy.
-func cloneGraphStatus(g GraphStatus) GraphStatus {
+func CloneGraphStatus(g GraphStatus) GraphStatus {
 	g.Stages = slices.Clone(g.Stages)
 	for i := range g.Stages {
 		s := &g.Stages[i]
