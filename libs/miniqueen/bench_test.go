@@ -130,9 +130,9 @@ func BenchmarkGetPrefixAtTenThousandGraphs(b *testing.B) {
 		b.Fatal(err)
 	}
 	put := func(format string, n int) {
-		for from := 0; from < n; from += 500 {
+		for from := 0; from < n; from += 200 {
 			var ops []queen.KVOp
-			for i := from; i < min(from+500, n); i++ {
+			for i := from; i < min(from+200, n); i++ {
 				ops = append(ops, queen.KVPut("gate", fmt.Sprintf(format, i), json.RawMessage(`{"v":1}`), queen.PutOpts{Forever: true}))
 			}
 			if _, err := client.KV(ctx, ops...); err != nil {
