@@ -69,6 +69,9 @@ type Config struct {
 	// ReplicasPerGraph is how many live replicas run each graph
 	// (GATE_RELAY_REPLICAS_PER_GRAPH, 2, 0..1000; 0 = every replica).
 	ReplicasPerGraph int
+	// Profiles serves /debug/pprof/ on Bind (GATE_RELAY_PPROF=1; default
+	// 0, none).
+	Profiles bool
 }
 
 // Default returns every knob at its default.
@@ -131,6 +134,9 @@ func Load(getenv func(string) string) (Config, error) {
 	errs = append(errs, err)
 	durKnob(knob.StageLingerMs, &c.Linger, time.Millisecond)
 	c.ReplicasPerGraph, err = knob.ReplicasPerGraph.Read(getenv)
+	errs = append(errs, err)
+	profiles, err := knob.RelayProfiles.Read(getenv)
+	c.Profiles = profiles == 1
 	errs = append(errs, err)
 	str("GATE_RELAY_BIND", &c.Bind)
 	str("GATE_NATS_URL", &c.NATSURL)

@@ -33,6 +33,15 @@ func TestDefaultsClampsAndErrors(t *testing.T) {
 	if c, _ := Load(env(map[string]string{"GATE_STAGE_LINGER_MS": "0"})); c.Linger != 0 {
 		t.Fatalf("GATE_STAGE_LINGER_MS=0 must turn the linger off, got %s", c.Linger)
 	}
+	if c.Profiles {
+		t.Fatalf("profiles must be off by default")
+	}
+	if c, _ := Load(env(map[string]string{"GATE_RELAY_PPROF": "1"})); !c.Profiles {
+		t.Fatalf("GATE_RELAY_PPROF=1 must serve profiles")
+	}
+	if _, err := Load(env(map[string]string{"GATE_RELAY_PPROF": "yes"})); err == nil || !strings.Contains(err.Error(), "GATE_RELAY_PPROF") {
+		t.Fatalf("GATE_RELAY_PPROF=yes: error %v must name the knob", err)
+	}
 	if c, _ := Load(env(map[string]string{"GATE_STAGE_CONCURRENCY": "-3"})); c.StageConcurrency != 0 {
 		t.Fatalf("a non-positive concurrency must mean derive, got %d", c.StageConcurrency)
 	}

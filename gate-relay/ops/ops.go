@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -158,14 +159,37 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 func jsonInt(v int64) string { b, _ := json.Marshal(v); return string(b) }
 
-// Handler returns the mux of /health and /metrics.
-func Handler(src Source) http.Handler {
+// Option adjusts Handler and NewServer.
+type Option func(*options)
+
+type options struct{ profiles bool }
+
+// WithProfiles also serves Go's runtime profiles (CPU, heap, goroutines,
+// allocations, blocking) under /debug/pprof/ on the same listener, for
+// GATE_RELAY_PPROF=1. Off by default: a profile costs CPU while it is taken
+// and shows the process's internals to whoever reaches GATE_RELAY_BIND.
+func WithProfiles(on bool) Option { return func(o *options) { o.profiles = on } }
+
+// Handler returns the mux of /health and /metrics (and /debug/pprof/ when
+// WithProfiles is on).
+func Handler(src Source, opts ...Option) http.Handler {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	reg := prometheus.NewRegistry()
 	// The Go runtime and process collectors: goroutines, GC, heap, fds —
 	// how an operator sees a relay leak or stall.
 	reg.MustRegister(newCollector(src), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if o.profiles {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		st := src.Snapshot()
 		out := wire.RelayHealth{Status: "ok", Replica: st.Replica, Graphs: []wire.RelayGraph{}}
@@ -230,9 +254,9 @@ type Server struct {
 
 // NewServer returns a Server for bind ("host:port"; port 0 picks a free
 // one) reading src; log nil is slog.Default().
-func NewServer(bind string, src Source, log *slog.Logger) *Server {
+func NewServer(bind string, src Source, log *slog.Logger, opts ...Option) *Server {
 	return &Server{HTTP: service.HTTP{
-		Server: &http.Server{Handler: Handler(src), ReadHeaderTimeout: 5 * time.Second},
+		Server: &http.Server{Handler: Handler(src, opts...), ReadHeaderTimeout: 5 * time.Second},
 		Bind:   bind, Knob: "GATE_RELAY_BIND",
 		Name:  "gate-relay ops",
 		Drain: shutdownGrace,

@@ -144,3 +144,39 @@ func TestAFailingStatusWriteIsDegradedHealthAndAMetric(t *testing.T) {
 		}
 	}
 }
+
+// TestProfilesOnlyWhenAsked: /debug/pprof/ answers 404 unless the relay
+// was started with GATE_RELAY_PPROF=1, and then serves a heap profile an
+// operator can read with go tool pprof.
+func TestProfilesOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
+	src := fixed{store.RelayStatus{Replica: "r"}}
+	get := func(h http.Handler, path string) (int, []byte) {
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		res, err := srv.Client().Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, b
+	}
+	if code, _ := get(Handler(src), "/debug/pprof/heap"); code != http.StatusNotFound {
+		t.Errorf("profiles off: GET /debug/pprof/heap = %d, want 404", code)
+	}
+	if code, _ := get(Handler(src, WithProfiles(false)), "/debug/pprof/"); code != http.StatusNotFound {
+		t.Errorf("WithProfiles(false): GET /debug/pprof/ = %d, want 404", code)
+	}
+	code, b := get(Handler(src, WithProfiles(true)), "/debug/pprof/heap")
+	// A heap profile is a gzipped protobuf: it starts with gzip's magic.
+	if code != http.StatusOK || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("profiles on: GET /debug/pprof/heap = %d, %d bytes (gzip magic %v), want 200 and a gzipped profile", code, len(b), len(b) >= 2 && b[0] == 0x1f)
+	}
+	if code, b := get(Handler(src, WithProfiles(true)), "/debug/pprof/goroutine?debug=1"); code != http.StatusOK || !strings.Contains(string(b), "goroutine profile: total") {
+		t.Errorf("profiles on: GET /debug/pprof/goroutine?debug=1 = %d, %.200s", code, b)
+	}
+	if code, _ := get(Handler(src, WithProfiles(true)), "/health"); code != http.StatusOK {
+		t.Errorf("profiles on: /health = %d, want 200", code)
+	}
+}

@@ -73,7 +73,7 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 	// The history handover (Watch samples, roll-up counts, denials) goes
 	// to gate-recorder through kv; it never waits on PostgreSQL.
 	hand.SetDenials(r.Denials())
-	srv := ops.NewServer(cfg.Bind, r, log)
+	srv := ops.NewServer(cfg.Bind, r, log, ops.WithProfiles(cfg.Profiles))
 	var nc *nats.Conn
 	if cfg.NATSURL != "" {
 		nc, err = connectNATS(cfg.NATSURL, cfg.Replica, log)

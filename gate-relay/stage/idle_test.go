@@ -2,6 +2,7 @@ package stage
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -76,19 +77,21 @@ func TestAQuietFedStageDozesAndAWakeForwardsANewItemAtOnce(t *testing.T) {
 	v.Advance(after)
 	eventually(t, "the stage dozes again", func() bool { return s.Dozing() && r.mini.Parked() == 0 })
 	r.fill("q", seqs(2)...)
-	// The doze's only wait on the clock is its check, PollTimeout away.
+	// The doze's only wait on the clock is its check, in the second half
+	// of PollTimeout (spread, so a fleet's stages do not check at once).
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if !v.WaitForPending(1, ctx.Done()) {
 		t.Fatalf("%d waits on the stage's clock, want the doze's check", v.Pending())
 	}
-	if next, _ := v.Next(); next.Sub(v.Now()) != s.cfg.PollTimeout {
-		t.Fatalf("the doze checks its source %s from now, want PollTimeout (%s)", next.Sub(v.Now()), s.cfg.PollTimeout)
+	next, _ := v.Next()
+	if in := next.Sub(v.Now()); in < s.cfg.PollTimeout/2 || in > s.cfg.PollTimeout {
+		t.Fatalf("the doze checks its source %s from now, want within PollTimeout (%s) and not before half of it", in, s.cfg.PollTimeout)
 	}
 	if got := r.forwarded("q"); len(got) != 0 {
 		t.Fatalf("forwarded %v before the check", got)
 	}
-	v.Advance(s.cfg.PollTimeout)
+	v.Advance(next.Sub(v.Now()))
 	eventually(t, "the check pop forwards the items left with no wake", func() bool { return len(r.forwarded("q")) == 2 })
 	eventually(t, "the stage is awake after the check found items", func() bool { return !s.Dozing() && r.mini.Parked() == 1 })
 	if c := s.Counters(); c.Forwarded != 5 {
@@ -109,4 +112,28 @@ func TestAnIngressStageNeverDozes(t *testing.T) {
 	}
 	r.fill("p", seqs(2)...)
 	eventually(t, "the parked poll forwards the new items", func() bool { return len(r.forwarded("p")) == 2 })
+}
+
+// A doze's first check comes at a random time in the second half of
+// PollTimeout, spread over it (so stages started together do not check
+// together); a check after a check that found nothing comes a whole
+// PollTimeout later. No check is ever later than PollTimeout.
+func TestDozeChecksAreSpreadAndNeverLaterThanThePollTimeout(t *testing.T) {
+	t.Parallel()
+	s := &Stage{cfg: Config{PollTimeout: 30 * time.Second}}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	lo, hi := time.Duration(1<<62), time.Duration(0)
+	for range 2000 {
+		d := s.checkIn(false, rnd)
+		if d < 15*time.Second || d > 30*time.Second {
+			t.Fatalf("a first check %s into the doze, want 15 s to 30 s", d)
+		}
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	if lo > 16*time.Second || hi < 29*time.Second {
+		t.Fatalf("first checks spread over %s..%s, want most of 15 s..30 s", lo, hi)
+	}
+	if d := s.checkIn(true, rnd); d != 30*time.Second {
+		t.Fatalf("a check after a check %s later, want the poll timeout", d)
+	}
 }

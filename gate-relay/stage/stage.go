@@ -319,8 +319,12 @@ func (s *Stage) work(ctx context.Context, worker int) {
 	// The worker's two pops (without and with a long-poll), each prepared
 	// once: route, query and URL are the same claim after claim.
 	var pops [2]*queen.PreparedPop
+	// checked is true while the worker's last pop was a doze's check that
+	// found nothing: the doze goes on, and its next check is a whole
+	// PollTimeout away.
+	checked := false
 	for ctx.Err() == nil {
-		wait, ok := s.doze(ctx, worker)
+		wait, ok := s.doze(ctx, worker, s.checkIn(checked, rnd))
 		if !ok {
 			return
 		}
@@ -340,6 +344,7 @@ func (s *Stage) work(ctx context.Context, worker int) {
 			continue
 		}
 		failing = 0
+		checked = !wait && claim.Empty()
 		if claim.Empty() {
 			continue
 		}
@@ -369,13 +374,29 @@ func (s *Stage) pop(ctx context.Context, pops *[2]*queen.PreparedPop, req queen.
 	return pops[i].Pop(ctx)
 }
 
+// checkIn is how long a doze waits before its check: a whole PollTimeout
+// between two checks of one doze, and a random time in the second half of
+// PollTimeout before the first. The stages of a fleet's graphs start
+// together (a cold start, a hand-over), so without it their checks came in
+// bursts of thousands at once, each needing a connection of its own: at
+// 10,000 graphs a third of an idle relay's CPU went to dialling and
+// closing those connections every PollTimeout. A check is never later than
+// PollTimeout after the doze began.
+func (s *Stage) checkIn(checked bool, rnd *rand.Rand) time.Duration {
+	t := s.cfg.PollTimeout
+	if checked || t < 2 {
+		return t
+	}
+	return t/2 + time.Duration(rnd.Int64N(int64(t/2)+1))
+}
+
 // doze is a Fed stage's worker between pops when the stage is quiet: it
 // waits for a Wake (then its next pop is a parked long-poll again) and,
-// on worker 0, for PollTimeout, after which its next pop checks the source
+// on worker 0, for checkIn, after which its next pop checks the source
 // without waiting. It reports whether the next pop long-polls, and false
 // for ok once ctx ended. A stage that is not Fed, claimed or was woken
 // within DozeAfter, or holds claims never dozes: its pops long-poll.
-func (s *Stage) doze(ctx context.Context, worker int) (wait, ok bool) {
+func (s *Stage) doze(ctx context.Context, worker int, checkIn time.Duration) (wait, ok bool) {
 	if !s.cfg.Fed || s.hold.len() > 0 {
 		return true, true
 	}
@@ -387,7 +408,7 @@ func (s *Stage) doze(ctx context.Context, worker int) (wait, ok bool) {
 	defer s.dozer.asleep.Add(-1)
 	var check <-chan time.Time
 	if worker == 0 {
-		t := s.cfg.Clock.NewTimer(s.cfg.PollTimeout)
+		t := s.cfg.Clock.NewTimer(checkIn)
 		defer t.Stop()
 		check = t.C()
 	}

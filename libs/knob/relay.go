@@ -41,6 +41,11 @@ var (
 	// every replica runs every graph). 2 keeps every graph running through
 	// the loss of one replica.
 	ReplicasPerGraph = Int{Name: "GATE_RELAY_REPLICAS_PER_GRAPH", Default: 2, Min: 0, Max: 1000}
+	// RelayProfiles, set to 1, serves Go's runtime profiles under
+	// /debug/pprof/ on the relay's ops listener (GATE_RELAY_BIND), so an
+	// operator can see where an idle or busy relay spends CPU and memory.
+	// 0 (the default) serves none.
+	RelayProfiles = Int{Name: "GATE_RELAY_PPROF", Default: 0, Min: 0, Max: 1}
 )
 
 // The values of GATE_ADMISSION.

@@ -44,7 +44,7 @@ func (s *Server) counters() counters {
 		}
 	}
 	for _, m := range s.kv {
-		c.KVKeys += len(m)
+		c.KVKeys += len(m.entries)
 	}
 	return c
 }

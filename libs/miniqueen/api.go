@@ -2,7 +2,6 @@ package miniqueen
 
 import (
 	"encoding/json"
-	"sort"
 	"time"
 )
 
@@ -40,12 +39,13 @@ func (s *Server) KVKeys(ns string) []string {
 	defer s.mu.Unlock()
 	now := s.now()
 	var out []string
-	for k, e := range s.kv[ns] {
-		if e.live(now) {
-			out = append(out, k)
+	if m := s.kv[ns]; m != nil {
+		for _, k := range m.keys() {
+			if m.entries[k].live(now) {
+				out = append(out, k)
+			}
 		}
 	}
-	sort.Strings(out)
 	return out
 }
 

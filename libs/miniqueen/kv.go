@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -351,7 +350,7 @@ type kvVerdict struct {
 
 func (s *Server) kvGet(ns, key string) *kvEntry {
 	if m := s.kv[ns]; m != nil {
-		return m[key]
+		return m.entries[key]
 	}
 	return nil
 }
@@ -363,25 +362,31 @@ func (s *Server) kvSet(ns, key string, e *kvEntry) {
 			j.kv = map[kvKey]kvSaved{}
 		}
 		if _, ok := j.kv[k]; !ok {
-			old, had := s.kv[ns][key]
-			j.kv[k] = kvSaved{e: old, had: had}
+			old := s.kvGet(ns, key)
+			j.kv[k] = kvSaved{e: old, had: old != nil}
 		}
 	}
+	s.kvPut(ns, key, e)
+}
+
+// kvPut stores e under ns/key (nil deletes it), creating the namespace on
+// its first key and dropping it with its last.
+func (s *Server) kvPut(ns, key string, e *kvEntry) {
 	m := s.kv[ns]
 	if e == nil {
 		if m != nil {
-			delete(m, key)
-			if len(m) == 0 {
+			m.set(key, nil)
+			if len(m.entries) == 0 {
 				delete(s.kv, ns)
 			}
 		}
 		return
 	}
 	if m == nil {
-		m = map[string]*kvEntry{}
+		m = newKVSpace()
 		s.kv[ns] = m
 	}
-	m[key] = e
+	m.set(key, e)
 }
 
 func (s *Server) newEntry(raw []byte, c *kvCmd, now time.Time) *kvEntry {
@@ -535,20 +540,20 @@ func (s *Server) kvGetMany(c *kvCmd, r *kvRes, now time.Time) {
 
 func (s *Server) kvGetPrefix(c *kvCmd, r *kvRes, now time.Time) {
 	r.keysOnly = c.keysOnly
-	var keys []string
-	for k, e := range s.kv[c.ns] {
-		if strings.HasPrefix(k, c.prefix) && k > c.after && e.live(now) {
-			keys = append(keys, k)
-		}
+	m := s.kv[c.ns]
+	if m == nil {
+		return
 	}
-	sort.Strings(keys)
 	budget := kvMaxReadBytes
-	for i, k := range keys {
-		if i == c.limit {
+	for _, k := range m.from(c.prefix, c.after) {
+		e := m.entries[k]
+		if !e.live(now) {
+			continue
+		}
+		if len(r.rows) == c.limit {
 			r.truncated = true
 			break
 		}
-		e := s.kv[c.ns][k]
 		budget -= len(k)
 		if !c.keysOnly {
 			budget -= len(e.raw)
@@ -571,12 +576,12 @@ func (s *Server) sweepKV(now time.Time) {
 	}
 	s.kvSwept = now
 	for ns, m := range s.kv {
-		for k, e := range m {
+		for k, e := range m.entries {
 			if !e.live(now) {
-				delete(m, k)
+				m.set(k, nil)
 			}
 		}
-		if len(m) == 0 {
+		if len(m.entries) == 0 {
 			delete(s.kv, ns)
 		}
 	}

@@ -37,7 +37,7 @@ type Server struct {
 	queues    map[string]*queue
 	partByID  map[string]*partition
 	leases    map[string][]*cursor
-	kv        map[string]map[string]*kvEntry
+	kv        map[string]*kvSpace
 	kvVersion int64
 	kvSwept   time.Time
 	dlq       []deadLetter
@@ -123,7 +123,7 @@ func New(opts ...Option) *Server {
 		queues:      map[string]*queue{},
 		partByID:    map[string]*partition{},
 		leases:      map[string][]*cursor{},
-		kv:          map[string]map[string]*kvEntry{},
+		kv:          map[string]*kvSpace{},
 		base:        clock.Real(),
 		addr:        DefaultAddr,
 		version:     DefaultVersion,

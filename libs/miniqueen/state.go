@@ -201,18 +201,10 @@ func newJournal(dlqLen int) *journal {
 // undo restores every recorded change, newest structures last.
 func (s *Server) undo(j *journal) {
 	for k, sv := range j.kv {
-		ns := s.kv[k.ns]
 		if sv.had {
-			if ns == nil {
-				ns = map[string]*kvEntry{}
-				s.kv[k.ns] = ns
-			}
-			ns[k.key] = sv.e
-		} else if ns != nil {
-			delete(ns, k.key)
-			if len(ns) == 0 {
-				delete(s.kv, k.ns)
-			}
+			s.kvPut(k.ns, k.key, sv.e)
+		} else {
+			s.kvPut(k.ns, k.key, nil)
 		}
 	}
 	for c, saved := range j.cursors {

@@ -71,14 +71,26 @@ func WithHTTPClient(hc *http.Client) Option {
 // otherwise, so all of them draw from one connection pool.
 var sharedHTTP = &http.Client{Transport: NewTransport()}
 
+// transportBufferSize is the read and the write buffer of each broker
+// connection. A relay keeps one connection per parked long-poll, and each
+// holds both buffers for its whole life: at the transport's default of 4
+// KiB each they were the largest item of an idle relay's heap (thousands
+// of graphs, one parked poll each). A request's or an answer's header fits
+// in 1 KiB; a larger body goes to or from the socket directly past the
+// buffer, so a smaller buffer costs no extra system call where it matters.
+const transportBufferSize = 1 << 10
+
 // NewTransport returns the transport the default client uses: HTTP/1.1
 // keep-alive sized for many concurrent long-polls against one broker
-// (no per-host connection cap, 1024 idle connections kept per host), no
-// response compression (the broker is normally close), and dial/TLS
-// timeouts but no response timeout (a parked pop legitimately waits).
+// (no per-host connection cap, 1024 idle connections kept per host), 1 KiB
+// read and write buffers per connection, no response compression (the
+// broker is normally close), and dial/TLS timeouts but no response timeout
+// (a parked pop legitimately waits).
 func NewTransport() *http.Transport {
 	return &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
+		ReadBufferSize:  transportBufferSize,
+		WriteBufferSize: transportBufferSize,
+		Proxy:           http.ProxyFromEnvironment,
 		DialContext: (&net.Dialer{
 			Timeout:   10 * time.Second,
 			KeepAlive: 30 * time.Second,

@@ -382,3 +382,43 @@ func TestEveryCallCarriesItsHeadersAndBody(t *testing.T) {
 		mu.Unlock()
 	}
 }
+
+// TestSmallConnectionBuffersCarryLargeHeadersAndBodies: the default
+// transport's 1 KiB connection buffers still carry a header line several
+// times their size and bodies of megabytes both ways, unchanged, over one
+// kept-alive connection.
+func TestSmallConnectionBuffersCarryLargeHeadersAndBodies(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("h", 6<<10)
+	big := `{"v":"` + strings.Repeat("b", 2<<20) + `"}`
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got.Store(string(body))
+		w.Header().Set("X-Long", long)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, big)
+	}))
+	defer srv.Close()
+	tr := NewTransport()
+	defer tr.CloseIdleConnections()
+	if tr.ReadBufferSize != transportBufferSize || tr.WriteBufferSize != transportBufferSize {
+		t.Fatalf("buffers %d / %d, want %d", tr.ReadBufferSize, tr.WriteBufferSize, transportBufferSize)
+	}
+	c, err := New(srv.URL, WithHTTPClient(&http.Client{Transport: tr}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		res, err := c.Do(t.Context(), "POST", "/api/v1/anything", []byte(big))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != 200 || res.Header.Get("X-Long") != long || string(res.Body) != big {
+			t.Fatalf("call %d: status %d, header %d bytes, body %d bytes; want 200, %d and %d", i, res.Status, len(res.Header.Get("X-Long")), len(res.Body), len(long), len(big))
+		}
+		if s, _ := got.Load().(string); s != big {
+			t.Fatalf("call %d: the server read %d bytes, want %d", i, len(s), len(big))
+		}
+	}
+}

@@ -233,9 +233,11 @@ type StatusWriter struct {
 
 type writtenGraph struct {
 	app, graph string
-	body       []byte
-	parts      int
-	at         time.Time
+	// status is a copy of what the rows say (compared with
+	// SameGraphStatus, which costs far less than encoding the status).
+	status GraphStatus
+	parts  int
+	at     time.Time
 }
 
 type goneGraph struct {
@@ -304,12 +306,8 @@ func (w *StatusWriter) Write(ctx context.Context, st RelayStatus, ttl time.Durat
 	for _, g := range st.Graphs {
 		k := g.App + "/" + g.Graph
 		live[k] = true
-		body, err := json.Marshal(g)
-		if err != nil {
-			return StatusWrite{}, fmt.Errorf("publishing relay status: %w", err)
-		}
 		prev, had := w.written[k]
-		if had && string(prev.body) == string(body) && now.Sub(prev.at) < rowTTL/2 {
+		if had && SameGraphStatus(prev.status, g) && now.Sub(prev.at) < rowTTL/2 {
 			continue
 		}
 		w.gen++
@@ -330,7 +328,7 @@ func (w *StatusWriter) Write(ctx context.Context, st RelayStatus, ttl time.Durat
 			ops = append(ops, queen.KVDelete(w.s.ns, GraphStatusKey(g.App, g.Graph, w.replica, i), queen.DeleteOpts{}))
 		}
 		add(ops, size)
-		cur.written[k] = writtenGraph{app: g.App, graph: g.Graph, body: body, parts: len(rows), at: now}
+		cur.written[k] = writtenGraph{app: g.App, graph: g.Graph, status: CloneGraphStatus(g), parts: len(rows), at: now}
 	}
 	for k, prev := range w.written {
 		if !live[k] {

@@ -5,13 +5,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/queen-mq/gate/libs/miniqueen"
 )
@@ -19,6 +24,7 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6632", "host:port to listen on")
 	mode := flag.String("default-subscription-mode", "new", "subscription mode for a new group whose pop sends none: new or all")
+	profiles := flag.String("pprof", os.Getenv("MINIQUEEN_PPROF"), "host:port to serve Go's runtime profiles on (/debug/pprof/), for measuring the broker itself; empty (the default, or MINIQUEEN_PPROF) serves none")
 	without := flag.String("without", "", "comma-separated capabilities to switch off, to imitate an older broker: kv (no kv store, as Queen 0.15.1), depth (no depth route), ack-lease (a claim's lease ends after as many acks as it holds, as 0.15.1)")
 	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -29,6 +35,15 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *profiles != "" {
+		addr, done, err := serveProfiles(ctx, *profiles, logger)
+		if err != nil {
+			logger.Error("bad flag", "error", err)
+			os.Exit(2)
+		}
+		defer done()
+		logger.Info("serving runtime profiles", "addr", addr, "path", "/debug/pprof/")
+	}
 	if err := run(ctx, *addr, *mode, logger, nil, opts...); err != nil {
 		logger.Error("miniqueen stopped", "error", err)
 		os.Exit(1)
@@ -53,6 +68,37 @@ func run(ctx context.Context, addr, mode string, logger *slog.Logger, started fu
 	logger.Info("miniqueen shutting down", "addr", srv.Addr())
 	srv.Stop()
 	return nil
+}
+
+// serveProfiles serves net/http/pprof's handlers on addr, on a listener of
+// their own (never the broker's routes), until ctx ends; it answers the
+// address bound and a func that waits for the server to stop.
+func serveProfiles(ctx context.Context, addr string, logger *slog.Logger) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--pprof %q: %w; give a free host:port such as 127.0.0.1:6061", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Warn("the profile listener stopped", "addr", ln.Addr().String(), "error", err)
+		}
+	}()
+	stopped := context.AfterFunc(ctx, func() { _ = srv.Close() })
+	done := func() {
+		stopped()
+		_ = srv.Close()
+		<-served
+	}
+	return ln.Addr().String(), done, nil
 }
 
 // withoutOptions reads --without: the capabilities to switch off.

@@ -62,3 +62,37 @@ func TestRunRefusesBadFlags(t *testing.T) {
 		t.Fatalf("a bad address must be refused")
 	}
 }
+
+// TestProfilesOnTheirOwnListener: --pprof serves a heap profile on its
+// own address (not the broker's) and stops with the context, leaving no
+// goroutine behind (TestMain checks); a busy address is an error naming
+// the flag.
+func TestProfilesOnTheirOwnListener(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	addr, done, err := serveProfiles(ctx, "127.0.0.1:0", logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get("http://" + addr + "/debug/pprof/heap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(body) < 2 || body[0] != 0x1f || body[1] != 0x8b {
+		t.Fatalf("GET /debug/pprof/heap = %d, %d bytes; want 200 and a gzipped profile", resp.StatusCode, len(body))
+	}
+	if _, _, err := serveProfiles(ctx, addr, logger); err == nil || !strings.Contains(err.Error(), "--pprof") {
+		t.Fatalf("a busy address: error %v, want one naming --pprof", err)
+	}
+	cancel()
+	done()
+	tr.CloseIdleConnections()
+	if _, err := (&http.Client{Transport: tr, Timeout: 2 * time.Second}).Get("http://" + addr + "/debug/pprof/heap"); err == nil {
+		t.Fatalf("the profile listener still answers after its context ended")
+	}
+}
