@@ -158,7 +158,10 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 		want[g] = true
 	}
 	cold := "not in 120 s"
-	if waitFor(ctx, 120*time.Second, func() bool { return b.placed(ctx, st, want, 1) }) {
+	// The probe follows the relays' change logs as gate-api does: reading
+	// every status row each 200 ms would load the broker it measures.
+	rd := st.NewStatusReader(store.StatusReaderConfig{})
+	if waitFor(ctx, 120*time.Second, func() bool { return b.placed(ctx, rd, want, 1) }) {
 		cold = fmt.Sprintf("%.1f", time.Since(t0).Seconds())
 	}
 	// PUT → running of new graphs, the fleet up.
@@ -328,8 +331,9 @@ func (b *Bench) fleetKill(ctx context.Context, st *store.Store, f *fleetRun, wan
 	if err := b.st.KillRelay(f.index[0]); err != nil {
 		return "kill failed: " + err.Error()
 	}
+	rd := st.NewStatusReader(store.StatusReaderConfig{})
 	if !waitFor(ctx, 60*time.Second, func() bool {
-		all, err := st.Statuses(ctx)
+		all, err := rd.Read(ctx)
 		if err != nil {
 			return false
 		}
@@ -358,8 +362,8 @@ func (b *Bench) fleetKill(ctx context.Context, st *store.Store, f *fleetRun, wan
 
 // placed reports whether every graph of want runs on at least n live
 // replicas, as the relays' status rows say.
-func (b *Bench) placed(ctx context.Context, st *store.Store, want map[string]bool, n int) bool {
-	all, err := st.Statuses(ctx)
+func (b *Bench) placed(ctx context.Context, rd *store.StatusReader, want map[string]bool, n int) bool {
+	all, err := rd.Read(ctx)
 	if err != nil {
 		return false
 	}

@@ -544,11 +544,29 @@ func (r *Relay) reconcile(ctx context.Context) (ok bool) {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	checked := r.cfg.Clock.Now()
 	for _, k := range names {
 		if ctx.Err() != nil {
 			return false
 		}
+		// A long pass (a cold start of thousands of graphs) re-reads the
+		// members as it goes: replicas that started meanwhile take their
+		// share at once instead of after this replica started every graph,
+		// and the pass after this one stops what it lost and starts what
+		// it gained.
+		if now := r.cfg.Clock.Now(); now.Sub(checked) >= r.cfg.SignalPoll {
+			checked = now
+			if r.refreshMembers(ctx) {
+				r.Reconcile()
+			}
+			if r.gaveUp {
+				return false
+			}
+		}
 		doc := stored[k]
+		if !r.owns(doc.App, doc.Graph) {
+			continue
+		}
 		r.mu.Lock()
 		old := r.graphs[k]
 		r.mu.Unlock()
