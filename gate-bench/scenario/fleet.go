@@ -161,8 +161,31 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 	// The probe follows the relays' change logs as gate-api does: reading
 	// every status row each 200 ms would load the broker it measures.
 	rd := st.NewStatusReader(store.StatusReaderConfig{})
+	// The console's graph list, one request at a time, while the fleet
+	// starts: it reads the status gate-api is busy reading.
+	listCtx, stopList := context.WithCancel(ctx)
+	listed := make(chan []time.Duration, 1)
+	go func() {
+		var d []time.Duration
+		hc := b.api.HTTPClient()
+		for listCtx.Err() == nil {
+			t1 := time.Now()
+			if body, status, err := getStatus(listCtx, hc, b.cfg.GateURL+"/api/graphs?limit=50"); err == nil && status == http.StatusOK && len(body) > 0 {
+				d = append(d, time.Since(t1))
+			}
+			select {
+			case <-listCtx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+		listed <- d
+	}()
 	if waitFor(ctx, 120*time.Second, func() bool { return b.placed(ctx, rd, want, 1) }) {
 		cold = fmt.Sprintf("%.1f", time.Since(t0).Seconds())
+	}
+	stopList()
+	if d := <-listed; len(d) > 0 {
+		notes = append(notes, fmt.Sprintf("list during the cold start (GET /api/graphs?limit=50 every 250 ms, %d answers): p50 %s / p99 %s ms", len(d), ms(quantile(d, 0.5)), ms(quantile(d, 0.99))))
 	}
 	// PUT → running of new graphs, the fleet up.
 	var toRun []time.Duration
