@@ -180,7 +180,22 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 		}
 		listed <- d
 	}()
-	if waitFor(ctx, 120*time.Second, func() bool { return b.placed(ctx, rd, want, 1) }) {
+	// Progress every 10 s: the graphs gate-api's view shows running, and
+	// what each replica says it runs (its gate_relay_graph_running), so a
+	// slow start tells the relays' starting from the status's lag.
+	logged := time.Now()
+	if waitFor(ctx, 120*time.Second, func() bool {
+		ok, covered := b.placed(ctx, rd, want, 1)
+		if time.Since(logged) >= 10*time.Second {
+			logged = time.Now()
+			var own []string
+			for _, p := range f.procs {
+				own = append(own, strconv.Itoa(int(relayMetrics(ctx, p.HealthURL)["gate_relay_graph_running"])))
+			}
+			b.logf("scale-fleet: cold start %.0f s: %d of %d graphs running in the status; the replicas run %s", time.Since(t0).Seconds(), covered, len(want), strings.Join(own, " / "))
+		}
+		return ok
+	}) {
 		cold = fmt.Sprintf("%.1f", time.Since(t0).Seconds())
 	}
 	stopList()
@@ -384,11 +399,11 @@ func (b *Bench) fleetKill(ctx context.Context, st *store.Store, f *fleetRun, wan
 }
 
 // placed reports whether every graph of want runs on at least n live
-// replicas, as the relays' status rows say.
-func (b *Bench) placed(ctx context.Context, rd *store.StatusReader, want map[string]bool, n int) bool {
+// replicas, as the relays' status rows say, and how many do.
+func (b *Bench) placed(ctx context.Context, rd *store.StatusReader, want map[string]bool, n int) (bool, int) {
 	all, err := rd.Read(ctx)
 	if err != nil {
-		return false
+		return false, 0
 	}
 	runners := map[string]int{}
 	for _, rs := range all {
@@ -398,12 +413,13 @@ func (b *Bench) placed(ctx context.Context, rd *store.StatusReader, want map[str
 			}
 		}
 	}
+	covered := 0
 	for g := range want {
-		if runners[g] < n {
-			return false
+		if runners[g] >= n {
+			covered++
 		}
 	}
-	return true
+	return covered == len(want), covered
 }
 
 // pushRunning pushes one item to graph's node "in" and reports whether the
@@ -476,7 +492,7 @@ func relayMetrics(ctx context.Context, base string) map[string]float64 {
 			continue
 		}
 		switch name {
-		case "go_goroutines", "process_resident_memory_bytes", "gate_relay_stage_forwarded_total":
+		case "go_goroutines", "process_resident_memory_bytes", "gate_relay_stage_forwarded_total", "gate_relay_graph_running":
 			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
 			if err == nil {
 				out[name] += v
