@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -238,9 +239,11 @@ type StatusWriter struct {
 
 type writtenGraph struct {
 	app, graph string
-	body       []byte
-	parts      int
-	at         time.Time
+	// status is what the write said (the writer's own copy: a snapshot's
+	// statuses are fresh each period).
+	status GraphStatus
+	parts  int
+	at     time.Time
 }
 
 type goneGraph struct {
@@ -311,12 +314,8 @@ func (w *StatusWriter) Write(ctx context.Context, st RelayStatus, ttl time.Durat
 	for _, g := range st.Graphs {
 		k := g.App + "/" + g.Graph
 		live[k] = true
-		body, err := json.Marshal(g)
-		if err != nil {
-			return StatusWrite{}, fmt.Errorf("publishing relay status: %w", err)
-		}
 		prev, had := w.written[k]
-		if had && string(prev.body) == string(body) && now.Sub(prev.at) < rowTTL/2 {
+		if had && sameGraphStatus(&prev.status, &g) && now.Sub(prev.at) < rowTTL/2 {
 			continue
 		}
 		w.gen++
@@ -337,7 +336,7 @@ func (w *StatusWriter) Write(ctx context.Context, st RelayStatus, ttl time.Durat
 			ops = append(ops, queen.KVDelete(w.s.ns, GraphStatusKey(g.App, g.Graph, w.replica, i), queen.DeleteOpts{}))
 		}
 		add(ops, size)
-		cur.written[k] = writtenGraph{app: g.App, graph: g.Graph, body: body, parts: len(rows), at: now}
+		cur.written[k] = writtenGraph{app: g.App, graph: g.Graph, status: cloneGraphStatus(g), parts: len(rows), at: now}
 		cur.changes = append(cur.changes, statusChange{App: g.App, Graph: g.Graph, Parts: len(rows), Gen: w.gen})
 	}
 	for k, prev := range w.written {
@@ -418,6 +417,53 @@ func (w *StatusWriter) Write(ctx context.Context, st RelayStatus, ttl time.Durat
 	}
 	run([]queen.KVOp{queen.KVPut(w.s.ns, StatusHeaderKey(w.replica), header, queen.PutOpts{TTLSeconds: ttlSeconds(ttl)})})
 	return out, firstErr
+}
+
+// sameGraphStatus reports whether a and b say the same thing, field by
+// field, without encoding either: the writer compares every graph it runs
+// every period, and an unchanged graph must cost next to nothing. (Nil and
+// empty lists count as the same.)
+func sameGraphStatus(a, b *GraphStatus) bool {
+	if a.App != b.App || a.Graph != b.Graph || a.Version != b.Version || a.Running != b.Running ||
+		a.Error != b.Error || a.Started != b.Started || len(a.Stages) != len(b.Stages) {
+		return false
+	}
+	for i := range a.Stages {
+		if !sameStageStatus(&a.Stages[i], &b.Stages[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// cloneGraphStatus is a deep copy of g: what the writer keeps must not
+// move when the caller reuses its lists.
+func cloneGraphStatus(g GraphStatus) GraphStatus {
+	g.Stages = slices.Clone(g.Stages)
+	for i := range g.Stages {
+		s := &g.Stages[i]
+		s.Denials = slices.Clone(s.Denials)
+		if s.LastRefusal != nil {
+			r := *s.LastRefusal
+			s.LastRefusal = &r
+		}
+		if s.Wedge != nil {
+			w := *s.Wedge
+			s.Wedge = &w
+		}
+	}
+	return g
+}
+
+func sameStageStatus(a, b *StageStatus) bool {
+	if a.Path != b.Path || a.Node != b.Node || a.Hop != b.Hop || a.Source != b.Source || a.Group != b.Group ||
+		a.Counters != b.Counters || a.Holding != b.Holding || !slices.Equal(a.Denials, b.Denials) {
+		return false
+	}
+	if (a.LastRefusal == nil) != (b.LastRefusal == nil) || (a.LastRefusal != nil && *a.LastRefusal != *b.LastRefusal) {
+		return false
+	}
+	return (a.Wedge == nil) == (b.Wedge == nil) && (a.Wedge == nil || *a.Wedge == *b.Wedge)
 }
 
 // Withdraw deletes every row the writer wrote (at a clean shutdown).

@@ -305,4 +305,3 @@ func TestListReadsEveryDocumentPastAThousand(t *testing.T) {
 		}
 	}
 }
-
