@@ -361,9 +361,18 @@ func (w *StatusWriter) Write(ctx context.Context, st RelayStatus, ttl time.Durat
 	}
 	flush()
 	var out StatusWrite
+	callCtx := ctx
 	run := func(ops []queen.KVOp) bool {
+		if callCtx.Err() != nil {
+			// The caller's deadline passed: these rows are written next
+			// time (the log and header still go, below).
+			if firstErr == nil {
+				firstErr = fmt.Errorf("publishing relay status (%d rows): %w", len(ops), callCtx.Err())
+			}
+			return false
+		}
 		out.Calls++
-		res, err := w.s.c.KV(ctx, ops...)
+		res, err := w.s.c.KV(callCtx, ops...)
 		if err == nil {
 			err = res.Err()
 		}
@@ -393,6 +402,15 @@ func (w *StatusWriter) Write(ctx context.Context, st RelayStatus, ttl time.Durat
 			delete(w.gone, k)
 		}
 		changed = append(changed, b.changes...)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// The graph rows took the caller's whole deadline (a slow broker,
+		// thousands of graphs starting at once): the log of what was
+		// stored and the header still go, on a deadline of their own, so
+		// the replica stays live and its placement does not move.
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(ttl/3, time.Second))
+		defer cancel()
+		callCtx = hctx
 	}
 	logRows, err := w.logRows(changed)
 	if err != nil {

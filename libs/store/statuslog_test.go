@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -228,5 +229,35 @@ func TestStatusLogRowsAtTheirLargestStayBelowTheLimit(t *testing.T) {
 	all, moved, err := rd.ReadChanged(ctx)
 	if err != nil || !moved || len(all) != 1 || len(all[0].Graphs) != n {
 		t.Fatalf("following the log: moved %v, %v; want %d graphs", moved, err, n)
+	}
+}
+
+// A write whose caller's deadline passed while its graph rows were being
+// written still writes the header (on a deadline of its own): the
+// replica stays live, and the rows not written are written next time.
+func TestAStatusWritePastItsDeadlineStillWritesTheHeader(t *testing.T) {
+	t.Parallel()
+	s, _ := newMiniStore(t)
+	w := s.NewStatusWriter("r1")
+	st := store.RelayStatus{Replica: "r1", At: 1, Graphs: []store.GraphStatus{twoNodeStatus("a", 1)}}
+	late, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if _, err := w.Write(late, st, time.Minute, time.Unix(1000, 0)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a write past its deadline: %v; want the deadline named", err)
+	}
+	ctx := context.Background()
+	ids, err := s.LiveReplicas(ctx)
+	if err != nil || len(ids) != 1 || ids[0] != "r1" {
+		t.Fatalf("live replicas after a late write: %v, %v; want r1 (its header written)", ids, err)
+	}
+	rd := s.NewStatusReader(store.StatusReaderConfig{})
+	if all, err := rd.Read(ctx); err != nil || len(all) != 1 || len(all[0].Graphs) != 0 {
+		t.Fatalf("after the late write: %+v, %v; want r1 live with no graph yet", all, err)
+	}
+	if _, err := w.Write(ctx, st, time.Minute, time.Unix(1001, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if all, err := rd.Read(ctx); err != nil || len(all) != 1 || len(all[0].Graphs) != 1 {
+		t.Fatalf("the next write: %+v, %v; want the graph written then and seen", all, err)
 	}
 }
