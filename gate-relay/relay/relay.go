@@ -443,8 +443,16 @@ func unanswered(err error) bool {
 	return err != nil && (st == 0 || st >= 500)
 }
 
-// BrokerCalls is what this relay's client has sent to the broker.
-func (r *Relay) BrokerCalls() queen.Calls { return r.client.Calls() }
+// BrokerCalls is what this relay has sent to the broker (its stages' client
+// and its store's).
+func (r *Relay) BrokerCalls() queen.Calls {
+	c := r.client.Calls()
+	// The store may talk over a client (a connection pool) of its own.
+	if sc := r.store.Client(); sc != nil && sc != r.client {
+		c = c.Add(sc.Calls())
+	}
+	return c
+}
 
 // BrokerHealth reports whether the broker answers its /health as healthy.
 func (r *Relay) BrokerHealth(ctx context.Context) error {
