@@ -758,14 +758,19 @@ func (a *statusAssembly) result() []RelayStatus {
 	}
 	out := make([]RelayStatus, 0, len(byReplica))
 	for _, st := range byReplica {
-		sort.Slice(st.Graphs, func(i, j int) bool {
-			if st.Graphs[i].App != st.Graphs[j].App {
-				return st.Graphs[i].App < st.Graphs[j].App
-			}
-			return st.Graphs[i].Graph < st.Graphs[j].Graph
-		})
+		sortGraphs(st.Graphs)
 		out = append(out, *st)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Replica < out[j].Replica })
 	return out
+}
+
+// sortGraphs orders graphs by application, then graph name.
+func sortGraphs(graphs []GraphStatus) {
+	sort.Slice(graphs, func(i, j int) bool {
+		if graphs[i].App != graphs[j].App {
+			return graphs[i].App < graphs[j].App
+		}
+		return graphs[i].Graph < graphs[j].Graph
+	})
 }

@@ -240,12 +240,7 @@ func (v *replicaView) sortedGraphs() []GraphStatus {
 	for _, g := range v.graphs {
 		out = append(out, g)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].App != out[j].App {
-			return out[i].App < out[j].App
-		}
-		return out[i].Graph < out[j].Graph
-	})
+	sortGraphs(out)
 	v.sorted = out
 	return out
 }
