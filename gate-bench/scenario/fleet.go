@@ -158,8 +158,49 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 		want[g] = true
 	}
 	cold := "not in 120 s"
-	if waitFor(ctx, 120*time.Second, func() bool { return b.placed(ctx, st, want, 1) }) {
+	// The probe follows the relays' change logs as gate-api does: reading
+	// every status row each 200 ms would load the broker it measures.
+	rd := st.NewStatusReader(store.StatusReaderConfig{})
+	// The console's graph list, one request at a time, while the fleet
+	// starts: it reads the status gate-api is busy reading.
+	listCtx, stopList := context.WithCancel(ctx)
+	listed := make(chan []time.Duration, 1)
+	go func() {
+		var d []time.Duration
+		hc := b.api.HTTPClient()
+		for listCtx.Err() == nil {
+			t1 := time.Now()
+			if body, status, err := getStatus(listCtx, hc, b.cfg.GateURL+"/api/graphs?limit=50"); err == nil && status == http.StatusOK && len(body) > 0 {
+				d = append(d, time.Since(t1))
+			}
+			select {
+			case <-listCtx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+		listed <- d
+	}()
+	// Progress every 10 s: the graphs gate-api's view shows running, and
+	// what each replica says it runs (its gate_relay_graph_running), so a
+	// slow start tells the relays' starting from the status's lag.
+	logged := time.Now()
+	if waitFor(ctx, 120*time.Second, func() bool {
+		ok, covered := b.placed(ctx, rd, want, 1)
+		if time.Since(logged) >= 10*time.Second {
+			logged = time.Now()
+			var own []string
+			for _, p := range f.procs {
+				own = append(own, strconv.Itoa(int(relayMetrics(ctx, p.HealthURL)["gate_relay_graph_running"])))
+			}
+			b.logf("scale-fleet: cold start %.0f s: %d of %d graphs running in the status; the replicas run %s", time.Since(t0).Seconds(), covered, len(want), strings.Join(own, " / "))
+		}
+		return ok
+	}) {
 		cold = fmt.Sprintf("%.1f", time.Since(t0).Seconds())
+	}
+	stopList()
+	if d := <-listed; len(d) > 0 {
+		notes = append(notes, fmt.Sprintf("list during the cold start (GET /api/graphs?limit=50 every 250 ms, %d answers): p50 %s / p99 %s ms", len(d), ms(quantile(d, 0.5)), ms(quantile(d, 0.99))))
 	}
 	// PUT → running of new graphs, the fleet up.
 	var toRun []time.Duration
@@ -328,8 +369,9 @@ func (b *Bench) fleetKill(ctx context.Context, st *store.Store, f *fleetRun, wan
 	if err := b.st.KillRelay(f.index[0]); err != nil {
 		return "kill failed: " + err.Error()
 	}
+	rd := st.NewStatusReader(store.StatusReaderConfig{})
 	if !waitFor(ctx, 60*time.Second, func() bool {
-		all, err := st.Statuses(ctx)
+		all, err := rd.Read(ctx)
 		if err != nil {
 			return false
 		}
@@ -357,11 +399,11 @@ func (b *Bench) fleetKill(ctx context.Context, st *store.Store, f *fleetRun, wan
 }
 
 // placed reports whether every graph of want runs on at least n live
-// replicas, as the relays' status rows say.
-func (b *Bench) placed(ctx context.Context, st *store.Store, want map[string]bool, n int) bool {
-	all, err := st.Statuses(ctx)
+// replicas, as the relays' status rows say, and how many do.
+func (b *Bench) placed(ctx context.Context, rd *store.StatusReader, want map[string]bool, n int) (bool, int) {
+	all, err := rd.Read(ctx)
 	if err != nil {
-		return false
+		return false, 0
 	}
 	runners := map[string]int{}
 	for _, rs := range all {
@@ -371,12 +413,13 @@ func (b *Bench) placed(ctx context.Context, st *store.Store, want map[string]boo
 			}
 		}
 	}
+	covered := 0
 	for g := range want {
-		if runners[g] < n {
-			return false
+		if runners[g] >= n {
+			covered++
 		}
 	}
-	return true
+	return covered == len(want), covered
 }
 
 // pushRunning pushes one item to graph's node "in" and reports whether the
@@ -449,7 +492,7 @@ func relayMetrics(ctx context.Context, base string) map[string]float64 {
 			continue
 		}
 		switch name {
-		case "go_goroutines", "process_resident_memory_bytes", "gate_relay_stage_forwarded_total":
+		case "go_goroutines", "process_resident_memory_bytes", "gate_relay_stage_forwarded_total", "gate_relay_graph_running":
 			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
 			if err == nil {
 				out[name] += v

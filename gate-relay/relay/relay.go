@@ -443,8 +443,16 @@ func unanswered(err error) bool {
 	return err != nil && (st == 0 || st >= 500)
 }
 
-// BrokerCalls is what this relay's client has sent to the broker.
-func (r *Relay) BrokerCalls() queen.Calls { return r.client.Calls() }
+// BrokerCalls is what this relay has sent to the broker (its stages' client
+// and its store's).
+func (r *Relay) BrokerCalls() queen.Calls {
+	c := r.client.Calls()
+	// The store may talk over a client (a connection pool) of its own.
+	if sc := r.store.Client(); sc != nil && sc != r.client {
+		c = c.Add(sc.Calls())
+	}
+	return c
+}
 
 // BrokerHealth reports whether the broker answers its /health as healthy.
 func (r *Relay) BrokerHealth(ctx context.Context) error {
@@ -544,21 +552,73 @@ func (r *Relay) reconcile(ctx context.Context) (ok bool) {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	defer func() {
+		// A broker gone for a lease, seen mid-pass, gave every graph up;
+		// a start that finished after that is given up too.
+		if r.gaveUp {
+			r.stopAllGraphs()
+		}
+	}()
+	starts, wait := starters()
+	defer wait()
+	checked := r.cfg.Clock.Now()
 	for _, k := range names {
 		if ctx.Err() != nil {
 			return false
 		}
+		// A long pass (a cold start of thousands of graphs) re-reads the
+		// members as it goes: replicas that started meanwhile take their
+		// share at once instead of after this replica started every graph,
+		// and the pass after this one stops what it lost and starts what
+		// it gained.
+		if now := r.cfg.Clock.Now(); now.Sub(checked) >= r.cfg.SignalPoll {
+			checked = now
+			if r.refreshMembers(ctx) {
+				r.Reconcile()
+			}
+			if r.gaveUp {
+				return false
+			}
+		}
 		doc := stored[k]
+		if !r.owns(doc.App, doc.Graph) {
+			continue
+		}
 		r.mu.Lock()
 		old := r.graphs[k]
 		r.mu.Unlock()
 		if old != nil && old.running.Load() && bytes.Equal(old.body, doc.Body) {
 			continue
 		}
-		r.declare(ctx, k, old, doc)
+		starts <- func() { r.declare(ctx, k, old, doc) }
 		changed = true
 	}
 	return true
+}
+
+// startConcurrency is how many graphs a reconcile pass starts at once: a
+// start is a few broker calls in a row (compile's partition read,
+// provisioning), so one at a time a cold start of thousands of graphs
+// waits on round trips, not on the CPU.
+const startConcurrency = 8
+
+// starters runs the funcs sent on the returned channel on
+// startConcurrency goroutines; the returned wait closes the channel and
+// waits for every func sent.
+func starters() (chan<- func(), func()) {
+	ch := make(chan func())
+	var wg sync.WaitGroup
+	for range startConcurrency {
+		wg.Go(func() {
+			for f := range ch {
+				f()
+			}
+		})
+	}
+	return ch, func() {
+		close(ch)
+		wg.Wait()
+	}
 }
 
 // declare starts doc, swapping out old. A document that does not compile
@@ -597,7 +657,9 @@ func (r *Relay) declare(ctx context.Context, k string, old *runtime, doc store.D
 		r.put(k, rt)
 		return
 	}
+	r.mu.Lock()
 	delete(r.lastErrs, k)
+	r.mu.Unlock()
 	r.put(k, rt)
 }
 
@@ -609,9 +671,12 @@ func (r *Relay) put(k string, rt *runtime) {
 
 // reportOnce logs a start failure once per distinct error.
 func (r *Relay) reportOnce(k string, doc store.Document, err error) {
-	if r.lastErrs[k] != err.Error() {
+	r.mu.Lock()
+	first := r.lastErrs[k] != err.Error()
+	r.lastErrs[k] = err.Error()
+	r.mu.Unlock()
+	if first {
 		r.log.Error("graph did not start", "app", doc.App, "graph", doc.Graph, "error", err)
-		r.lastErrs[k] = err.Error()
 	}
 }
 

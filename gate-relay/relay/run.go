@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -52,7 +53,19 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 	if err != nil {
 		return fmt.Errorf("QUEEN_URL: %w", err)
 	}
-	st := store.New(client, cfg.KVNamespace)
+	// The store (documents, members, status rows) talks to the broker
+	// over a connection pool of its own. The stages' long polls hold one
+	// connection each, and a cold start of thousands of graphs opens them
+	// all at once: a status write or a member read that had to dial
+	// behind them waited seconds (the broker's listen queue full, SYNs
+	// dropped and resent), let the replica's header expire and moved its
+	// graphs to the other replicas. On its own pool its few connections
+	// stay open.
+	control, err := queen.New(cfg.QueenURL, queen.WithHTTPClient(&http.Client{Transport: queen.NewTransport()}))
+	if err != nil {
+		return fmt.Errorf("QUEEN_URL: %w", err)
+	}
+	st := store.New(control, cfg.KVNamespace)
 	var r *Relay
 	hand := observe.New(observe.Config{
 		Client: client, Namespace: cfg.KVNamespace, Replica: cfg.Replica, Logger: log,

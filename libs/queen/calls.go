@@ -23,6 +23,11 @@ func (c Calls) Sub(o Calls) Calls {
 	return Calls{c.Pop - o.Pop, c.Push - o.Push, c.Txn - o.Txn, c.KV - o.KV, c.KVIncr - o.KVIncr, c.Lease - o.Lease, c.Other - o.Other}
 }
 
+// Add is c + o field by field (two clients of one process).
+func (c Calls) Add(o Calls) Calls {
+	return Calls{c.Pop + o.Pop, c.Push + o.Push, c.Txn + o.Txn, c.KV + o.KV, c.KVIncr + o.KVIncr, c.Lease + o.Lease, c.Other + o.Other}
+}
+
 type callCounts struct{ pop, push, txn, kv, kvIncr, lease, other atomic.Int64 }
 
 func (c *callCounts) count(path string) {

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/queen-mq/gate/libs/queen"
@@ -155,7 +154,11 @@ type statusHeader struct {
 	Graphs int `json:"graphs"`
 	// Gen moves whenever the writer wrote or deleted a graph row: a reader
 	// that saw this epoch and gen already has every graph row.
-	Gen     int64    `json:"gen"`
+	Gen int64 `json:"gen"`
+	// Log is the sequence of the newest change-log row this epoch wrote
+	// (0: none): a reader that read the log up to Log has every graph row
+	// change the header vouches for (see statuslog.go).
+	Log     int64    `json:"log,omitempty"`
 	Denials []Denial `json:"denials,omitempty"`
 }
 
@@ -225,6 +228,8 @@ type StatusWriter struct {
 	replica string
 	epoch   string
 	gen     int64
+	// log is the sequence of the newest change-log row written.
+	log int64
 	// written is what the last applied write of each graph said.
 	written map[string]writtenGraph
 	// gone is graphs whose rows are still to delete (parts count).
@@ -270,6 +275,8 @@ type statusBatch struct {
 	bytes   int
 	written map[string]writtenGraph
 	deleted []string
+	// changes is what the batch's rows say, for the change log.
+	changes []statusChange
 }
 
 // Write publishes st (the replica's whole status at now): the rows of
@@ -329,6 +336,7 @@ func (w *StatusWriter) Write(ctx context.Context, st RelayStatus, ttl time.Durat
 		}
 		add(ops, size)
 		cur.written[k] = writtenGraph{app: g.App, graph: g.Graph, status: CloneGraphStatus(g), parts: len(rows), at: now}
+		cur.changes = append(cur.changes, statusChange{App: g.App, Graph: g.Graph, Parts: len(rows), Gen: w.gen})
 	}
 	for k, prev := range w.written {
 		if !live[k] {
@@ -348,37 +356,83 @@ func (w *StatusWriter) Write(ctx context.Context, st RelayStatus, ttl time.Durat
 		add(ops, 0)
 		cur.deleted = append(cur.deleted, k)
 		w.gen++
+		cur.changes = append(cur.changes, statusChange{App: g.app, Graph: g.graph, Gen: w.gen})
 	}
-	header, err := encodeHeader(statusHeader{Replica: w.replica, At: st.At, Epoch: w.epoch, Graphs: len(st.Graphs), Gen: w.gen, Denials: st.Denials})
-	if err != nil {
-		return StatusWrite{}, fmt.Errorf("publishing relay status: %w", err)
-	}
-	// The header goes last, in a call of its own when the graphs took
-	// several: a reader that sees the new epoch sees its rows.
-	flush()
-	cur.ops = []queen.KVOp{queen.KVPut(w.s.ns, StatusHeaderKey(w.replica), header, queen.PutOpts{TTLSeconds: ttlSeconds(ttl)})}
 	flush()
 	var out StatusWrite
-	for _, b := range batches {
+	callCtx := ctx
+	run := func(ops []queen.KVOp) bool {
+		if callCtx.Err() != nil {
+			// The caller's deadline passed: these rows are written next
+			// time (the log and header still go, below).
+			if firstErr == nil {
+				firstErr = fmt.Errorf("publishing relay status (%d rows): %w", len(ops), callCtx.Err())
+			}
+			return false
+		}
 		out.Calls++
-		res, err := w.s.c.KV(ctx, b.ops...)
+		res, err := w.s.c.KV(callCtx, ops...)
 		if err == nil {
 			err = res.Err()
 		}
 		if err != nil {
 			if firstErr == nil {
-				firstErr = fmt.Errorf("publishing relay status (%d rows): %w", len(b.ops), err)
+				firstErr = fmt.Errorf("publishing relay status (%d rows): %w", len(ops), err)
 			}
+			return false
+		}
+		out.Rows += len(ops)
+		return true
+	}
+	// The graph rows first; then the change log naming the rows that were
+	// stored (a broker applies one call's ops in key order, not in the
+	// order sent, so the log goes in calls of its own); the header last,
+	// so a reader that sees its Log finds every log row and graph row it
+	// names.
+	var changed []statusChange
+	for _, b := range batches {
+		if !run(b.ops) {
 			continue
 		}
-		out.Rows += len(b.ops)
 		for k, g := range b.written {
 			w.written[k] = g
 		}
 		for _, k := range b.deleted {
 			delete(w.gone, k)
 		}
+		changed = append(changed, b.changes...)
 	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// The graph rows took the caller's whole deadline (a slow broker,
+		// thousands of graphs starting at once): the log of what was
+		// stored and the header still go, on a deadline of their own, so
+		// the replica stays live and its placement does not move.
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(ttl/3, time.Second))
+		defer cancel()
+		callCtx = hctx
+	}
+	logRows, err := w.logRows(changed)
+	if err != nil {
+		return out, fmt.Errorf("publishing relay status: %w", err)
+	}
+	var ops []queen.KVOp
+	bytes := 0
+	for _, r := range logRows {
+		if len(ops) == statusOpsPerCall || (bytes+len(r.value) > statusBytesPerCall && len(ops) > 0) {
+			run(ops)
+			ops, bytes = nil, 0
+		}
+		ops = append(ops, queen.KVPut(w.s.ns, StatusLogKey(w.replica, w.epoch, r.seq), r.value, queen.PutOpts{TTLSeconds: ttlSeconds(statusLogTTL(ttl))}))
+		bytes += len(r.value)
+	}
+	if len(ops) > 0 {
+		run(ops)
+	}
+	header, err := encodeHeader(statusHeader{Replica: w.replica, At: st.At, Epoch: w.epoch, Graphs: len(st.Graphs), Gen: w.gen, Log: w.log, Denials: st.Denials})
+	if err != nil {
+		return out, fmt.Errorf("publishing relay status: %w", err)
+	}
+	run([]queen.KVOp{queen.KVPut(w.s.ns, StatusHeaderKey(w.replica), header, queen.PutOpts{TTLSeconds: ttlSeconds(ttl)})})
 	return out, firstErr
 }
 
@@ -584,69 +638,6 @@ func (s *Store) GraphStatuses(ctx context.Context, app, graph string) ([]RelaySt
 	return asm.result(), nil
 }
 
-// StatusReader reads every replica's status like Statuses, but re-reads
-// the graph rows only when some replica's header says they changed (a
-// new replica, epoch or gen, or a replica gone): at idle a read costs the
-// headers, one row per replica, whatever the number of graphs. Safe for
-// concurrent use.
-type StatusReader struct {
-	s    *Store
-	mu   sync.Mutex
-	seen string
-	last []RelayStatus
-}
-
-// NewStatusReader returns a reader over s's status rows.
-func (s *Store) NewStatusReader() *StatusReader { return &StatusReader{s: s} }
-
-// Read returns every live replica's status (as Statuses does).
-func (r *StatusReader) Read(ctx context.Context) ([]RelayStatus, error) {
-	out, _, err := r.ReadChanged(ctx)
-	return out, err
-}
-
-// ReadChanged is Read, and whether the graph rows were re-read (false:
-// every replica's graphs are those of the previous read, only each
-// header's At and Denials are new), so a caller that indexes the graphs
-// re-indexes them only when they moved.
-func (r *StatusReader) ReadChanged(ctx context.Context) ([]RelayStatus, bool, error) {
-	headers, err := r.s.statusHeaders(ctx)
-	if err != nil {
-		return nil, false, err
-	}
-	ids := make([]string, 0, len(headers))
-	for id := range headers {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	var fp strings.Builder
-	for _, id := range ids {
-		h := headers[id]
-		fmt.Fprintf(&fp, "%s\x00%s\x00%d\x00%d\x00", id, h.Epoch, h.Gen, h.Graphs)
-	}
-	r.mu.Lock()
-	if r.last != nil && r.seen == fp.String() {
-		out := make([]RelayStatus, len(r.last))
-		for i, st := range r.last {
-			h := headers[st.Replica]
-			st.At, st.Denials = h.At, h.Denials
-			out[i] = st
-		}
-		r.mu.Unlock()
-		return out, false, nil
-	}
-	r.mu.Unlock()
-	asm := newStatusAssembly(headers)
-	if err := r.s.eachRow(ctx, graphStatusPrefix, asm.add); err != nil {
-		return nil, false, fmt.Errorf("reading relay status: %w", err)
-	}
-	out := asm.result()
-	r.mu.Lock()
-	r.seen, r.last = fp.String(), out
-	r.mu.Unlock()
-	return out, true, nil
-}
-
 // LiveReplicas is the id of every replica whose status header is live,
 // sorted: the members placement hashes over.
 func (s *Store) LiveReplicas(ctx context.Context) ([]string, error) {
@@ -688,7 +679,7 @@ func newStatusAssembly(h map[string]statusHeader) *statusAssembly {
 }
 
 func (a *statusAssembly) add(row queen.KVRow) {
-	app, graph, replica, part, ok := splitGraphStatusKey(row.Key)
+	_, _, replica, _, ok := splitGraphStatusKey(row.Key)
 	if !ok {
 		return
 	}
@@ -696,12 +687,11 @@ func (a *statusAssembly) add(row queen.KVRow) {
 	if !live {
 		return
 	}
-	var r graphStatusRow
-	if json.Unmarshal(row.Value, &r) != nil || r.Replica != replica || r.Epoch != h.Epoch || r.Part != part ||
-		r.Graph.App != app || r.Graph.Graph != graph || r.Parts < 1 || part >= r.Parts {
+	r, k, ok := decodeGraphRow(row, replica, h.Epoch)
+	if !ok {
 		return
 	}
-	k := replica + "\x00" + app + "\x00" + graph
+	k = replica + "\x00" + k
 	a.parts[k] = append(a.parts[k], r)
 }
 
@@ -711,36 +701,28 @@ func (a *statusAssembly) result() []RelayStatus {
 		byReplica[h.Replica] = &RelayStatus{Replica: h.Replica, At: h.At, Denials: h.Denials}
 	}
 	for _, rows := range a.parts {
-		sort.Slice(rows, func(i, j int) bool { return rows[i].Part < rows[j].Part })
-		first := rows[0]
-		if first.Part != 0 || len(rows) != first.Parts {
-			continue
-		}
-		g := first.Graph
-		complete := true
-		for i, r := range rows[1:] {
-			if r.Part != i+1 || r.Gen != first.Gen || r.Parts != first.Parts {
-				complete = false
-				break
-			}
-			g.Stages = append(g.Stages, r.Graph.Stages...)
-		}
+		g, complete := joinGraphRows(rows, 0)
 		if !complete {
 			continue
 		}
-		st := byReplica[first.Replica]
+		st := byReplica[rows[0].Replica]
 		st.Graphs = append(st.Graphs, g)
 	}
 	out := make([]RelayStatus, 0, len(byReplica))
 	for _, st := range byReplica {
-		sort.Slice(st.Graphs, func(i, j int) bool {
-			if st.Graphs[i].App != st.Graphs[j].App {
-				return st.Graphs[i].App < st.Graphs[j].App
-			}
-			return st.Graphs[i].Graph < st.Graphs[j].Graph
-		})
+		sortGraphs(st.Graphs)
 		out = append(out, *st)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Replica < out[j].Replica })
 	return out
+}
+
+// sortGraphs orders graphs by application, then graph name.
+func sortGraphs(graphs []GraphStatus) {
+	sort.Slice(graphs, func(i, j int) bool {
+		if graphs[i].App != graphs[j].App {
+			return graphs[i].App < graphs[j].App
+		}
+		return graphs[i].Graph < graphs[j].Graph
+	})
 }

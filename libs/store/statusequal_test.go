@@ -161,8 +161,8 @@ func TestStatusWriterSeesAChangeMadeInPlace(t *testing.T) {
 		}
 		c.change(&st.Graphs[0])
 		out, err := w.Write(ctx, st, 15*time.Second, now.Add(time.Second))
-		if err != nil || out.Rows != 2 {
-			t.Errorf("%s changed in place: wrote %+v (%v); want the graph's row and the header", c.name, out, err)
+		if err != nil || out.Rows != 3 {
+			t.Errorf("%s changed in place: wrote %+v (%v); want the graph's row, its change-log row and the header", c.name, out, err)
 		}
 		e, _ := mini.KV(s.Namespace(), store.GraphStatusKey(g.App, g.Graph, st.Replica, 0))
 		var stored struct {

@@ -113,7 +113,7 @@ const maxEager = 250 * time.Millisecond
 // SyncStatus) fills it.
 func NewCatalog(cfg CatalogConfig) *Catalog {
 	cfg = cfg.WithDefaults()
-	return &Catalog{st: cfg.Store, statusRd: cfg.Store.NewStatusReader(), opts: cfg.Options, log: cfg.Log, clock: cfg.Clock, refresh: cfg.Refresh,
+	return &Catalog{st: cfg.Store, statusRd: cfg.Store.NewStatusReader(store.StatusReaderConfig{Clock: cfg.Clock}), opts: cfg.Options, log: cfg.Log, clock: cfg.Clock, refresh: cfg.Refresh,
 		eager: min(cfg.Refresh/4, maxEager), graphs: map[GraphKey]*Entry{}, links: map[string]map[GraphKey]struct{}{}, rev: -1}
 }
 
