@@ -126,8 +126,10 @@ type laneID struct {
 // each value is pushed to its own partition).
 type lane struct {
 	id laneID
-	// idx are the counters (indices into the stage's batch) its items
-	// charge; nil until first needed.
+	// win holds the counters its items charge (only its own: a claim
+	// costs what they do, not what the stage's many keys do); idx are
+	// their indices, nil until first needed.
+	win budget.Batch
 	idx []int
 	// approx: its items are judged without some value; missing: the
 	// scoped budgets its items carry no value for.
@@ -150,7 +152,6 @@ type stage struct {
 	lanes    []*lane
 	byLane   map[laneID]*lane
 	queued   int64
-	win      budget.Batch
 	runs     []budget.Run
 }
 
@@ -312,7 +313,7 @@ func (e *Evaluator) Through() int64 { return e.through }
 // there is not charged by it). A lane judged without its values charges
 // only the budgets that charge every item.
 func (e *Evaluator) counters(s *stage, l *lane) {
-	b := &s.win
+	b := &l.win
 	l.idx = make([]int, 0, len(s.counters)+1)
 	l.approx, l.missing = false, l.missing[:0]
 	add := func(key string, ceiling, ttl int64, id string) {
@@ -540,7 +541,7 @@ func (e *Evaluator) claim(s *stage, l *lane, want int, now time.Time) int {
 		}
 		left -= k
 	}
-	a := e.table.AdmitRuns(&s.win, s.runs, now)
+	a := e.table.AdmitRuns(&l.win, s.runs, now)
 	if a.N > 0 {
 		e.take(s, l, int64(a.N), now.UnixMilli())
 	}
@@ -610,17 +611,18 @@ func (e *Evaluator) closeMinute(minute int64) []Minute {
 }
 
 // trim drops the lanes with nothing waiting and the counters whose window
-// ended by now; every stage's batch is rebuilt (it remembers table rows).
+// ended by now; every kept lane's batch is rebuilt (it remembers table
+// rows).
 func (e *Evaluator) trim(now time.Time) {
 	e.lanes = 0
 	for _, s := range e.stages {
-		s.win.Reset()
 		kept := s.lanes[:0]
 		for _, l := range s.lanes {
 			if l.queued == 0 && s.keyed {
 				delete(s.byLane, l.id)
 				continue
 			}
+			l.win.Reset()
 			l.idx = nil
 			kept = append(kept, l)
 		}
