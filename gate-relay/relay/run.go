@@ -57,7 +57,7 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 	hand := observe.New(observe.Config{
 		Client: client, Namespace: cfg.KVNamespace, Replica: cfg.Replica, Logger: log,
 		KeysPerSecond: cfg.ShadowKeysPerSecond,
-		Source: observe.SourceFunc(func() []observe.Runtime { return r.Runtimes() }),
+		Source:        observe.SourceFunc(func() []observe.Runtime { return r.Runtimes() }),
 	})
 	r, err = New(Config{
 		Client: client, Store: st, Replica: cfg.Replica,
