@@ -3,6 +3,7 @@ package observe
 import (
 	"iter"
 	"sort"
+	"unicode/utf8"
 
 	"github.com/queen-mq/gate/libs/cost"
 	"github.com/queen-mq/gate/libs/handover"
@@ -71,7 +72,8 @@ func (h *Handover) addKeys(n *nodeRec, b *stageBuf, sec int64, need shadow.Need,
 		op := ""
 		if need.Ops {
 			op = cost.Op(data)
-			ok = ok && len(op) <= plan.MaxKVKeyBytes
+			// An op JSON cannot carry byte for byte is not recorded.
+			ok = ok && len(op) <= plan.MaxKVKeyBytes && utf8.ValidString(op)
 		}
 		if !ok {
 			ks.overflow[0]++

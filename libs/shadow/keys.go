@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"unicode/utf8"
 
 	"github.com/queen-mq/gate/internal/jsonkit"
 	"github.com/queen-mq/gate/libs/cost"
@@ -75,7 +76,8 @@ func Needs(c Candidate) map[string]Need {
 // cost.Scope reads at that payload path (the relay's own derivation of a
 // scoped counter's key) or null when the item has none there. A value
 // longer than the broker's key (plan.MaxKVKeyBytes) can never be a
-// counter key; ok is false and the item belongs in the overflow.
+// counter key, and one that is not UTF-8 cannot be recorded exactly: ok
+// is false and the item belongs in the overflow.
 func AppendScope(dst []byte, need Need, data []byte) (out []byte, ok bool) {
 	dst = append(dst, '{')
 	for i, f := range need.Fields {
@@ -88,7 +90,10 @@ func AppendScope(dst []byte, need Need, data []byte) (out []byte, ok bool) {
 		switch {
 		case !has:
 			dst = append(dst, "null"...)
-		case len(v) > plan.MaxKVKeyBytes:
+		case len(v) > plan.MaxKVKeyBytes || !utf8.ValidString(v):
+			// No key can hold it, or JSON cannot carry it byte for byte
+			// (the push door refuses such payloads; a direct push may
+			// not).
 			return dst, false
 		default:
 			dst = jsonkit.AppendString(dst, v)
