@@ -42,7 +42,7 @@ func TestShadowKeySamplesRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("read %+v\nwant %+v", got, want)
 	}
-	if n, err := db.PruneShadow(ctx, t0.Add(history.KeySampleRetention + 2*time.Second)); err != nil || n != 5 {
+	if n, err := db.PruneShadow(ctx, t0.Add(history.KeySampleRetention+2*time.Second)); err != nil || n != 5 {
 		t.Fatalf("retention deleted %d rows (%v), want the 5 written", n, err)
 	}
 }
