@@ -151,8 +151,10 @@ type stage struct {
 	counters []counterRef // an unkeyed stage's
 	lanes    []*lane
 	byLane   map[laneID]*lane
-	queued   int64
-	runs     []budget.Run
+	// one is an unkeyed stage's only lane (no map lookup per second).
+	one    *lane
+	queued int64
+	runs   []budget.Run
 }
 
 type minuteAcc struct {
@@ -177,6 +179,8 @@ type Evaluator struct {
 	// lanes counts the lanes kept; past maxLanes (MaxLanes) a minute's
 	// end trims them.
 	lanes, maxLanes int
+	// active is serve's scratch.
+	active []turn
 }
 
 // NewEvaluator builds an evaluator of the candidate plan p for the named
@@ -418,7 +422,10 @@ func (e *Evaluator) enqueue(s *stage, sec Second, t int64) {
 	acc := &e.acc[s.node]
 	acc.arrived += sec.Items
 	if !s.keyed {
-		e.spread(s, e.lane(s, laneID{}), sec.Items, sec.Cost, t)
+		if s.one == nil {
+			s.one = e.lane(s, laneID{})
+		}
+		e.spread(s, s.one, sec.Items, sec.Cost, t)
 		return
 	}
 	items, total := sec.Items, sec.Cost
@@ -492,15 +499,17 @@ func (s *stage) push(l *lane, g group) {
 	l.queue = append(l.queue, g)
 }
 
+// turn is a lane with items waiting, in serve.
+type turn struct {
+	s *stage
+	l *lane
+}
+
 // serve runs every lane's claims at t: the lanes of a node's stages take
 // turns claim by claim until each is empty or refused.
 func (e *Evaluator) serve(t int64) {
 	now := time.UnixMilli(t)
-	type turn struct {
-		s *stage
-		l *lane
-	}
-	var active []turn
+	active := e.active[:0]
 	for _, s := range e.stages {
 		if s.queued == 0 {
 			continue
@@ -522,6 +531,7 @@ func (e *Evaluator) serve(t int64) {
 		}
 		active = keep
 	}
+	e.active = active[:0]
 }
 
 // claim judges one claim of l (its first want items) with the table.
