@@ -5,8 +5,8 @@
 -- further ones are one overflow row (overflow = true, scope and op empty).
 -- gate-recorder judges the candidate's per-key counters and op-filtered
 -- budgets from these rows beside watch_samples' totals; the hourly
--- retention deletes them after two days (libs/history
--- KeySampleRetention).
+-- retention deletes them after three hours (libs/history
+-- KeySampleRetention): only the evaluation about a minute later reads them.
 --
 -- shadow_minutes gains what the evaluation could not judge exactly
 -- (approximate: items judged without their values) and, per scoped budget,

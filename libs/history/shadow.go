@@ -167,10 +167,13 @@ func (db *DB) PruneShadow(ctx context.Context, now time.Time) (int64, error) {
 	return a.RowsAffected() + b.RowsAffected() + c.RowsAffected(), nil
 }
 
-// KeySampleRetention keeps a keyed shadow candidate's per-value counts
-// (gate-recorder evaluates each minute about a minute after it ends, and
-// catches up at most a day per pass).
-const KeySampleRetention = 48 * time.Hour
+// KeySampleRetention keeps a keyed shadow candidate's per-value counts:
+// gate-recorder evaluates each minute about a minute after it ends, so
+// three hours cover a recorder restart; they are the largest history rows
+// per second (docs/benchmarks.md, 2026-12-03), so they are kept no longer.
+// A recorder down for longer judges the seconds it missed without their
+// values (approximate).
+const KeySampleRetention = 3 * time.Hour
 
 // KeySample is one second's items of one recorder, node and path with one
 // recorded scope and op (a keyed shadow candidate's recording), or its
