@@ -30,7 +30,7 @@ func NewMetrics() *Metrics {
 		drains: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gate_recorder_drains_total",
 			Help: "Handover drains by outcome (ok: committed to PostgreSQL; error: nothing written, the rows stay in kv)."}, []string{"outcome"}),
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gate_recorder_rows_written_total",
-			Help: "History rows written by kind (samples, rollups, traces)."}, []string{"kind"}),
+			Help: "History rows written by kind (samples, rollups, traces, keys: a keyed shadow candidate's per-value counts)."}, []string{"kind"}),
 		lastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gate_recorder_last_drain_success_timestamp_seconds",
 			Help: "Unix time of the last drain that committed; time() minus this is the recorder's lag."}),
 		failing: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gate_recorder_drain_failures_consecutive",
@@ -59,6 +59,7 @@ func (m *Metrics) drained(d Drained, at float64) {
 	m.rows.WithLabelValues("samples").Add(float64(d.Samples))
 	m.rows.WithLabelValues("rollups").Add(float64(d.Rollups))
 	m.rows.WithLabelValues("traces").Add(float64(d.Traces))
+	m.rows.WithLabelValues("keys").Add(float64(d.KeySamples))
 	m.lastSuccess.Set(at)
 	m.failing.Set(0)
 }

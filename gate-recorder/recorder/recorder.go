@@ -184,8 +184,8 @@ func (r *Recorder) Tick(ctx context.Context) {
 type Drained struct {
 	// Rows is the handover rows read; Deleted those deleted after commit.
 	Rows, Deleted int
-	// Samples, Rollups and Traces are the rows written.
-	Samples, Rollups, Traces int
+	// Samples, Rollups, Traces and KeySamples are the rows written.
+	Samples, Rollups, Traces, KeySamples int
 }
 
 // Drain reads every handover row, commits them to PostgreSQL in one
@@ -211,7 +211,7 @@ func (r *Recorder) Drain(ctx context.Context) (Drained, error) {
 	if err := r.cfg.DB.Write(ctx, b); err != nil {
 		return d, err
 	}
-	d.Samples, d.Rollups, d.Traces = len(b.Samples), len(b.Rollups), len(b.Traces)
+	d.Samples, d.Rollups, d.Traces, d.KeySamples = len(b.Samples), len(b.Rollups), len(b.Traces), len(b.KeySamples)
 	if m := r.cfg.Metrics; m != nil {
 		for _, e := range entries {
 			if e.Err == nil && e.Row.Kind == handover.KindWatch && e.Row.Watch != nil {
@@ -237,6 +237,17 @@ func ToBatch(entries []handover.Entry) history.Batch {
 			for _, s := range row.Samples {
 				b.Samples = append(b.Samples, history.Sample{App: row.App, Graph: row.Graph, Node: row.Node, Path: row.Path,
 					Session: row.Session, Recorder: row.Recorder, Second: s[0], Items: s[1], Cost: s[2]})
+			}
+		case handover.KindKeys:
+			if k := row.Keys; k != nil {
+				for _, e := range k.Entries {
+					b.KeySamples = append(b.KeySamples, history.KeySample{App: row.App, Graph: row.Graph, Node: row.Node, Path: row.Path,
+						Session: row.Session, Recorder: row.Recorder, Second: k.Second, Scope: e.Scope, Op: e.Op, Items: e.Items, Cost: e.Cost})
+				}
+				if k.Overflow > 0 {
+					b.KeySamples = append(b.KeySamples, history.KeySample{App: row.App, Graph: row.Graph, Node: row.Node, Path: row.Path,
+						Session: row.Session, Recorder: row.Recorder, Second: k.Second, Overflow: true, Items: k.Overflow, Cost: k.OverflowCost})
+				}
 			}
 		case handover.KindWatch:
 			if w := row.Watch; w != nil {

@@ -106,6 +106,15 @@ func (r *Recorder) shadowOne(ctx context.Context, sh store.Shadow, upTo int64) (
 		k := shadow.NodePath{Node: s.Node, Path: s.Path}
 		arr[k] = append(arr[k], shadow.Second{T: s.Second, Items: s.Items, Cost: s.Cost})
 	}
+	// A scoped or op-filtered candidate is judged per recorded value and
+	// op; an unkeyed one reads only the totals.
+	if needs := shadow.Needs(cand); len(needs) > 0 {
+		keyed, err := db.ShadowKeyArrivals(ctx, sh.Application, sh.Graph, sessions, st.Through, to)
+		if err != nil {
+			return 0, err
+		}
+		attachKeys(arr, keyed, needs)
+	}
 	ev, err := shadow.NewEvaluator(res.Plan, cand.NodeNames(), st)
 	if err != nil {
 		return 0, err
@@ -118,10 +127,34 @@ func (r *Recorder) shadowOne(ctx context.Context, sh store.Shadow, upTo int64) (
 	out := make([]history.ShadowMinute, 0, len(mins))
 	for _, m := range mins {
 		out = append(out, history.ShadowMinute{Node: m.Node, Minute: m.Minute, Arrived: m.Arrived, Admitted: m.Admitted, Delayed: m.Delayed,
-			Backlog: m.Backlog, DelayP50Ms: m.DelayP50Ms, DelayMaxMs: m.DelayMaxMs, OldestWaitingMs: m.OldestWaitingMs})
+			Backlog: m.Backlog, DelayP50Ms: m.DelayP50Ms, DelayMaxMs: m.DelayMaxMs, OldestWaitingMs: m.OldestWaitingMs,
+			Approximate: m.Approximate, Missing: m.Missing})
 	}
 	if err := db.WriteShadow(ctx, sh.Application, sh.Graph, history.ShadowState{Since: sh.Since, Through: ev.Through(), State: body}, out, r.cfg.Clock.Now()); err != nil {
 		return 0, err
 	}
 	return len(out), nil
+}
+
+// attachKeys puts each keyed count on its recorded second (both are
+// ordered by second); a count whose second has no total is dropped (the
+// totals are what arrived), and a node the candidate reads no values of
+// keeps its totals only.
+func attachKeys(arr map[shadow.NodePath][]shadow.Second, keyed []history.ShadowKeySecond, needs map[string]shadow.Need) {
+	cursor := map[shadow.NodePath]int{}
+	for _, k := range keyed {
+		if _, ok := needs[k.Node]; !ok {
+			continue
+		}
+		np := shadow.NodePath{Node: k.Node, Path: k.Path}
+		secs := arr[np]
+		i := cursor[np]
+		for i < len(secs) && secs[i].T < k.Second {
+			i++
+		}
+		cursor[np] = i
+		if i < len(secs) && secs[i].T == k.Second {
+			secs[i].Keys = append(secs[i].Keys, shadow.KeyCount{Scope: k.Scope, Op: k.Op, Items: k.Items, Cost: k.Cost})
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queen-mq/gate/libs/gatetest"
+	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/store"
 )
 
@@ -126,5 +127,68 @@ func TestShadowLooserThanTheLimitLoosensNothing(t *testing.T) {
 	}
 	if len(mins) != 1 || mins[0].Arrived != 100 || mins[0].Delayed != 0 || mins[0].Backlog != 0 {
 		t.Fatalf("shadow minutes %+v, want 100 arrived and none delayed", mins)
+	}
+}
+
+// A per-account candidate on live traffic, relay → handover → PostgreSQL →
+// evaluation: an enforcing graph (1,000/s, never binding) forwards 60
+// items of account "a" and 4 of "b" in one second; the relay records them
+// per account, and the candidate of 5 a second per account delays only
+// a's: counted by hand, a's item k leaves at second k/5 (55 of 60 wait,
+// the last 11 s), b's 4 pass at once; the median of the 64 delays is 5 s.
+func TestKeyedShadowOnEnforcingGraph(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+	doc := fmt.Sprintf(`{"application": %q, "graph": "k", "version": 1,
+		"nodes": {"n": {"ingress": true, "budgets": [{"id": "wide", "count": 1000, "timeMs": 1000}], "egress": %q}},
+		"paths": [{"name": "main", "nodes": ["n"]}]}`, w.app, w.b.Queue("kout"))
+	if err := w.store.Put(ctx, w.app, "k", json.RawMessage(doc)); err != nil {
+		t.Fatal(err)
+	}
+	since := t0.UnixMilli()
+	cand := `{"nodes":{"n":{"budgets":[{"id":"wide","count":1000,"timeMs":1000},{"id":"per-account","count":5,"timeMs":1000,"scopeBy":"payload.account"}]}}}`
+	if err := w.store.PutShadow(ctx, store.Shadow{Application: w.app, Graph: "k", Since: since, SetBy: "api", Candidate: json.RawMessage(cand)}); err != nil {
+		t.Fatal(err)
+	}
+	a := w.startReplica("ra")
+	w.waitRunning("k", a)
+	flush(t, a) // the relay learns the candidate and what it needs recorded
+	rec := newRecorder(t, w)
+	var items []queen.PushItem
+	for i := range 64 {
+		acct := "a"
+		if i%16 == 15 {
+			acct = "b"
+		}
+		body, _ := json.Marshal(map[string]any{"account": acct, "i": i})
+		items = append(items, queen.PushItem{Queue: "gate." + w.app + ".k.n.ingress", Partition: acct, Payload: body})
+	}
+	if _, err := w.client.Push(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	gatetest.Eventually(t, 30*time.Second, func() bool { return w.fwd("main/n") >= 64 })
+	w.clk.Advance(2 * time.Minute)
+	flush(t, a)
+	d, err := rec.Drain(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.KeySamples != 2 {
+		t.Fatalf("the drain wrote %d keyed rows, want 2 (a and b)", d.KeySamples)
+	}
+	pass, err := rec.Shadow(ctx)
+	if err != nil || pass.Failed != 0 {
+		t.Fatalf("shadow pass %+v, %v", pass, err)
+	}
+	mins, err := w.db.ShadowMinutes(ctx, w.app, "k", since, since, since+10*60000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mins) != 1 {
+		t.Fatalf("shadow minutes %+v, want the one complete minute", mins)
+	}
+	m := mins[0]
+	if m.Arrived != 64 || m.Admitted != 64 || m.Delayed != 55 || m.Backlog != 0 || m.DelayP50Ms != 5000 || m.DelayMaxMs != 11000 || m.Approximate != 0 || m.Missing != nil {
+		t.Fatalf("shadow minute %+v, want 64 arrived and admitted, 55 delayed (a only), p50 5 s, max 11 s, nothing approximate", m)
 	}
 }

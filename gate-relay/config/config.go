@@ -72,28 +72,33 @@ type Config struct {
 	// Profiles serves /debug/pprof/ on Bind (GATE_RELAY_PPROF=1; default
 	// 0, none).
 	Profiles bool
+	// ShadowKeysPerSecond caps the distinct scope values and ops a node
+	// records a second for a keyed shadow candidate
+	// (GATE_SHADOW_KEYS_PER_SECOND, 1000, 1..100000).
+	ShadowKeysPerSecond int
 }
 
 // Default returns every knob at its default.
 func Default() Config {
 	return Config{
-		QueenURL:         knob.DefaultQueenURL,
-		KVNamespace:      knob.KVNamespace.Default,
-		StageBatch:       knob.StageBatch.Default,
-		LaneCapacity:     knob.LaneCapacity.Default,
-		Lease:            knob.DefaultLeaseSeconds * time.Second,
-		PollTimeout:      seconds(knob.PollTimeoutSeconds.Default),
-		MaxPark:          millis(knob.MaxParkMs.Default),
-		InteriorSeedSkew: seconds(knob.InteriorSeedSkewSeconds.Default),
-		RetryLimit:       knob.DefaultRetryLimit,
-		Reconcile:        knob.DefaultReconcileSeconds * time.Second,
-		SignalPoll:       millis(knob.SignalPollMs.Default),
-		StatusPeriod:     seconds(knob.StatusSeconds.Default),
-		Bind:             "127.0.0.1:8791",
-		LogLevel:         knob.DefaultLogLevel,
-		Admission:        knob.Admission.Default,
-		Linger:           millis(knob.StageLingerMs.Default),
-		ReplicasPerGraph: knob.ReplicasPerGraph.Default,
+		QueenURL:            knob.DefaultQueenURL,
+		KVNamespace:         knob.KVNamespace.Default,
+		StageBatch:          knob.StageBatch.Default,
+		LaneCapacity:        knob.LaneCapacity.Default,
+		Lease:               knob.DefaultLeaseSeconds * time.Second,
+		PollTimeout:         seconds(knob.PollTimeoutSeconds.Default),
+		MaxPark:             millis(knob.MaxParkMs.Default),
+		InteriorSeedSkew:    seconds(knob.InteriorSeedSkewSeconds.Default),
+		RetryLimit:          knob.DefaultRetryLimit,
+		Reconcile:           knob.DefaultReconcileSeconds * time.Second,
+		SignalPoll:          millis(knob.SignalPollMs.Default),
+		StatusPeriod:        seconds(knob.StatusSeconds.Default),
+		Bind:                "127.0.0.1:8791",
+		LogLevel:            knob.DefaultLogLevel,
+		Admission:           knob.Admission.Default,
+		Linger:              millis(knob.StageLingerMs.Default),
+		ReplicasPerGraph:    knob.ReplicasPerGraph.Default,
+		ShadowKeysPerSecond: knob.ShadowKeysPerSecond.Default,
 	}
 }
 
@@ -137,6 +142,8 @@ func Load(getenv func(string) string) (Config, error) {
 	errs = append(errs, err)
 	profiles, err := knob.RelayProfiles.Read(getenv)
 	c.Profiles = profiles == 1
+	errs = append(errs, err)
+	c.ShadowKeysPerSecond, err = knob.ShadowKeysPerSecond.Read(getenv)
 	errs = append(errs, err)
 	str("GATE_RELAY_BIND", &c.Bind)
 	str("GATE_NATS_URL", &c.NATSURL)

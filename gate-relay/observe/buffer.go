@@ -30,10 +30,15 @@ type stageBuf struct {
 	// lastDenied is deferred + released at the previous flush (-1 before
 	// the first one).
 	lastDenied int64
+	// keys are the keyed counts per second (keys.go), keyOrder their
+	// seconds ascending, keyCells the cells held.
+	keys     map[int64]*keySecond
+	keyOrder []int64
+	keyCells int
 }
 
 func newStageBuf(path string, index int) *stageBuf {
-	return &stageBuf{path: path, pathIndex: index, seconds: map[int64]*cell{}, minutes: map[int64]*minuteCell{}, lastDenied: -1}
+	return &stageBuf{path: path, pathIndex: index, seconds: map[int64]*cell{}, minutes: map[int64]*minuteCell{}, lastDenied: -1, keys: map[int64]*keySecond{}}
 }
 
 // addSecond records items and cost in second sec, then drops the oldest

@@ -16,6 +16,7 @@ import (
 	"github.com/queen-mq/gate/libs/handover"
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/service"
+	"github.com/queen-mq/gate/libs/shadow"
 	"github.com/queen-mq/gate/libs/store"
 )
 
@@ -79,6 +80,11 @@ type Config struct {
 	Denials *denial.Ring
 	// Period is the flush period; TTL the rows' TTL.
 	Period, TTL time.Duration
+	// KeysPerSecond caps the distinct (scope values, op) one node records
+	// per second while a scoped or op-filtered shadow candidate is set
+	// (GATE_SHADOW_KEYS_PER_SECOND; 0 is shadow.DefaultKeysPerSecond);
+	// further items are counted in the second's overflow.
+	KeysPerSecond int
 	// Clock is when settles happen and when flushes run (nil is the wall
 	// clock); Logger defaults to slog.Default().
 	Clock  clock.Clock
@@ -86,9 +92,10 @@ type Config struct {
 }
 
 // WithDefaults returns c with its zero fields filled: DefaultPeriod,
-// DefaultTTL, the wall clock, slog.Default(). A negative duration counts
-// as zero.
+// DefaultTTL, shadow.DefaultKeysPerSecond, the wall clock,
+// slog.Default(). A negative duration or cap counts as zero.
 func (c Config) WithDefaults() Config {
+	c.KeysPerSecond = cmp.Or(max(c.KeysPerSecond, 0), shadow.DefaultKeysPerSecond)
 	c.Period = cmp.Or(max(c.Period, 0), DefaultPeriod)
 	c.TTL = cmp.Or(max(c.TTL, 0), DefaultTTL)
 	c.Clock = clock.Or(c.Clock)
@@ -122,6 +129,10 @@ type nodeRec struct {
 	stages  map[string]*stageBuf
 	traces  []handover.Trace
 	nextSeq uint64
+	// keySec and distinct count the distinct keyed values recorded in
+	// the current second (keys.go).
+	keySec   int64
+	distinct int
 }
 
 // written is a row this replica wrote and has not seen committed.
@@ -148,8 +159,12 @@ type Handover struct {
 	// lazy is when Observe last synced on a settle of an unknown runtime.
 	lazy time.Time
 	// shadows are the graphs with a shadow candidate (shadow.go): the
-	// candidate's since, read once per flush.
+	// candidate's since, read once per flush; needs what a scoped or
+	// op-filtered candidate needs recorded per node.
 	shadows map[graphKey]int64
+	needs   map[graphKey]map[string]shadow.Need
+	// scopeBuf and keyBuf are addKeys' scratch (under mu).
+	scopeBuf, keyBuf []byte
 }
 
 // New returns a Handover for cfg.
@@ -196,6 +211,9 @@ func (h *Handover) Observe(ev stage.Settled) {
 	now := nowT.UnixMilli()
 	if n.watch != nil && now < n.watch.Until && n.closed == 0 {
 		b.addSecond(now-now%1000, int64(ev.Items), ev.Cost, MaxSeconds)
+		if need, ok := h.needs[graphKey{ev.App, ev.Graph}][ev.Node]; ok && ev.Forwarded != nil {
+			h.addKeys(n, b, now-now%1000, need, ev.Forwarded, h.cfg.KeysPerSecond)
+		}
 	}
 	if n.counts {
 		b.addMinute(now-now%60000, int64(ev.Items), 0, float64(ev.Cost), MaxMinutes)
@@ -360,6 +378,9 @@ func (h *Handover) rows(now int64) map[string]handover.Row {
 					r.Kind, r.Session, r.Path, r.Samples = handover.KindSamples, n.watch.Session, p, samples
 					out[handover.SamplesKey(n.id, b.pathIndex, blk)] = r
 				}
+				kb := base
+				kb.Session = n.watch.Session
+				b.keyRows(out, kb, complete)
 			}
 			r := base
 			r.Kind, r.Session = handover.KindWatch, n.watch.Session
@@ -408,6 +429,10 @@ func (h *Handover) forget(r handover.Row, now int64) {
 					}
 				}
 			}
+		case handover.KindKeys:
+			if b := n.stages[r.Path]; b != nil && r.Keys != nil {
+				b.forgetKeys(r.Keys)
+			}
 		case handover.KindTraces:
 			last := r.Traces[len(r.Traces)-1].Seq
 			i := 0
@@ -426,7 +451,7 @@ func (n *nodeRec) pending() bool {
 		return true
 	}
 	for _, b := range n.stages {
-		if len(b.seconds) > 0 || len(b.minutes) > 0 {
+		if len(b.seconds) > 0 || len(b.minutes) > 0 || len(b.keys) > 0 {
 			return true
 		}
 	}
@@ -592,7 +617,9 @@ func (h *Handover) present(ctx context.Context, keys []string) (map[string]bool,
 // Stats is what the buffers hold now, for tests and metrics.
 type Stats struct {
 	Recorders, Seconds, Minutes, Traces int
-	Lost                                int64
+	// KeyCells are the keyed counts held (a keyed shadow's recording).
+	KeyCells int
+	Lost     int64
 }
 
 // Stats counts the buffers.
@@ -606,6 +633,7 @@ func (h *Handover) Stats() Stats {
 		for _, b := range n.stages {
 			s.Seconds += len(b.seconds)
 			s.Minutes += len(b.minutes)
+			s.KeyCells += b.keyCells
 			s.Lost += b.lost
 		}
 	}

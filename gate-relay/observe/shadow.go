@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 
+	"github.com/queen-mq/gate/libs/shadow"
 	"github.com/queen-mq/gate/libs/store"
 )
 
@@ -21,11 +22,22 @@ func (h *Handover) readShadows(ctx context.Context) {
 		return
 	}
 	m := make(map[graphKey]int64, len(list))
+	needs := map[graphKey]map[string]shadow.Need{}
 	for _, sh := range list {
-		m[graphKey{sh.Application, sh.Graph}] = sh.Since
+		k := graphKey{sh.Application, sh.Graph}
+		m[k] = sh.Since
+		// A scoped or op-filtered candidate needs each item's values:
+		// recorded per second while it is set (keys.go). A candidate that
+		// does not read needs nothing here; gate-recorder says why.
+		if c, err := shadow.ParseCandidate(sh.Candidate, nil); err == nil {
+			if nd := shadow.Needs(c); len(nd) > 0 {
+				needs[k] = nd
+			}
+		}
 	}
 	h.mu.Lock()
 	h.shadows = m
+	h.needs = needs
 	h.mu.Unlock()
 }
 

@@ -69,7 +69,8 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 	var r *Relay
 	hand := observe.New(observe.Config{
 		Client: client, Namespace: cfg.KVNamespace, Replica: cfg.Replica, Logger: log,
-		Source: observe.SourceFunc(func() []observe.Runtime { return r.Runtimes() }),
+		KeysPerSecond: cfg.ShadowKeysPerSecond,
+		Source:        observe.SourceFunc(func() []observe.Runtime { return r.Runtimes() }),
 	})
 	r, err = New(Config{
 		Client: client, Store: st, Replica: cfg.Replica,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -356,7 +357,7 @@ func (h *handler) try(n int) (_ *budget.Charge, permanentErr error, done bool) {
 			switch {
 			case err == nil && res.Success:
 				h.checkRiders(ch, &res)
-				h.committed(fwd, foreignN, costSum, ch)
+				h.committed(end, fwd, foreignN, costSum, ch)
 				return nil, nil, true
 			case err == nil && s.cfg.Limiter.Refused(&h.batch, ch, res.Refusal):
 				if !ch.Decided(&h.batch) && !h.read(ch) {
@@ -826,7 +827,7 @@ func (h *handler) settle(admitted int, ch *budget.Charge) {
 	err := h.commit(t)
 	switch {
 	case err == nil:
-		h.committed(fwd, foreignN, costSum, ch)
+		h.committed(end, fwd, foreignN, costSum, ch)
 	case isDuplicate(err):
 		s.c.duplicates.Add(1)
 		s.log.Warn("settle rolled back by a duplicate transaction id; recovering by halving", "partition", h.msgs[0].Partition, "error", err)
@@ -839,7 +840,7 @@ func (h *handler) settle(admitted int, ch *budget.Charge) {
 }
 
 // committed counts a committed settle and tells the observer.
-func (h *handler) committed(fwd, foreignN int, costSum int64, ch *budget.Charge) {
+func (h *handler) committed(end, fwd, foreignN int, costSum int64, ch *budget.Charge) {
 	s := h.s
 	s.c.forwarded.Add(int64(fwd))
 	s.c.admitted.Add(int64(fwd))
@@ -857,7 +858,7 @@ func (h *handler) committed(fwd, foreignN int, costSum int64, ch *budget.Charge)
 	h.correct(ch)
 	if s.cfg.Observer != nil && fwd > 0 {
 		ev := Settled{App: s.cfg.App, Graph: s.cfg.Graph, Path: s.cfg.Stage.Path, Node: s.cfg.Stage.Node,
-			Partition: h.msgs[0].Partition, Items: fwd, Cost: costSum, At: s.cfg.Clock.Now()}
+			Partition: h.msgs[0].Partition, Items: fwd, Cost: costSum, At: s.cfg.Clock.Now(), Forwarded: h.forwarded(end)}
 		if ch != nil {
 			for i, d := range ch.Delta {
 				if d > 0 && ch.Applied[i] {
@@ -866,6 +867,20 @@ func (h *handler) committed(fwd, foreignN int, costSum int64, ch *budget.Charge)
 			}
 		}
 		s.cfg.Observer(ev)
+	}
+}
+
+// forwarded is the work items of the window's first end entries, for an
+// observer that reads them (a keyed shadow's recording): each payload and
+// cost, in order.
+func (h *handler) forwarded(end int) iter.Seq2[[]byte, int64] {
+	window := h.window[:min(end, len(h.window))]
+	return func(yield func([]byte, int64) bool) {
+		for i := range window {
+			if e := &window[i]; e.kind == work && !yield(e.msg.Data, e.cost) {
+				return
+			}
+		}
 	}
 }
 
@@ -888,10 +903,10 @@ func (h *handler) recoverDuplicate(admitted int, ch *budget.Charge, riding bool)
 		case err == nil:
 			if rc != nil {
 				h.checkRiders(rc, &res)
-				h.committed(fwd, foreignN, costSum, rc)
+				h.committed(end, fwd, foreignN, costSum, rc)
 				return
 			}
-			h.committed(fwd, foreignN, costSum, ch)
+			h.committed(end, fwd, foreignN, costSum, ch)
 			if ch != nil {
 				h.refund(ch, want)
 			}
@@ -917,7 +932,7 @@ func (h *handler) recoverDuplicate(admitted int, ch *budget.Charge, riding bool)
 			s.log.Warn("acking the foreign head failed", "error", err)
 		}
 	} else {
-		t, _, fwd, _, costSum := h.transaction(1)
+		t, end, fwd, _, costSum := h.transaction(1)
 		rc := h.ride(t, 1, riding)
 		res, err := h.transact(t)
 		if err == nil {
@@ -928,9 +943,9 @@ func (h *handler) recoverDuplicate(admitted int, ch *budget.Charge, riding bool)
 			headForwarded = true
 			if rc != nil {
 				h.checkRiders(rc, &res)
-				h.committed(fwd, 0, costSum, rc)
+				h.committed(end, fwd, 0, costSum, rc)
 			} else {
-				h.committed(fwd, 0, costSum, ch)
+				h.committed(end, fwd, 0, costSum, ch)
 			}
 		case isDuplicate(err):
 			bare := &queen.Transaction{}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"iter"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -52,6 +53,11 @@ type Settled struct {
 	Windows []Window
 	// At is when the commit was acknowledged.
 	At time.Time
+	// Forwarded yields each forwarded item's payload and cost, in order;
+	// it reads the handler's window, so it is valid only during the
+	// Observer's call (a keyed shadow's recording reads scope values and
+	// ops from it; nothing else pays for it).
+	Forwarded iter.Seq2[[]byte, int64]
 }
 
 // Window is one charged counter of a settle.

@@ -44,7 +44,7 @@ func TestWedgeEscalatesOncePerHeadAfterFiveAckRejections(t *testing.T) {
 	if st := s.Status(); st.Counters.Wedged != 1 || st.Wedge.Head != "t2" || st.Wedge.Escalated {
 		t.Fatalf("transport failures at a new head must not escalate: %+v %+v", st.Counters, st.Wedge)
 	}
-	head("t2").committed(1, 0, 1, nil)
+	head("t2").committed(0, 1, 0, 1, nil)
 	if st := s.Status(); st.Wedge != nil {
 		t.Fatalf("a commit must clear the wedge record: %+v", st.Wedge)
 	}

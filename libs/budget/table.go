@@ -118,6 +118,24 @@ func (t *Table) incr(key string, delta, lo, hi, ttlSeconds, nowMs int64) (bool, 
 	return true, next
 }
 
+// Forget drops the rows whose window has ended at now and returns how
+// many it dropped: an expired row reads as 0 and the next applied incr
+// creates it afresh, so no judgement after now changes; only the memory
+// of keys seen once (a replay of many scope values) is given back. Every
+// Batch judged against t before must be Reset before it is used again (it
+// remembers rows).
+func (t *Table) Forget(now time.Time) int {
+	ms := now.UnixMilli()
+	n := 0
+	for k, r := range t.rows {
+		if ms >= r.expires {
+			delete(t.rows, k)
+			n++
+		}
+	}
+	return n
+}
+
 // Charge charges the first n items of b at now, as Limiter.Charge does
 // against the broker: one incr with max = the counter's ceiling per
 // counter with a non-zero delta, then a read of every charged counter.

@@ -36,6 +36,10 @@ const (
 	KindSamples = "samples"
 	KindRollup  = "rollup"
 	KindTraces  = "traces"
+	// KindKeys is one second's items of one path per recorded scope
+	// value and op (while a scoped or op-filtered shadow candidate is
+	// set), in chunks.
+	KindKeys = "keys"
 )
 
 // Format is the row format version.
@@ -68,6 +72,32 @@ type Row struct {
 	Lanes  []Lane `json:"lanes,omitempty"`
 	// Traces are denials (kind traces).
 	Traces []Trace `json:"traces,omitempty"`
+	// Keys is one chunk of one second's keyed counts (kind keys, with
+	// Session and Path).
+	Keys *Keys `json:"keys,omitempty"`
+}
+
+// Keys is one chunk of a second's items per recorded scope and op.
+type Keys struct {
+	// Second is the second's start (ms); Chunk the chunk's number.
+	Second int64 `json:"second"`
+	Chunk  int   `json:"chunk"`
+	// Entries are the counts per scope (a JSON object of the candidate's
+	// scopeBy fields, shadow.AppendScope) and op.
+	Entries []KeyEntry `json:"entries"`
+	// Overflow and OverflowCost are the second's items past the relay's
+	// cap on distinct values a second (or with a value no key can hold):
+	// counted, not keyed (chunk 0 only).
+	Overflow     int64 `json:"overflow,omitempty"`
+	OverflowCost int64 `json:"overflowCost,omitempty"`
+}
+
+// KeyEntry is the items of one scope and op in a second.
+type KeyEntry struct {
+	Scope string `json:"scope"`
+	Op    string `json:"op,omitempty"`
+	Items int64  `json:"items"`
+	Cost  int64  `json:"cost"`
 }
 
 // Watch is a Watch recorder's state.
@@ -119,6 +149,11 @@ func WatchKey(rec string) string { return Prefix + rec + ":w" }
 // at block (ms); pathIndex is the path's position in the plan.
 func SamplesKey(rec string, pathIndex int, block int64) string {
 	return fmt.Sprintf("%s%s:s:%d:%d", Prefix, rec, pathIndex, block)
+}
+
+// KeysKey is the row of chunk of one path's keyed counts in second (ms).
+func KeysKey(rec string, pathIndex int, second int64, chunk int) string {
+	return fmt.Sprintf("%s%s:k:%d:%d:%d", Prefix, rec, pathIndex, second, chunk)
 }
 
 // RollupKey is the row of one minute.

@@ -188,3 +188,41 @@ func BenchmarkGraphDayRead(b *testing.B) {
 	}
 	b.Run("sealed", read)
 }
+
+// BenchmarkKeySamples is what a keyed shadow candidate's recording costs
+// PostgreSQL: one 10 s flush of one stage's per-value counts at 1, 100 or
+// 10,000 distinct values a second (one row per value and second), written
+// through Write as gate-recorder does, and the bytes the table and its
+// indexes hold per row afterwards.
+func BenchmarkKeySamples(b *testing.B) {
+	for _, values := range []int{1, 100, 10_000} {
+		b.Run(fmt.Sprintf("values=%d", values), func(b *testing.B) {
+			now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+			db := benchDB(b, now)
+			start := now.UnixMilli()
+			rows := 0
+			b.ResetTimer()
+			for i := range b.N {
+				var bt history.Batch
+				from := start + int64(i)*10_000
+				for s := int64(0); s < 10; s++ {
+					for v := range values {
+						bt.KeySamples = append(bt.KeySamples, history.KeySample{App: "bench", Graph: "g", Node: "n", Path: "main", Session: start,
+							Recorder: "0123456789abcdef0123456789abcdef", Second: from + s*1000, Scope: fmt.Sprintf(`{"payload.account":"acct-%06d"}`, v), Items: 3, Cost: 3})
+					}
+				}
+				rows += len(bt.KeySamples)
+				if err := db.Write(b.Context(), bt); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			var size int64
+			if err := db.Pool().QueryRow(b.Context(), `SELECT pg_total_relation_size('shadow_key_samples')`).Scan(&size); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(size)/float64(rows), "bytes/row")
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(rows), "µs/row")
+		})
+	}
+}

@@ -47,7 +47,7 @@ func TestMigrateFromEmptyThenNoOp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"config_events", "gate_migrations", "graph_versions", "rollup_hours", "rollup_seals", "rollup_sources", "rollups", "shadow_minutes", "shadow_state", "snapshots", "traces", "vendor_meter", "watch_recorders", "watch_samples", "watch_series", "watch_series_seals"}
+	want := []string{"config_events", "gate_migrations", "graph_versions", "rollup_hours", "rollup_seals", "rollup_sources", "rollups", "shadow_key_samples", "shadow_minutes", "shadow_state", "snapshots", "traces", "vendor_meter", "watch_recorders", "watch_samples", "watch_series", "watch_series_seals"}
 	if !reflect.DeepEqual(tables, want) {
 		t.Fatalf("tables after the first boot %v, want %v", tables, want)
 	}

@@ -70,11 +70,13 @@ type Batch struct {
 	Recorders []Recorder
 	Rollups   []RollupCount
 	Traces    []Trace
+	// KeySamples are a keyed shadow candidate's per-value counts.
+	KeySamples []KeySample
 }
 
 // Empty reports whether b writes nothing.
 func (b *Batch) Empty() bool {
-	return len(b.Samples) == 0 && len(b.Recorders) == 0 && len(b.Rollups) == 0 && len(b.Traces) == 0
+	return len(b.Samples) == 0 && len(b.Recorders) == 0 && len(b.Rollups) == 0 && len(b.Traces) == 0 && len(b.KeySamples) == 0
 }
 
 // Write commits b in one transaction with replacement semantics: writing
@@ -110,6 +112,9 @@ func (db *DB) Write(ctx context.Context, b Batch) error {
 		return err
 	}
 	if err := writeTraces(ctx, tx, b.Traces); err != nil {
+		return err
+	}
+	if err := writeKeySamples(ctx, tx, b.KeySamples); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {

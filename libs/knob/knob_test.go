@@ -30,6 +30,7 @@ func TestIntKnobs(t *testing.T) {
 		{RetryLimit, 3, 0, 1000, 5, "-1", "1001"},
 		{ReconcileSeconds, 15, 1, 86400, 60, "0", "999999"},
 		{StageLingerMs, 5, 0, 100, 20, "-1", "101"},
+		{ShadowKeysPerSecond, 1000, 1, 100000, 50, "0", "100001"},
 		{PollTimeoutSeconds, 30, 1, 300, 60, "0", "301"},
 		{MaxParkMs, 30000, 0, 3600000, 250, "-1", "3600001"},
 		{InteriorSeedSkewSeconds, 120, 0, 600, 60, "-1", "9999"},

@@ -16,6 +16,12 @@ var (
 	// under a steady few thousand items/s it cuts the relay's broker calls
 	// per item several-fold, and no ceiling's window is that short.
 	StageLingerMs = Int{Name: "GATE_STAGE_LINGER_MS", Default: 5, Min: 0, Max: 100}
+	// ShadowKeysPerSecond caps the distinct (scope values, op) one node
+	// records per second while a scoped or op-filtered shadow candidate
+	// is set; the items of further ones are counted in the second's
+	// overflow and judged as approximate. Memory and PostgreSQL rows grow
+	// with it (docs/benchmarks.md, 2026-12-03).
+	ShadowKeysPerSecond = Int{Name: "GATE_SHADOW_KEYS_PER_SECOND", Default: 1000, Min: 1, Max: 100000}
 )
 
 // gate-relay's own timing knobs, defined here so that the loader

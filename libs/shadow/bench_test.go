@@ -1,6 +1,7 @@
 package shadow
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/queen-mq/gate/libs/plan"
@@ -66,4 +67,70 @@ func BenchmarkEvaluateDay(b *testing.B) {
 		b.Fatal("the candidate delayed nothing: the benchmark measures nothing")
 	}
 	b.ReportMetric(float64(delayed), "delayed/day")
+}
+
+// BenchmarkEvaluateKeyedMinute is gate-recorder's work per minute for a
+// per-account candidate (5 a second per account beside a wide global
+// budget) over one node's minute of 10,000 items a second spread over 1,
+// 100 or 10,000 recorded accounts, as it runs each minute (a State
+// carried from the previous one).
+func BenchmarkEvaluateKeyedMinute(b *testing.B) {
+	c, err := ParseCandidate([]byte(`{"nodes":{"call":{"budgets":[{"id":"all","count":100000,"timeMs":1000},{"id":"per-account","count":5,"timeMs":1000,"scopeBy":"payload.account"}]}}}`), []string{"a", "b", "call"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := Compile("demo", "calls", []byte(twoPaths), c, planOptions())
+	if err != nil || !res.Accepted() {
+		b.Fatalf("%v %v", err, res.Errors())
+	}
+	const perSecond = 10_000
+	for _, values := range []int{1, 100, 10_000} {
+		b.Run(fmt.Sprintf("values=%d", values), func(b *testing.B) {
+			start := int64(1_800_000_000_000)
+			scopes := make([]string, values)
+			for v := range scopes {
+				sc, _ := AppendScope(nil, Need{Fields: []string{"payload.account"}}, fmt.Appendf(nil, `{"account":"acct-%06d"}`, v))
+				scopes[v] = string(sc)
+			}
+			minute := func(m int64) map[NodePath][]Second {
+				secs := make([]Second, 0, 60)
+				for s := int64(0); s < 60; s++ {
+					sec := Second{T: start + m*60000 + s*1000, Items: perSecond, Cost: perSecond}
+					for v := range values {
+						n := int64(perSecond / values)
+						sec.Keys = append(sec.Keys, KeyCount{Scope: scopes[v], Items: n, Cost: n})
+					}
+					secs = append(secs, sec)
+				}
+				return map[NodePath][]Second{{"call", "p1"}: secs}
+			}
+			arr := minute(0)
+			st := State{Through: start}
+			var delayed int64
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				for k, secs := range arr {
+					for j := range secs {
+						secs[j].T = start + int64(i)*60000 + int64(j)*1000
+					}
+					arr[k] = secs
+				}
+				b.StartTimer()
+				e, err := NewEvaluator(res.Plan, c.NodeNames(), st)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, mm := range e.Run(start+int64(i+1)*60000, arr) {
+					delayed += mm.Delayed
+				}
+				st = e.State()
+			}
+			if values < perSecond/5 && delayed == 0 {
+				b.Fatal("the candidate delayed nothing: the benchmark measures nothing")
+			}
+			b.ReportMetric(float64(len(st.Queues)), "lanes-carried")
+		})
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/queen-mq/gate/libs/cost"
 )
 
 // FuzzParseCandidate: any body is either refused with a FieldError (an
@@ -37,6 +39,37 @@ func FuzzParseCandidate(f *testing.F) {
 		}
 		if !bytes.Equal(back.Marshal(), c.Marshal()) {
 			t.Fatalf("round trip changed %s into %s", c.Marshal(), back.Marshal())
+		}
+	})
+}
+
+// FuzzAppendScope: whatever an item's payload, its recorded scope is
+// either refused (a value no key can hold) or a JSON object the evaluator
+// reads back with one member per field, each the value cost.Scope reads
+// there (or null when it reads none).
+func FuzzAppendScope(f *testing.F) {
+	for _, s := range []string{`{"a":"x","b":{"c":1.50}}`, `{"a":null}`, `{"a":"\u0000\"\\"}`, `[]`, `{"a":true,"a":"y"}`, `not json`, `{"b":{"c":"é"}}`} {
+		f.Add([]byte(s))
+	}
+	need := Need{Fields: []string{"payload.a", "payload.b.c"}}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, ok := AppendScope(nil, need, data)
+		if !ok {
+			return
+		}
+		m, err := scopeOf(string(out))
+		if err != nil {
+			t.Fatalf("recorded scope %q does not read back: %v", out, err)
+		}
+		if len(m) != len(need.Fields) {
+			t.Fatalf("recorded scope %q has %d members, want %d", out, len(m), len(need.Fields))
+		}
+		for _, field := range need.Fields {
+			v, has := cost.Scope(data, field)
+			got, present := m[field]
+			if !present || (got == nil) == has || (has && *got != v) {
+				t.Fatalf("field %s: recorded %v, cost.Scope reads %q %v", field, got, v, has)
+			}
 		}
 	})
 }

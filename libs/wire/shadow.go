@@ -34,8 +34,9 @@ type Shadow struct {
 	EvaluatedThrough *int64 `json:"evaluatedThrough"`
 	// Nodes are the candidate's nodes in name order.
 	Nodes []ShadowNode `json:"nodes"`
-	// Unsupported are candidate budgets the recording cannot judge
-	// (scoped or operation-filtered): they are not charged.
+	// Unsupported are candidate budgets the recording cannot judge: none
+	// since the relays record the scope values and ops a scoped or
+	// op-filtered candidate needs (kept for the answer's shape).
 	Unsupported []SimUnsupported `json:"unsupported"`
 	// Assumes says what the evaluation assumes.
 	Assumes []string `json:"assumes"`
@@ -53,6 +54,11 @@ type ShadowNode struct {
 	// enforced: 95 of 100 items delayed, up to 19 s; no backlog").
 	IfEnforced ShadowTotals `json:"ifEnforced"`
 	Sentence   string       `json:"sentence"`
+	// Notes say what the evaluation could not judge exactly over the
+	// range: items judged without their scope value or op (the relays'
+	// cap on distinct values a second, GATE_SHADOW_KEYS_PER_SECOND), and
+	// a scoped budget whose field the items did not carry.
+	Notes []string `json:"notes"`
 	// PerMinute is every evaluated minute of the range, oldest first.
 	PerMinute []ShadowMinute `json:"perMinute"`
 }
@@ -68,6 +74,11 @@ type ShadowTotals struct {
 	PeakBacklog     int64 `json:"peakBacklog"`
 	DelayMaxMs      int64 `json:"delayMaxMs"`
 	OldestWaitingMs int64 `json:"oldestWaitingMs"`
+	// Approximate are the items (summed) a scoped or op-filtered
+	// candidate judged without their scope value or op: past the relays'
+	// cap on distinct values a second, they charged only the budgets
+	// that charge every item. The figures are exact when it is 0.
+	Approximate int64 `json:"approximate"`
 }
 
 // ShadowMinute is one node's shadow result for one minute.
@@ -88,6 +99,9 @@ type ShadowMinute struct {
 	DelayP50Ms      int64 `json:"delayP50Ms"`
 	DelayMaxMs      int64 `json:"delayMaxMs"`
 	OldestWaitingMs int64 `json:"oldestWaitingMs"`
+	// Approximate are the minute's items judged without their scope
+	// value or op (ShadowTotals.Approximate).
+	Approximate int64 `json:"approximate"`
 }
 
 // ShadowDeleted is DELETE …/shadow.

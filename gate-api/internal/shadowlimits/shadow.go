@@ -11,10 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 
 	"github.com/queen-mq/gate/gate-api/internal/plane"
 	"github.com/queen-mq/gate/libs/history"
 	"github.com/queen-mq/gate/libs/httpapi"
+	"github.com/queen-mq/gate/libs/plan"
 	"github.com/queen-mq/gate/libs/shadow"
 	"github.com/queen-mq/gate/libs/store"
 	"github.com/queen-mq/gate/libs/wire"
@@ -168,7 +170,9 @@ func (s *Shadows) answer(q *httpapi.Request, e *plane.Entry, sh store.Shadow, ca
 	if e.Doc.Watch != nil {
 		out.Recording = "watch"
 	}
+	var compiled *plan.Plan
 	if res, err := shadow.Compile(e.App, e.Graph, e.Body, cand, s.p.Cfg.PlanOptions()); err == nil && res.Accepted() {
+		compiled = res.Plan
 		if ev, err := shadow.NewEvaluator(res.Plan, cand.NodeNames(), shadow.State{}); err == nil {
 			for _, u := range ev.Unsupported() {
 				out.Unsupported = append(out.Unsupported, wire.SimUnsupported{Node: u.Node, Budget: u.Budget, Reason: u.Reason})
@@ -187,10 +191,11 @@ func (s *Shadows) answer(q *httpapi.Request, e *plane.Entry, sh store.Shadow, ca
 		out.EvaluatedThrough = &through
 	}
 	for _, name := range cand.NodeNames() {
-		n := wire.ShadowNode{Node: name, Budgets: cand.Nodes[name], PerMinute: []wire.ShadowMinute{}}
+		n := wire.ShadowNode{Node: name, Budgets: cand.Nodes[name], PerMinute: []wire.ShadowMinute{}, Notes: []string{}}
+		missing := map[string]int64{}
 		for _, m := range byNode[name] {
 			n.PerMinute = append(n.PerMinute, wire.ShadowMinute{T: m.Minute, Arrived: m.Arrived, Admitted: m.Admitted, Delayed: m.Delayed,
-				Backlog: m.Backlog, DelayP50Ms: m.DelayP50Ms, DelayMaxMs: m.DelayMaxMs, OldestWaitingMs: m.OldestWaitingMs})
+				Backlog: m.Backlog, DelayP50Ms: m.DelayP50Ms, DelayMaxMs: m.DelayMaxMs, OldestWaitingMs: m.OldestWaitingMs, Approximate: m.Approximate})
 			t := &n.IfEnforced
 			t.Arrived += m.Arrived
 			t.Delayed += m.Delayed
@@ -198,11 +203,55 @@ func (s *Shadows) answer(q *httpapi.Request, e *plane.Entry, sh store.Shadow, ca
 			t.PeakBacklog = max(t.PeakBacklog, m.Backlog)
 			t.DelayMaxMs = max(t.DelayMaxMs, m.DelayMaxMs)
 			t.OldestWaitingMs = max(t.OldestWaitingMs, m.OldestWaitingMs)
+			t.Approximate += m.Approximate
+			for id, k := range m.Missing {
+				missing[id] += k
+			}
 		}
 		n.Sentence = Sentence(n.IfEnforced, len(n.PerMinute))
+		n.Notes = notes(compiled, name, n.IfEnforced, missing)
 		out.Nodes = append(out.Nodes, n)
 	}
 	return out, nil
+}
+
+// notes says what a node's evaluation could not judge exactly: the items
+// judged without their values, and each scoped budget whose field some
+// (or all) of the judged items did not carry.
+func notes(p *plan.Plan, node string, t wire.ShadowTotals, missing map[string]int64) []string {
+	out := []string{}
+	if t.Approximate > 0 {
+		out = append(out, fmt.Sprintf("approximate: %d of %d items were judged without their scope value or op (past the relays' cap of distinct values a node records a second, GATE_SHADOW_KEYS_PER_SECOND, or recorded before the relays knew the candidate); they charged only the budgets that charge every item, so the delay may be under-reported", t.Approximate, t.Arrived))
+	}
+	if len(missing) == 0 {
+		return out
+	}
+	var n *plan.Node
+	if p != nil {
+		n = p.Node(node)
+	}
+	judged := t.Arrived - t.Approximate
+	ids := make([]string, 0, len(missing))
+	for id := range missing {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		field := "its scopeBy"
+		if n != nil {
+			for _, b := range n.Budgets {
+				if b.ID == id {
+					field = "'" + b.ScopeBy + "'"
+				}
+			}
+		}
+		if missing[id] >= judged {
+			out = append(out, fmt.Sprintf("budget '%s' scopes by %s, but none of the %d items recorded at %s carried a value there, so it charged nothing (as the relay would not): check the field's path against the items' payload (payload.FIELD, nested members joined by dots)", id, field, judged, node))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%d of %d items recorded at %s carried no value at %s: budget '%s' did not charge them (as the relay would not)", missing[id], judged, node, field, id))
+	}
+	return out
 }
 
 // Sentence says a node's totals in one line, as the console shows them
@@ -216,13 +265,24 @@ func Sentence(t wire.ShadowTotals, minutes int) string {
 		span = fmt.Sprintf("over %d minutes", minutes)
 	}
 	if t.Delayed == 0 && t.Backlog == 0 {
-		return fmt.Sprintf("if enforced: none of %d items delayed %s", t.Arrived, span)
+		return fmt.Sprintf("if enforced: none of %d items delayed %s", t.Arrived, span) + approx(t)
 	}
 	s := fmt.Sprintf("if enforced: %d of %d items delayed %s, up to %s", t.Delayed, t.Arrived, span, seconds(max(t.DelayMaxMs, t.OldestWaitingMs)))
 	if t.Backlog > 0 {
-		return s + fmt.Sprintf("; %d still waiting", t.Backlog)
+		s += fmt.Sprintf("; %d still waiting", t.Backlog)
+	} else {
+		s += "; no backlog"
 	}
-	return s + "; no backlog"
+	return s + approx(t)
+}
+
+// approx is the sentence's tail when some items were judged without their
+// values.
+func approx(t wire.ShadowTotals) string {
+	if t.Approximate == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (approximate: %d items judged without their scope value or op)", t.Approximate)
 }
 
 func seconds(ms int64) string {
@@ -239,7 +299,8 @@ func assumptions() []string {
 	return []string{
 		"the candidate never refuses or delays a real item: it runs in gate-recorder on the recorded per-second items, through the relay's own admission arithmetic (budget.Table), with its backlog carried from minute to minute",
 		"a graph in Watch is judged on its recorded arrivals; an enforcing graph on the items each node forwards under its enforced limits, so a candidate above the enforced limits shows no delay, never less delay than today",
-		"items of one second arrive together; a node's paths take turns claim by claim; scoped and operation-filtered budgets are not charged (listed as unsupported)",
+		"items of one second arrive together; a node's paths take turns claim by claim",
+		"a scoped or operation-filtered candidate is judged per scope value and op the relays record (at most GATE_SHADOW_KEYS_PER_SECOND distinct a node a second; further items are judged on the budgets that charge every item and reported as approximate): the items of one value and op wait in their own line, so one key's wait holds only its own items, as when each value is pushed to its own partition; the document's per-key counts (keys) apply, runtime key limits (…/budgets/{budget}/keys) do not",
 	}
 }
 

@@ -149,3 +149,39 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// A scoped candidate's figures: the items judged without their values
+// make the sentence and a note say "approximate", and a scoped budget
+// whose field none of the items carried is named with its field; a
+// scopeBy that is no payload path is refused at PUT naming the field.
+func TestShadowKeyedFigures(t *testing.T) {
+	t.Parallel()
+	h := apitest.New(t)
+	db := h.WithHistory(t)
+	url := declare(t, h)
+	a := h.Expect(h.Do("PUT", url, `{"nodes":{"call":{"budgets":[{"id":"call-1s","count":100,"timeMs":1000},{"id":"per-account","count":5,"timeMs":1000,"scopeBy":"account"}]}}}`), 422)
+	if !strings.Contains(string(a.Raw), "/nodes/call/budgets/1/scopeBy") {
+		t.Fatalf("a scopeBy that is no payload path: %s, want a refusal at /nodes/call/budgets/1/scopeBy", a.Raw)
+	}
+	cand := `{"nodes":{"call":{"budgets":[{"id":"call-1s","count":100,"timeMs":1000},{"id":"per-account","count":5,"timeMs":1000,"scopeBy":"payload.acount"}]}}}`
+	put := apitest.DecodeAs[wire.Shadow](t, h.Expect(h.Do("PUT", url, cand), 200))
+	if len(put.Unsupported) != 0 {
+		t.Fatalf("a scoped candidate is listed as unsupported: %+v", put.Unsupported)
+	}
+	m := put.Since - put.Since%60000
+	if err := db.WriteShadow(context.Background(), h.App, "calls", history.ShadowState{Since: put.Since, Through: m + 60000, State: []byte(`{}`)},
+		[]history.ShadowMinute{{Node: "call", Minute: m, Arrived: 100, Admitted: 100, Delayed: 10, DelayP50Ms: 0, DelayMaxMs: 2000, Approximate: 40,
+			Missing: map[string]int64{"per-account": 60}}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	got := apitest.DecodeAs[wire.Shadow](t, h.Expect(h.Do("GET", url+"?minutes=5", nil), 200))
+	n := got.Nodes[0]
+	if n.IfEnforced.Approximate != 40 || n.PerMinute[0].Approximate != 40 ||
+		n.Sentence != "if enforced: 10 of 100 items delayed in the last minute, up to 2 s; no backlog (approximate: 40 items judged without their scope value or op)" {
+		t.Fatalf("node %s", mustJSON(n))
+	}
+	if len(n.Notes) != 2 || !strings.Contains(n.Notes[0], "approximate: 40 of 100 items") || !strings.Contains(n.Notes[0], "GATE_SHADOW_KEYS_PER_SECOND") ||
+		!strings.Contains(n.Notes[1], "budget 'per-account' scopes by 'payload.acount', but none of the 60 items recorded at call carried a value there") {
+		t.Fatalf("notes %q", n.Notes)
+	}
+}

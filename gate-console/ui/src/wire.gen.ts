@@ -2542,8 +2542,9 @@ export interface Shadow {
   /** Nodes are the candidate's nodes in name order. */
   nodes: ShadowNode[];
   /**
-   * Unsupported are candidate budgets the recording cannot judge
-   * (scoped or operation-filtered): they are not charged.
+   * Unsupported are candidate budgets the recording cannot judge: none
+   * since the relays record the scope values and ops a scoped or
+   * op-filtered candidate needs (kept for the answer's shape).
    */
   unsupported: SimUnsupported[];
   /** Assumes says what the evaluation assumes. */
@@ -2568,6 +2569,13 @@ export interface ShadowNode {
    */
   ifEnforced: ShadowTotals;
   sentence: string;
+  /**
+   * Notes say what the evaluation could not judge exactly over the
+   * range: items judged without their scope value or op (the relays'
+   * cap on distinct values a second, GATE_SHADOW_KEYS_PER_SECOND), and
+   * a scoped budget whose field the items did not carry.
+   */
+  notes: string[];
   /** PerMinute is every evaluated minute of the range, oldest first. */
   perMinute: ShadowMinute[];
 }
@@ -2585,6 +2593,13 @@ export interface ShadowTotals {
   peakBacklog: number;
   delayMaxMs: number;
   oldestWaitingMs: number;
+  /**
+   * Approximate are the items (summed) a scoped or op-filtered
+   * candidate judged without their scope value or op: past the relays'
+   * cap on distinct values a second, they charged only the budgets
+   * that charge every item. The figures are exact when it is 0.
+   */
+  approximate: number;
 }
 
 /** ShadowMinute is one node's shadow result for one minute. */
@@ -2609,6 +2624,11 @@ export interface ShadowMinute {
   delayP50Ms: number;
   delayMaxMs: number;
   oldestWaitingMs: number;
+  /**
+   * Approximate are the minute's items judged without their scope
+   * value or op (ShadowTotals.Approximate).
+   */
+  approximate: number;
 }
 
 /** ShadowDeleted is DELETE …/shadow. */

@@ -74,12 +74,19 @@ export function ShadowCard({ app, graph, spec, etag, shadow, canWrite, flow, onS
                 <td>{n.node}</td>
                 <td className="small"><code>{JSON.stringify(n.budgets)}</code></td>
                 <td className="small" data-testid="shadow-sentence">{n.sentence}</td>
-                <td className="num">{fmt(n.ifEnforced.delayed)} of {fmt(n.ifEnforced.arrived)}</td>
+                <td className="num">{fmt(n.ifEnforced.delayed)} of {fmt(n.ifEnforced.arrived)}
+                  {n.ifEnforced.approximate > 0 ? <> <span className="badge warn" data-testid="shadow-approximate"
+                    title={`${fmt(n.ifEnforced.approximate)} items were judged without their scope value or op`}>approximate</span></> : null}</td>
                 <td className="num">{fmt(n.ifEnforced.peakBacklog)}</td>
                 <td className="num">{fmt(Math.max(n.ifEnforced.delayMaxMs, n.ifEnforced.oldestWaitingMs) / 1000, 0)} s</td>
               </tr>
             ))}</tbody>
           </table></div>
+          {s.nodes.some((n) => n.notes.length > 0) ? (
+            <ul className="small" data-testid="shadow-notes">
+              {s.nodes.flatMap((n) => n.notes.map((t, i) => <li key={`${n.node}-${i}`}><strong>{n.node}</strong>: {t}</li>))}
+            </ul>
+          ) : null}
           {s.unsupported.length ? <p className="small muted">Not judged: {s.unsupported.map((u) => `${u.node}/${u.budget} (${u.reason})`).join("; ")}.</p> : null}
           {canWrite ? (
             <div className="row" style={{ marginTop: 8 }}>

@@ -3,7 +3,7 @@
 // everything under the enforced limit while gate-recorder evaluates the
 // candidate, the node panel says "if enforced: …", and Enforce turns the
 // candidate into the enforced limits in one edit through the dry run's
-// review and If-Match.
+// review and If-Match. A per-account candidate is judged per account.
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { apiCall, assertAccessible, cleanPage, liveSuite, shot, until } from "./lib.mjs";
@@ -83,5 +83,51 @@ describe("shadow limits", { skip: live.skip, timeout: 600000 }, () => {
     }, 30000);
     p.assertClean();
     await p.close();
+  });
+
+  test("a per-account candidate is judged per account on live traffic, and a field no item carries is named", async () => {
+    const doc = {
+      version: 1,
+      nodes: { limit: { ingress: true, budgets: [{ id: "global", count: 1000, timeMs: 1000 }], egress: { queue: `${app}.acct.out`, group: "workers" } } },
+      paths: [{ name: "main", nodes: ["limit"] }],
+    };
+    const r = await apiCall(live.stack.api, "PUT", `/v1/apps/${app}/graphs/acct`, doc);
+    assert.equal(r.status, 200, r.text);
+    // 5 a second per account; per-region scopes by a field no item carries.
+    const cand = { nodes: { limit: { budgets: [
+      { id: "global", count: 1000, timeMs: 1000 },
+      { id: "per-account", count: 5, timeMs: 1000, scopeBy: "payload.account" },
+      { id: "per-region", count: 1, timeMs: 1000, scopeBy: "payload.region" },
+    ] } } };
+    const put = await apiCall(live.stack.api, "PUT", `/v1/apps/${app}/graphs/acct/shadow`, cand);
+    assert.equal(put.status, 200, put.text);
+    assert.deepEqual(put.json.unsupported, [], "a scoped candidate is listed as unsupported");
+    // The relays learn what to record at their next history flush (every 10 s).
+    await new Promise((r) => setTimeout(r, 12000));
+    // Account a: 30 items (6× its limit if they land in one second); b: 3, under it.
+    const pushes = [];
+    for (let i = 0; i < 33; i++) {
+      const account = i < 30 ? "a" : "b";
+      pushes.push(apiCall(live.stack.api, "POST", `/v1/apps/${app}/graphs/acct/nodes/limit/push`, { partition: account, payload: { account, n: i } }));
+    }
+    for (const pr of await Promise.all(pushes)) assert.equal(pr.status, 200, pr.text);
+    const sh = await until("gate-recorder evaluated the per-account candidate", async () => {
+      const g = await apiCall(live.stack.api, "GET", `/v1/apps/${app}/graphs/acct/shadow`);
+      const n = g.json?.nodes?.[0];
+      return n && n.ifEnforced.arrived >= 33 ? g.json : null;
+    }, 180000);
+    const n = sh.nodes[0];
+    // Only a's items can wait: its first 5 pass at once, b's 3 are under the limit.
+    assert.ok(n.ifEnforced.delayed > 0 && n.ifEnforced.delayed <= 25, `delayed ${n.ifEnforced.delayed}, want 1..25 (a's only): ${JSON.stringify(n)}`);
+    assert.equal(n.ifEnforced.approximate, 0, `items judged without their account: ${JSON.stringify(n)}`);
+    assert.ok(n.notes.some((t) => /budget 'per-region' scopes by 'payload.region', but none of the 33 items/.test(t)), `notes ${JSON.stringify(n.notes)}`);
+    const p = await cleanPage(live.browser);
+    await p.page.goto(`${live.stack.console}/graphs/${app}/acct`);
+    const notes = p.page.getByTestId("shadow-notes");
+    await notes.waitFor();
+    assert.match(await notes.innerText(), /per-region/);
+    p.assertClean();
+    await p.close();
+    await apiCall(live.stack.api, "DELETE", `/v1/apps/${app}/graphs/acct/shadow`);
   });
 });

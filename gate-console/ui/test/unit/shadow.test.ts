@@ -29,9 +29,9 @@ const shadow: Shadow = {
   recording: "forwarded", minutes: 60, evaluatedThrough: Date.UTC(2026, 11, 2, 9, 2, 0), unsupported: [], assumes: [],
   nodes: [{
     node: "call", budgets: [{ id: "call-1s", count: 50, timeMs: 1000 }],
-    ifEnforced: { arrived: 100, delayed: 95, backlog: 0, peakBacklog: 95, delayMaxMs: 19000, oldestWaitingMs: 0 },
+    ifEnforced: { arrived: 100, delayed: 95, backlog: 0, peakBacklog: 95, delayMaxMs: 19000, oldestWaitingMs: 0, approximate: 0 },
     sentence: "if enforced: 95 of 100 items delayed over 2 minutes, up to 19 s; no backlog",
-    perMinute: [],
+    perMinute: [], notes: [],
   }],
 };
 
@@ -120,4 +120,25 @@ test("no candidate and no history read as such, never as an error", () => {
     shadow: loaded(null, new ApiError(503, "set PG_HOST", { error: "set PG_HOST", code: "no-history" })) }));
   assert.match(off, /Shadow limits are off: they need the PostgreSQL history \(PG_HOST\)/);
   assert.doesNotMatch(off, /error-state/);
+});
+
+test("a scoped candidate judged in part without its values says 'approximate' and shows the server's notes", () => {
+  const keyed: Shadow = {
+    ...shadow,
+    nodes: [{
+      ...shadow.nodes[0],
+      budgets: [{ id: "call-1s", count: 100, timeMs: 1000 }, { id: "per-account", count: 5, timeMs: 1000, scopeBy: "payload.account" }],
+      ifEnforced: { ...shadow.nodes[0].ifEnforced, approximate: 40 },
+      sentence: "if enforced: 95 of 100 items delayed over 2 minutes, up to 19 s; no backlog (approximate: 40 items judged without their scope value or op)",
+      notes: ["approximate: 40 of 100 items were judged without their scope value or op"],
+    }],
+  };
+  const html = renderToStaticMarkup(h(ShadowCard, { app: "shop", graph: "pay", spec: stored, etag: "\"e4\"", shadow: loaded(keyed), canWrite: false, flow: flowWith({ kind: "idle" }), onStop: () => {} }));
+  assert.match(html, /data-testid="shadow-approximate"[^>]*>approximate</);
+  assert.match(html, /data-testid="shadow-notes"/);
+  assert.match(html, /<strong>call<\/strong>: approximate: 40 of 100 items were judged without their scope value or op/);
+  assert.match(renderToStaticMarkup(h(ShadowNote, { shadow: keyed, node: "call" })), /\(approximate: 40 items judged without their scope value or op\)/);
+  // Exact figures carry neither.
+  const exact = renderToStaticMarkup(h(ShadowCard, { app: "shop", graph: "pay", spec: stored, etag: "\"e4\"", shadow: loaded(shadow), canWrite: false, flow: flowWith({ kind: "idle" }), onStop: () => {} }));
+  assert.doesNotMatch(exact, /shadow-approximate|shadow-notes/);
 });
