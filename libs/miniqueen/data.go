@@ -84,17 +84,7 @@ func (s *Server) handlePush(w http.ResponseWriter, r *http.Request) {
 		items[i] = pushItem{queue: it.Queue, partition: part, txn: it.TransactionID, data: data}
 	}
 	out := make([]pushOutcome, len(items))
-	h := s.lockShared(false, func() []*queue {
-		qs := make([]*queue, 0, 1)
-		for i := range items {
-			if i == 0 || items[i].queue != items[i-1].queue {
-				qs = append(qs, s.queueFor(items[i].queue, true, nil))
-			}
-		}
-		return qs
-	})
-	s.push(items, out, nil)
-	h.unlock()
+	s.pushEach(items, out)
 	jb := getJW()
 	defer putJW(jb)
 	jb.raw("[")
@@ -118,6 +108,44 @@ func (s *Server) handlePush(w http.ResponseWriter, r *http.Request) {
 	}
 	jb.raw("]")
 	writeRaw(w, http.StatusCreated, jb.b)
+}
+
+// pushEach stores a plain push queue by queue, each queue's items under
+// that queue's lock alone (in their order): a call spread over many queues
+// never holds one queue while it waits for another's lock, so it waits for
+// one claim or settle at a time, not for a chain of them. A plain push is
+// atomic per queue; its dedup (per partition) and answers are the same.
+func (s *Server) pushEach(items []pushItem, out []pushOutcome) {
+	store := func(name string, items []pushItem, out []pushOutcome) {
+		h := s.lockShared(false, func() []*queue { return []*queue{s.queueFor(name, true, nil)} })
+		s.push(items, out, nil)
+		h.unlock()
+	}
+	var names []string
+	at := map[string][]int{} // queue → its items' indexes, in order
+	for i := range items {
+		q := items[i].queue
+		if _, ok := at[q]; !ok {
+			names = append(names, q)
+		}
+		at[q] = append(at[q], i)
+	}
+	if len(names) == 1 {
+		store(names[0], items, out)
+		return
+	}
+	for _, name := range names {
+		idx := at[name]
+		sub := make([]pushItem, len(idx))
+		for k, i := range idx {
+			sub[k] = items[i]
+		}
+		res := make([]pushOutcome, len(idx))
+		store(name, sub, res)
+		for k, i := range idx {
+			out[i] = res[k]
+		}
+	}
 }
 
 func normMode(m string) string {

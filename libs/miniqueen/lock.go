@@ -7,11 +7,11 @@ import (
 )
 
 // The broker's locks. A call that knows which queues it touches — a plain
-// push, a pop on a named queue, an ack, a lease extension, a transaction,
-// and the kv routes (no queue, the kv store) — holds the server's mu
-// shared and the lock of each of its queues, taken in (name, id) order,
-// then kvMu when it reads or writes kv: a push to queue A never waits for
-// a pop on queue B. Every other call (admin and test reads, a discovery
+// push (one queue at a time), a pop on a named queue, an ack, a lease
+// extension, a transaction, and the kv routes (no queue, the kv store) —
+// holds the server's mu shared, then kvMu when it reads or writes kv, then
+// the lock of each of its queues, taken in (name, id) order: a push to
+// queue A never waits for a pop on queue B. Every other call (admin and test reads, a discovery
 // pop over many queues, the clock) holds mu alone and excludes them all.
 // Under the shared side, the leaf locks of Server guard what several
 // queues share: the name and id indexes, the lease index, the dead
@@ -24,16 +24,23 @@ type shared struct {
 	kv bool
 }
 
-// lockShared holds mu shared, then the queues resolve names (in (name, id)
-// order) and, when kv, kvMu. resolve runs under mu before any queue is
-// locked and may create queues; when a queue it named was removed before
-// its lock was taken (the rolled-back transaction that created it), the
-// locks are let go and resolve runs again.
+// lockShared holds mu shared, then kvMu when kv, then the queues resolve
+// names (in (name, id) order). kvMu comes first so that a transaction
+// waiting its turn at kv holds no queue: a push or a pop waits for the one
+// kv transaction running, never for a queue of kv transactions. resolve
+// runs under mu before any queue is locked and may create queues; when a
+// queue it named was removed before its lock was taken (the rolled-back
+// transaction that created it), the locks are let go and resolve runs
+// again.
 func (s *Server) lockShared(kv bool, resolve func() []*queue) *shared {
 	for {
 		s.mu.RLock()
 		qs := orderQueues(resolve())
 		h := &shared{s: s}
+		if kv {
+			s.kvMu.Lock()
+			h.kv = true
+		}
 		live := true
 		for _, q := range qs {
 			q.mu.Lock()
@@ -44,10 +51,6 @@ func (s *Server) lockShared(kv bool, resolve func() []*queue) *shared {
 			}
 		}
 		if live {
-			if kv {
-				s.kvMu.Lock()
-				h.kv = true
-			}
 			return h
 		}
 		h.unlock()
@@ -56,11 +59,11 @@ func (s *Server) lockShared(kv bool, resolve func() []*queue) *shared {
 
 // unlock lets go of every lock h holds.
 func (h *shared) unlock() {
-	if h.kv {
-		h.s.kvMu.Unlock()
-	}
 	for i := len(h.qs) - 1; i >= 0; i-- {
 		h.qs[i].mu.Unlock()
+	}
+	if h.kv {
+		h.s.kvMu.Unlock()
 	}
 	h.s.mu.RUnlock()
 }
