@@ -85,15 +85,15 @@ func orderQueues(qs []*queue) []*queue {
 
 // partition is the partition with id, nil when there is none.
 func (s *Server) partition(id string) *partition {
-	s.idx.Lock()
-	defer s.idx.Unlock()
+	s.idx.RLock()
+	defer s.idx.RUnlock()
 	return s.partByID[id]
 }
 
 // leaseQueues appends the queues of the claims lease id holds.
 func (s *Server) leaseQueues(id string, qs []*queue) []*queue {
-	s.idx.Lock()
-	defer s.idx.Unlock()
+	s.idx.RLock()
+	defer s.idx.RUnlock()
 	for _, c := range s.leases[id] {
 		qs = append(qs, c.p.q)
 	}
@@ -102,16 +102,16 @@ func (s *Server) leaseQueues(id string, qs []*queue) []*queue {
 
 // leaseClaims is a copy of the claims lease id holds.
 func (s *Server) leaseClaims(id string) []*cursor {
-	s.idx.Lock()
-	defer s.idx.Unlock()
+	s.idx.RLock()
+	defer s.idx.RUnlock()
 	return slices.Clone(s.leases[id])
 }
 
 // ackQueues appends the queues of the partitions items name (an unknown
 // partition adds none: its ack fails on its own).
 func (s *Server) ackQueues(items []ackItem, qs []*queue) []*queue {
-	s.idx.Lock()
-	defer s.idx.Unlock()
+	s.idx.RLock()
+	defer s.idx.RUnlock()
 	for i := range items {
 		if p := s.partByID[items[i].partID]; p != nil {
 			qs = append(qs, p.q)

@@ -54,7 +54,7 @@ type Server struct {
 	// and anyNotify; kvMu guards kv, kvVersion and kvSwept; dlqMu guards
 	// dlq; rndMu guards rnd. idx, dlqMu and rndMu are leaves: nothing
 	// else is locked while one of them is held.
-	idx   sync.Mutex
+	idx   sync.RWMutex
 	kvMu  sync.Mutex
 	dlqMu sync.Mutex
 	rndMu sync.Mutex

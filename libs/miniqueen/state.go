@@ -327,10 +327,15 @@ func deriveTags(name string) (ns, task string) {
 // queueFor returns the queue, creating it when create is true (recorded
 // in j when j is not nil).
 func (s *Server) queueFor(name string, create bool, j *journal) *queue {
+	s.idx.RLock()
+	q := s.queues[name]
+	s.idx.RUnlock()
+	if q != nil || !create {
+		return q
+	}
 	s.idx.Lock()
 	defer s.idx.Unlock()
-	q := s.queues[name]
-	if q != nil || !create {
+	if q := s.queues[name]; q != nil {
 		return q
 	}
 	now := s.now()
@@ -490,12 +495,17 @@ func (s *Server) wake(q *queue, j *journal) {
 		close(q.notify)
 		q.notify = nil
 	}
-	s.idx.Lock()
-	if s.anyNotify != nil {
-		close(s.anyNotify)
-		s.anyNotify = nil
+	s.idx.RLock()
+	anyWaits := s.anyNotify != nil
+	s.idx.RUnlock()
+	if anyWaits {
+		s.idx.Lock()
+		if s.anyNotify != nil {
+			close(s.anyNotify)
+			s.anyNotify = nil
+		}
+		s.idx.Unlock()
 	}
-	s.idx.Unlock()
 }
 
 func (q *queue) waitChan() chan struct{} {
