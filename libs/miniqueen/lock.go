@@ -11,11 +11,11 @@ import (
 // extension, a transaction, and the kv routes (no queue, the kv store) —
 // holds the server's mu shared, then kvMu when it reads or writes kv, then
 // the lock of each of its queues, taken in (name, id) order: a push to
-// queue A never waits for a pop on queue B. Every other call (admin and test reads, a discovery
-// pop over many queues, the clock) holds mu alone and excludes them all.
-// Under the shared side, the leaf locks of Server guard what several
-// queues share: the name and id indexes, the lease index, the dead
-// letters, the random source.
+// queue A never waits for a pop on queue B. Every other call (admin and
+// test reads, a discovery pop over many queues, the clock) holds mu alone
+// and excludes them all. Under the shared side, the leaf locks of Server
+// guard what several queues share: the name and id indexes, the lease
+// index, the dead letters, the random source.
 
 // shared is the set of locks one call holds on the shared side.
 type shared struct {
