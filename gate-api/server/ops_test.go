@@ -41,6 +41,7 @@ func TestHealthVersionMetrics(t *testing.T) {
 		`gate_api_declares_total{outcome="unreadable"} 1`,
 		`gate_api_push_duration_seconds_count 1`,
 		`gate_api_push_broker_calls_total 1`,
+		`gate_api_push_broker_call_seconds_count 1`,
 		`gate_api_push_broker_items_total 1`,
 	} {
 		if !strings.Contains(string(m.Raw), want) {

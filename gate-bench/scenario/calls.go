@@ -2,9 +2,12 @@ package scenario
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -121,4 +124,65 @@ func scrape(ctx context.Context, hc *http.Client, url string) (map[string]float6
 		out[line[:i]] = v
 	}
 	return out, sc.Err()
+}
+
+// histBound is the upper bound, in milliseconds, of the bucket of
+// histogram name that holds quantile q of the observations made between two
+// scrapes of one page (before, after), and how many there were; ok is false
+// when the page has no such histogram or nothing was observed. A quantile
+// beyond the last finite bucket answers +Inf.
+func histBound(before, after map[string]float64, name string, q float64) (ms, n float64, ok bool) {
+	type bucket struct{ le, count float64 }
+	var bs []bucket
+	prefix := name + `_bucket{le="`
+	for k, v := range after {
+		le, found := strings.CutPrefix(k, prefix)
+		if !found {
+			continue
+		}
+		bound, err := strconv.ParseFloat(strings.TrimSuffix(le, `"}`), 64)
+		if err != nil {
+			continue
+		}
+		bs = append(bs, bucket{bound, v - before[k]})
+	}
+	if len(bs) == 0 {
+		return 0, 0, false
+	}
+	slices.SortFunc(bs, func(a, b bucket) int { return cmp.Compare(a.le, b.le) })
+	n = bs[len(bs)-1].count // the +Inf bucket counts every observation
+	if n <= 0 {
+		return 0, 0, false
+	}
+	for _, b := range bs {
+		if b.count >= q*n {
+			return b.le * 1000, n, true
+		}
+	}
+	return math.Inf(1), n, true
+}
+
+// doorSplit says how gate-api's push door spent a window, from two scrapes
+// of its /metrics: the pushes' p50 and p99 and its broker calls' (the
+// broker's share), each as the upper bound of its histogram bucket.
+func doorSplit(before, after map[string]float64) string {
+	bound := func(name string, q float64) (string, float64) {
+		ms, n, ok := histBound(before, after, name, q)
+		if !ok {
+			return "", 0
+		}
+		return "≤ " + strconv.FormatFloat(ms, 'f', -1, 64), n
+	}
+	p50, pushes := bound("gate_api_push_duration_seconds", 0.5)
+	p99, _ := bound("gate_api_push_duration_seconds", 0.99)
+	if pushes == 0 {
+		return "gate-api's push histogram: nothing observed"
+	}
+	out := fmt.Sprintf("gate-api's histograms: %.0f pushes p50 %s ms, p99 %s ms", pushes, p50, p99)
+	c50, calls := bound("gate_api_push_broker_call_seconds", 0.5)
+	c99, _ := bound("gate_api_push_broker_call_seconds", 0.99)
+	if calls == 0 {
+		return out + "; no broker call histogram (a gate-api older than gate_api_push_broker_call_seconds)"
+	}
+	return out + fmt.Sprintf("; its %.0f broker calls (%.1f pushes each) p50 %s ms, p99 %s ms", calls, pushes/calls, c50, c99)
 }

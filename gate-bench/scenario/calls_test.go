@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -51,5 +52,36 @@ func TestAPageWithoutTheCountersIsAnErrorNotZeros(t *testing.T) {
 	}
 	if _, err := snapDoor(context.Background(), http.DefaultClient, url); err == nil {
 		t.Fatal("a page without the door's counters read as zero calls")
+	}
+}
+
+func TestDoorSplitReadsTheWindowsBucketsNotTheWholeHistory(t *testing.T) {
+	before := map[string]float64{
+		`gate_api_push_duration_seconds_bucket{le="0.005"}`: 1000,
+		`gate_api_push_duration_seconds_bucket{le="0.02"}`:  1000,
+		`gate_api_push_duration_seconds_bucket{le="+Inf"}`:  1000,
+	}
+	// 100 pushes in the window: 90 under 5 ms, 9 under 20 ms, one above.
+	after := map[string]float64{
+		`gate_api_push_duration_seconds_bucket{le="0.005"}`:    1090,
+		`gate_api_push_duration_seconds_bucket{le="0.02"}`:     1099,
+		`gate_api_push_duration_seconds_bucket{le="+Inf"}`:     1100,
+		`gate_api_push_broker_call_seconds_bucket{le="0.005"}`: 40,
+		`gate_api_push_broker_call_seconds_bucket{le="0.02"}`:  50,
+		`gate_api_push_broker_call_seconds_bucket{le="+Inf"}`:  50,
+	}
+	if ms, n, ok := histBound(before, after, "gate_api_push_duration_seconds", 0.99); !ok || ms != 20 || n != 100 {
+		t.Errorf("p99 of the window: %v ms over %v (%v), want ≤ 20 ms over 100", ms, n, ok)
+	}
+	if ms, _, ok := histBound(before, after, "gate_api_push_duration_seconds", 0.999); !ok || !math.IsInf(ms, 1) {
+		t.Errorf("p99.9 of the window: %v ms (%v), want +Inf (the one push above 20 ms)", ms, ok)
+	}
+	if _, _, ok := histBound(before, before, "gate_api_push_duration_seconds", 0.5); ok {
+		t.Error("a window with no pushes read as a quantile")
+	}
+	got := doorSplit(before, after)
+	want := "gate-api's histograms: 100 pushes p50 ≤ 5 ms, p99 ≤ 20 ms; its 50 broker calls (2.0 pushes each) p50 ≤ 5 ms, p99 ≤ 20 ms"
+	if got != want {
+		t.Errorf("doorSplit:\n got %s\nwant %s", got, want)
 	}
 }

@@ -305,6 +305,8 @@ func (b *Bench) fleetLoad(ctx context.Context, st *store.Store, f *fleetRun, gra
 		return n
 	}
 	before := forwarded()
+	hc := &http.Client{Timeout: 5 * time.Second}
+	doorBefore, doorErr := scrape(ctx, hc, b.cfg.GateURL+"/metrics")
 	cpu := startCPU(f.pids()...)
 	var seq atomic.Int64
 	call := func(ctx context.Context) (int, int) {
@@ -319,6 +321,11 @@ func (b *Bench) fleetLoad(ctx context.Context, st *store.Store, f *fleetRun, gra
 		return http.StatusOK, 1
 	}
 	res := stats.OpenLoop(ctx, "fleet", fleetPushRate, 4096, b.cfg.Warmup, b.cfg.Seconds, call)
+	doorAfter, err := scrape(ctx, hc, b.cfg.GateURL+"/metrics")
+	split := "gate-api's histograms unread"
+	if doorErr == nil && err == nil {
+		split = doorSplit(doorBefore, doorAfter)
+	}
 	time.Sleep(3 * time.Second)
 	d, ok := cpu.stop()
 	after := forwarded()
@@ -333,6 +340,7 @@ func (b *Bench) fleetLoad(ctx context.Context, st *store.Store, f *fleetRun, gra
 	}
 	note = fmt.Sprintf("%.0f req/s, p50 %s ms, answers %s, %d sends slipped > 50 ms, %d skipped at the in-flight cap; %.0f stage forwards, relays' CPU %.1f s",
 		res.ReqPerSec(), stats.Ms(res.Latency.P50), stats.Statuses(res.Statuses), res.Slipped, res.Capped, items, total.Seconds())
+	note += "; " + split
 	if !ok || before < 0 || after < 0 || items <= 0 {
 		return p99, "-", note
 	}

@@ -49,12 +49,13 @@ type ackResult struct {
 
 type ackGroupKey struct{ partID, group string }
 
-// applyAcks settles items; acks of one (partition, group) are applied
-// together, groups in ascending (partitionId, group) order.
-func (s *Server) applyAcks(items []ackItem, res []ackResult) {
+// applyAcks settles items (recorded in j when j is not nil); acks of one
+// (partition, group) are applied together, groups in ascending
+// (partitionId, group) order. The caller holds every item's queue.
+func (s *Server) applyAcks(items []ackItem, res []ackResult, j *journal) {
 	now := s.now()
 	if len(items) == 1 {
-		s.ackGroup(items, []int{0}, res, now)
+		s.ackGroup(items, []int{0}, res, now, j)
 		return
 	}
 	groups := map[ackGroupKey][]int{}
@@ -73,21 +74,21 @@ func (s *Server) applyAcks(items []ackItem, res []ackResult) {
 		return keys[a].group < keys[b].group
 	})
 	for _, k := range keys {
-		s.ackGroup(items, groups[k], res, now)
+		s.ackGroup(items, groups[k], res, now, j)
 	}
 }
 
-func (s *Server) ackGroup(items []ackItem, idx []int, res []ackResult, now time.Time) {
+func (s *Server) ackGroup(items []ackItem, idx []int, res []ackResult, now time.Time, j *journal) {
 	first := items[idx[0]]
-	p := s.partByID[first.partID]
+	p := s.partition(first.partID)
 	if p == nil {
 		for _, i := range idx {
 			res[i] = ackResult{err: "partition not found: " + first.partID}
 		}
 		return
 	}
-	c := s.cursorFor(p, first.group)
-	s.j.saveCursor(c)
+	c := s.cursorFor(p, first.group, j)
+	j.saveCursor(c)
 	live := c.leaseLive(now)
 	type valid struct {
 		i    int
@@ -156,14 +157,14 @@ func (s *Server) ackGroup(items []ackItem, idx []int, res []ackResult, now time.
 				c.retries++
 			} else {
 				dlq = p.q.opts.DeadLetterQueue || p.q.opts.DLQAfterMaxRetries
-				s.deadLetter(c, barrier, items[barrierItem].errMsg, dlq, now)
+				s.deadLetter(c, barrier, items[barrierItem].errMsg, dlq, now, j)
 			}
 		case ackDLQ:
 			dlq = true
-			s.deadLetter(c, barrier, items[barrierItem].errMsg, true, now)
+			s.deadLetter(c, barrier, items[barrierItem].errMsg, true, now, j)
 		}
 		if c.lease != "" {
-			s.releaseLease(c)
+			s.releaseLease(c, j)
 			released = true
 		}
 	} else {
@@ -178,7 +179,7 @@ func (s *Server) ackGroup(items []ackItem, idx []int, res []ackResult, now time.
 			leaseDone = c.leaseAcks >= c.batchEnd-c.leaseFirst+1
 		}
 		if c.lease != "" && leaseDone {
-			s.releaseLease(c)
+			s.releaseLease(c, j)
 			c.retries = 0
 			released = true
 		}
@@ -195,28 +196,36 @@ func (s *Server) ackGroup(items []ackItem, idx []int, res []ackResult, now time.
 		res[v.i] = r
 	}
 	if released || c.committed != before {
-		s.wake(p.q)
-		if s.j != nil {
-			if s.j.reclaim == nil {
-				s.j.reclaim = map[*partition]bool{}
+		s.wake(p.q, j)
+		if j != nil {
+			if j.reclaim == nil {
+				j.reclaim = map[*partition]bool{}
 			}
-			s.j.reclaim[p] = true
+			j.reclaim[p] = true
 		} else {
-			s.reclaim(p, now)
+			s.reclaim(p, now, nil)
 		}
 	}
 }
 
 // deadLetter moves the cursor past the poison message at off, recording it
-// in the DLQ when record is true (otherwise it is dropped).
-func (s *Server) deadLetter(c *cursor, off int64, errMsg string, record bool, now time.Time) {
+// in the DLQ when record is true (otherwise it is dropped); inside a unit
+// that may roll back (j not nil) the record waits for its commit.
+func (s *Server) deadLetter(c *cursor, off int64, errMsg string, record bool, now time.Time, j *journal) {
 	p := c.p
 	if record && off >= p.base && off < p.next {
 		m := p.msgAt(off)
-		s.dlq = append(s.dlq, deadLetter{
+		d := deadLetter{
 			id: m.id.String(), txn: m.txn, partitionID: p.id, queue: p.q.name, partition: p.name,
 			group: c.group, errMsg: errMsg, retries: c.retries, data: m.data, created: m.createdAt(), failed: now,
-		})
+		}
+		if j != nil {
+			j.dead = append(j.dead, d)
+		} else {
+			s.dlqMu.Lock()
+			s.dlq = append(s.dlq, d)
+			s.dlqMu.Unlock()
+		}
 	}
 	if off > c.committed {
 		c.committed = off

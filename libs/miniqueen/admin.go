@@ -191,7 +191,7 @@ func (s *Server) handleConfigure(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"error": msg})
 		return
 	}
-	q := s.queueFor(name, true)
+	q := s.queueFor(name, true, nil)
 	q.opts = o
 	if _, ok := top["namespace"]; ok {
 		q.namespace = ns
@@ -209,7 +209,7 @@ func (s *Server) handleConfigure(w http.ResponseWriter, r *http.Request) {
 		Storage     string       `json:"storage"`
 		Options     queueOptions `json:"options"`
 	}{true, q.id, nil, q.name, q.namespace, q.task, "segments", q.opts}
-	s.wake(q)
+	s.wake(q, nil)
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -382,11 +382,11 @@ func (s *Server) deleteQueue(q *queue) {
 	for _, p := range q.partList {
 		delete(s.partByID, p.id)
 		for _, c := range p.cursors {
-			s.releaseLease(c)
+			s.releaseLease(c, nil)
 		}
 	}
 	delete(s.queues, q.name)
-	s.wake(q)
+	s.wake(q, nil)
 }
 
 func (s *Server) handleDepth(w http.ResponseWriter, r *http.Request) {
@@ -655,7 +655,7 @@ func (s *Server) handleGroupDelete(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, p := range q.partList {
 			if c := p.cursors[g]; c != nil {
-				s.releaseLease(c)
+				s.releaseLease(c, nil)
 				delete(p.cursors, g)
 				n++
 			}
@@ -663,7 +663,7 @@ func (s *Server) handleGroupDelete(w http.ResponseWriter, r *http.Request) {
 		if meta {
 			delete(q.subs, g)
 		}
-		s.wake(q)
+		s.wake(q, nil)
 	}
 	s.mu.Unlock()
 	resp := map[string]any{"success": true, "consumerGroup": g, "deletedPartitions": n, "metadataDeleted": meta}
@@ -717,8 +717,8 @@ func (s *Server) handleSeek(w http.ResponseWriter, r *http.Request) {
 		if onePart && p.name != pname {
 			continue
 		}
-		c := s.cursorFor(p, g)
-		s.releaseLease(c)
+		c := s.cursorFor(p, g, nil)
+		s.releaseLease(c, nil)
 		c.retries = 0
 		if onePart || body.ToEnd {
 			c.committed = p.lastOffset()
@@ -732,7 +732,7 @@ func (s *Server) handleSeek(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Partition not found", "queue": qname, "partition": pname})
 		return
 	}
-	s.wake(q)
+	s.wake(q, nil)
 	s.mu.Unlock()
 	resp := map[string]any{"success": true, "consumerGroup": g, "queueName": qname, "partitionsUpdated": n}
 	if onePart {

@@ -84,9 +84,7 @@ func (s *Server) handlePush(w http.ResponseWriter, r *http.Request) {
 		items[i] = pushItem{queue: it.Queue, partition: part, txn: it.TransactionID, data: data}
 	}
 	out := make([]pushOutcome, len(items))
-	s.mu.Lock()
-	s.push(items, out)
-	s.mu.Unlock()
+	s.pushEach(items, out)
 	jb := getJW()
 	defer putJW(jb)
 	jb.raw("[")
@@ -110,6 +108,44 @@ func (s *Server) handlePush(w http.ResponseWriter, r *http.Request) {
 	}
 	jb.raw("]")
 	writeRaw(w, http.StatusCreated, jb.b)
+}
+
+// pushEach stores a plain push queue by queue, each queue's items under
+// that queue's lock alone (in their order): a call spread over many queues
+// never holds one queue while it waits for another's lock, so it waits for
+// one claim or settle at a time, not for a chain of them. A plain push is
+// atomic per queue; its dedup (per partition) and answers are the same.
+func (s *Server) pushEach(items []pushItem, out []pushOutcome) {
+	store := func(name string, items []pushItem, out []pushOutcome) {
+		h := s.lockShared(false, func() []*queue { return []*queue{s.queueFor(name, true, nil)} })
+		s.push(items, out, nil)
+		h.unlock()
+	}
+	var names []string
+	at := map[string][]int{} // queue → its items' indexes, in order
+	for i := range items {
+		q := items[i].queue
+		if _, ok := at[q]; !ok {
+			names = append(names, q)
+		}
+		at[q] = append(at[q], i)
+	}
+	if len(names) == 1 {
+		store(names[0], items, out)
+		return
+	}
+	for _, name := range names {
+		idx := at[name]
+		sub := make([]pushItem, len(idx))
+		for k, i := range idx {
+			sub[k] = items[i]
+		}
+		res := make([]pushOutcome, len(idx))
+		store(name, sub, res)
+		for k, i := range idx {
+			out[i] = res[k]
+		}
+	}
 }
 
 func normMode(m string) string {
@@ -229,7 +265,7 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, p popParams, names 
 		}
 	}()
 	for {
-		s.mu.Lock()
+		qs, unlock := s.lockPop(names, ns, task)
 		now := s.now()
 		if clockDeadline.IsZero() {
 			clockDeadline = now.Add(p.timeout)
@@ -237,7 +273,6 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, p popParams, names 
 		var leaseID string
 		var got []claimedPart
 		var next time.Time
-		qs := s.popQueues(names, ns, task)
 		budget := p.req.batch
 		for _, q := range qs {
 			s.register(q, p.req.group, p.sub)
@@ -258,7 +293,7 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, p popParams, names 
 			}
 		}
 		if len(got) > 0 || !p.wait || !now.Before(clockDeadline) || !s.base.Now().Before(baseDeadline) {
-			s.mu.Unlock()
+			unlock()
 			if len(got) == 0 {
 				w.WriteHeader(http.StatusNoContent)
 				return
@@ -272,7 +307,7 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, p popParams, names 
 		} else {
 			ch = s.anyWaitChan()
 		}
-		s.mu.Unlock()
+		unlock()
 		d := baseDeadline.Sub(s.base.Now())
 		if cd := clockDeadline.Sub(now); cd < d {
 			d = cd
@@ -306,11 +341,23 @@ func (s *Server) pop(w http.ResponseWriter, r *http.Request, p popParams, names 
 	}
 }
 
+// lockPop takes a pop's locks and returns the queues it looks at and the
+// unlock: a named queue's own lock on the shared side, the whole broker for
+// a discovery pop (it looks at every queue of a namespace or task).
+func (s *Server) lockPop(names []string, ns, task string) ([]*queue, func()) {
+	if names != nil {
+		h := s.lockShared(false, func() []*queue { return s.popQueues(names, ns, task) })
+		return h.qs, h.unlock
+	}
+	s.mu.Lock()
+	return s.popQueues(nil, ns, task), s.mu.Unlock
+}
+
 // popQueues resolves the queues a pop looks at; a named queue is created on
 // first contact so the group's subscription can be recorded (§4.9).
 func (s *Server) popQueues(names []string, ns, task string) []*queue {
 	if names != nil {
-		return []*queue{s.queueFor(names[0], true)}
+		return []*queue{s.queueFor(names[0], true, nil)}
 	}
 	var qs []*queue
 	for _, q := range s.queues {
@@ -462,9 +509,9 @@ func (s *Server) handleAckBatch(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) ack(w http.ResponseWriter, items []ackItem) {
 	res := make([]ackResult, len(items))
-	s.mu.Lock()
-	s.applyAcks(items, res)
-	s.mu.Unlock()
+	h := s.lockShared(false, func() []*queue { return s.ackQueues(items, nil) })
+	s.applyAcks(items, res, nil)
+	h.unlock()
 	jb := getJW()
 	defer putJW(jb)
 	jb.raw("[")
@@ -511,11 +558,14 @@ func (s *Server) handleLeaseExtend(w http.ResponseWriter, r *http.Request) {
 		}
 		secs = n
 	}
-	s.mu.Lock()
+	h := s.lockShared(false, func() []*queue { return s.leaseQueues(id, nil) })
 	now := s.now()
 	renewed := 0
 	var exp time.Time
-	for _, c := range s.leases[id] {
+	for _, c := range s.leaseClaims(id) {
+		if !h.holds(c.p.q) {
+			continue // its queue is not locked: never one of a lease's own claims
+		}
 		if c.lease != id || !c.leaseLive(now) {
 			continue
 		}
@@ -527,7 +577,7 @@ func (s *Server) handleLeaseExtend(w http.ResponseWriter, r *http.Request) {
 		}
 		renewed++
 	}
-	s.mu.Unlock()
+	h.unlock()
 	jb := getJW()
 	defer putJW(jb)
 	jb.raw(`{"leaseId":`)
@@ -569,9 +619,9 @@ type txnSlot struct {
 
 func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request) {
 	var body txnWire
-	s.mu.Lock()
+	s.mu.RLock()
 	txID := s.ids.next(s.now())
-	s.mu.Unlock()
+	s.mu.RUnlock()
 	fail := func(status int, reason, msg string) {
 		jb := getJW()
 		defer putJW(jb)
@@ -712,16 +762,17 @@ func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request) {
 	jb := getJW()
 	defer putJW(jb)
 
-	s.mu.Lock()
+	h := s.lockTxn(pushes, acks, hints, len(cmds) > 0)
 	now := s.now()
-	j := newJournal(len(s.dlq))
-	s.j = j
+	j := newJournal()
+	// Queues the transaction's pushes create were created (and recorded in
+	// j) before their locks were taken.
+	j.newQueues = h.created
 	rollback := func() {
 		s.undo(j)
-		s.j = nil
-		s.mu.Unlock()
+		h.unlock()
 	}
-	if v := s.execKV(cmds, kvRes, now); v != nil {
+	if v := s.execKV(cmds, kvRes, now, j); v != nil {
 		rollback()
 		jb.raw(`{"transactionId":`)
 		jb.str(txID)
@@ -731,7 +782,7 @@ func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request) {
 		writeRaw(w, http.StatusOK, jb.b)
 		return
 	}
-	s.push(pushes, pushOut)
+	s.push(pushes, pushOut, j)
 	for i := range pushOut {
 		if pushOut[i].duplicate && !pushOut[i].inCall {
 			rollback()
@@ -740,7 +791,7 @@ func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, l := range body.RequiredLeases {
-		if l != "" && !s.leaseAlive(l, now) {
+		if l != "" && !s.leaseAlive(l, now, h.shared) {
 			rollback()
 			fail(http.StatusOK, "ack_rejected", "QTXN required lease "+l+" is not live (expired or released); transaction rolled back")
 			return
@@ -758,7 +809,7 @@ func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request) {
 		}
 		// Several leases in the bundle: fence against the current holder
 		// of the (partition, group) when it is one of them.
-		if p := s.partByID[acks[i].partID]; p != nil {
+		if p := s.partition(acks[i].partID); p != nil {
 			if c := p.cursors[acks[i].group]; c != nil && c.lease != "" && hints[c.lease] {
 				acks[i].lease = c.lease
 			} else {
@@ -766,7 +817,7 @@ func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	s.applyAcks(acks, ackRes)
+	s.applyAcks(acks, ackRes, j)
 	for i := range ackRes {
 		if !ackRes[i].success {
 			rollback()
@@ -774,15 +825,8 @@ func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// Commit.
-	s.j = nil
-	for q := range j.touched {
-		s.wake(q)
-	}
-	for p := range j.reclaim {
-		s.reclaim(p, now)
-	}
-	s.mu.Unlock()
+	s.commit(j, now)
+	h.unlock()
 
 	jb.raw(`{"transactionId":`)
 	jb.str(txID)
@@ -829,7 +873,44 @@ func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request) {
 	writeRaw(w, http.StatusOK, jb.b)
 }
 
-// leaseAlive reports whether any claim still holds lease id.
-func (s *Server) leaseAlive(id string, now time.Time) bool {
-	return slices.ContainsFunc(s.leases[id], func(c *cursor) bool { return c.lease == id && c.leaseLive(now) })
+// leaseAlive reports whether any claim still holds lease id; h holds the
+// lease's queues (lockTxn).
+func (s *Server) leaseAlive(id string, now time.Time, h *shared) bool {
+	return slices.ContainsFunc(s.leaseClaims(id), func(c *cursor) bool { return h.holds(c.p.q) && c.lease == id && c.leaseLive(now) })
+}
+
+// txnLocks are the locks a transaction holds and the queues it created
+// for its pushes before taking them.
+type txnLocks struct {
+	*shared
+	created []*queue
+}
+
+// lockTxn takes a transaction's locks on the shared side: the queues its
+// pushes name (created when absent), the queues of the partitions its acks
+// name, the queues of the claims its leases (hints) hold, and kvMu when it
+// has kv operations.
+func (s *Server) lockTxn(pushes []pushItem, acks []ackItem, hints map[string]bool, kv bool) txnLocks {
+	var created []*queue
+	h := s.lockShared(kv, func() []*queue {
+		var qs []*queue
+		for i := range pushes {
+			if i > 0 && pushes[i].queue == pushes[i-1].queue {
+				continue
+			}
+			q := s.queueFor(pushes[i].queue, false, nil)
+			if q == nil {
+				j := newJournal()
+				q = s.queueFor(pushes[i].queue, true, j)
+				created = append(created, j.newQueues...)
+			}
+			qs = append(qs, q)
+		}
+		qs = s.ackQueues(acks, qs)
+		for l := range hints {
+			qs = s.leaseQueues(l, qs)
+		}
+		return qs
+	})
+	return txnLocks{shared: h, created: created}
 }

@@ -355,8 +355,9 @@ func (s *Server) kvGet(ns, key string) *kvEntry {
 	return nil
 }
 
-func (s *Server) kvSet(ns, key string, e *kvEntry) {
-	if j := s.j; j != nil {
+// kvSet writes (ns, key), recording the old entry in j when j is not nil.
+func (s *Server) kvSet(ns, key string, e *kvEntry, j *journal) {
+	if j != nil {
 		k := kvKey{ns, key}
 		if j.kv == nil {
 			j.kv = map[kvKey]kvSaved{}
@@ -401,8 +402,8 @@ func (s *Server) newEntry(raw []byte, c *kvCmd, now time.Time) *kvEntry {
 
 // execKV runs validated ops: single-key ops in (ns, key) byte order with
 // input order as tiebreak, then the multi-key reads. The first lost
-// required gate stops the run and is returned; the caller rolls back.
-func (s *Server) execKV(cmds []kvCmd, res []kvRes, now time.Time) *kvVerdict {
+// required gate stops the run and is returned; the caller rolls back j.
+func (s *Server) execKV(cmds []kvCmd, res []kvRes, now time.Time, j *journal) *kvVerdict {
 	order := make([]int, 0, len(cmds))
 	var reads []int
 	for i := range cmds {
@@ -448,7 +449,7 @@ func (s *Server) execKV(cmds []kvCmd, res []kvRes, now time.Time) *kvVerdict {
 				r.reason = "version"
 			default:
 				e := s.newEntry(c.value, c, now)
-				s.kvSet(c.ns, c.key, e)
+				s.kvSet(c.ns, c.key, e, j)
 				r.applied, r.value, r.version = true, e.raw, e.version
 			}
 		case "delete":
@@ -466,7 +467,7 @@ func (s *Server) execKV(cmds []kvCmd, res []kvRes, now time.Time) *kvVerdict {
 			case c.hasExpect && cur.version != c.expect:
 				r.reason = "version"
 			default:
-				s.kvSet(c.ns, c.key, nil)
+				s.kvSet(c.ns, c.key, nil, j)
 				r.applied, r.value, r.version = true, cur.raw, cur.version
 			}
 		case "incr":
@@ -498,7 +499,7 @@ func (s *Server) execKV(cmds []kvCmd, res []kvRes, now time.Time) *kvVerdict {
 						e = &kvEntry{raw: strconv.AppendInt(nil, sum, 10), isInt: true, n: sum, version: s.kvVersion, exp: cur.exp, updated: now}
 					}
 					e.isInt, e.n = true, sum
-					s.kvSet(c.ns, c.key, e)
+					s.kvSet(c.ns, c.key, e, j)
 					r.applied, r.value, r.version = true, e.raw, e.version
 				}
 			}
@@ -569,9 +570,10 @@ func (s *Server) kvGetPrefix(c *kvCmd, r *kvRes, now time.Time) {
 	}
 }
 
-// sweepKV deletes expired keys at most once per clock second.
+// sweepKV deletes expired keys at most once per clock second (never
+// inside a unit that may roll back: call it before one).
 func (s *Server) sweepKV(now time.Time) {
-	if s.j != nil || now.Sub(s.kvSwept) < time.Second {
+	if now.Sub(s.kvSwept) < time.Second {
 		return
 	}
 	s.kvSwept = now

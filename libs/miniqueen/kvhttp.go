@@ -23,21 +23,19 @@ func (s *Server) runKV(cmds []kvCmd) ([]kvRes, *kvVerdict) {
 	for i := range cmds {
 		required = required || cmds[i].required
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	h := s.lockShared(true, func() []*queue { return nil })
+	defer h.unlock()
 	now := s.now()
 	s.sweepKV(now)
 	if !required {
-		s.execKV(cmds, res, now)
+		s.execKV(cmds, res, now, nil)
 		return res, nil
 	}
-	j := newJournal(len(s.dlq))
-	s.j = j
-	v := s.execKV(cmds, res, now)
+	j := newJournal()
+	v := s.execKV(cmds, res, now, j)
 	if v != nil {
 		s.undo(j)
 	}
-	s.j = nil
 	return res, v
 }
 

@@ -31,9 +31,10 @@ const DefaultVersion = "1.0.5"
 type Server struct {
 	service.Base
 
-	// mu guards every field below it: one coarse lock, the only lock the
-	// broker state has (faults is an atomic copy-on-write map).
-	mu        sync.Mutex
+	// mu guards every field below it. A call that touches a known set of
+	// queues holds it shared, with those queues' own locks (lock.go);
+	// every other call holds it alone and needs no other lock.
+	mu        sync.RWMutex
 	queues    map[string]*queue
 	partByID  map[string]*partition
 	leases    map[string][]*cursor
@@ -43,13 +44,20 @@ type Server struct {
 	dlq       []deadLetter
 	ids       idGen
 	rnd       *rand.Rand
-	scratch   []*partition
 	anyNotify chan struct{}
-	pushCall  uint64
-	j         *journal // non-nil while a transaction or KV batch may still roll back
+	pushCall  atomic.Uint64
 	frozen    bool
 	fixed     time.Time     // the clock when frozen
 	offset    time.Duration // added to the base clock when not frozen
+
+	// Under mu held shared (lock.go): idx guards queues, partByID, leases
+	// and anyNotify; kvMu guards kv, kvVersion and kvSwept; dlqMu guards
+	// dlq; rndMu guards rnd. idx, dlqMu and rndMu are leaves: nothing
+	// else is locked while one of them is held.
+	idx   sync.RWMutex
+	kvMu  sync.Mutex
+	dlqMu sync.Mutex
+	rndMu sync.Mutex
 
 	// base is the clock the server's time follows when not frozen, and
 	// the one a parked long-poll's timeout waits on (WithClock; the wall
@@ -132,7 +140,7 @@ func New(opts ...Option) *Server {
 	}
 	seed := rand.Uint64()
 	s.rnd = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	s.ids.seq = s.rnd.Uint64() >> 8
+	s.ids.seq.Store(s.rnd.Uint64() >> 8)
 	s.kvVersion = int64(s.rnd.Uint32())
 	for _, o := range opts {
 		o(s)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -67,6 +68,14 @@ type queue struct {
 	partList        []*partition // creation order
 	subs            map[string]*subscription
 	notify          chan struct{} // closed on any change a parked pop cares about; nil if nobody waits
+
+	// mu guards the queue, its partitions, their messages and cursors
+	// while the server's mu is held shared (lock.go). dead is set when a
+	// rolled-back transaction removed the queue it had created: a call
+	// that locked it meanwhile starts again. scratch is claim's buffer.
+	mu      sync.Mutex
+	dead    bool
+	scratch []*partition
 }
 
 // message is one stored message. It holds as few pointers as possible: a
@@ -170,7 +179,7 @@ type journal struct {
 	txnOld     []txnUndo
 	newParts   []*partition
 	newQueues  []*queue
-	dlqLen     int
+	dead       []deadLetter // dead letters to record at commit
 	touched    map[*queue]bool
 	reclaim    map[*partition]bool
 }
@@ -194,11 +203,12 @@ type txnUndo struct {
 	had bool
 }
 
-func newJournal(dlqLen int) *journal {
-	return &journal{dlqLen: dlqLen}
+func newJournal() *journal {
+	return &journal{}
 }
 
-// undo restores every recorded change, newest structures last.
+// undo restores every recorded change, newest structures last. The
+// caller holds the locks of the call that recorded j.
 func (s *Server) undo(j *journal) {
 	for k, sv := range j.kv {
 		if sv.had {
@@ -213,6 +223,7 @@ func (s *Server) undo(j *journal) {
 	for _, c := range j.newCursors {
 		delete(c.p.cursors, c.group)
 	}
+	s.idx.Lock()
 	for id, refs := range j.leases {
 		if j.leaseHad[id] {
 			s.leases[id] = refs
@@ -220,6 +231,7 @@ func (s *Server) undo(j *journal) {
 			delete(s.leases, id)
 		}
 	}
+	s.idx.Unlock()
 	for i := len(j.txnOld) - 1; i >= 0; i-- {
 		u := j.txnOld[i]
 		if u.had {
@@ -235,6 +247,8 @@ func (s *Server) undo(j *journal) {
 		p.lastWrite = sv.lastWrite
 		p.txnLog.truncate(sv.txnLog)
 	}
+	s.idx.Lock()
+	defer s.idx.Unlock()
 	for _, p := range j.newParts {
 		delete(p.q.parts, p.name)
 		for i, x := range p.q.partList {
@@ -246,9 +260,20 @@ func (s *Server) undo(j *journal) {
 		delete(s.partByID, p.id)
 	}
 	for _, q := range j.newQueues {
+		// Another call may have used the queue between its creation and
+		// this call's lock on it (a pop registering its group): the queue
+		// then stays. An unused one goes, and a call waiting for its lock
+		// sees it dead and looks the name up again.
+		if len(q.parts) > 0 || len(q.subs) > 0 || s.queues[q.name] != q {
+			continue
+		}
 		delete(s.queues, q.name)
+		q.dead = true
+		if q.notify != nil {
+			close(q.notify)
+			q.notify = nil
+		}
 	}
-	s.dlq = s.dlq[:j.dlqLen]
 }
 
 func (j *journal) saveCursor(c *cursor) {
@@ -263,8 +288,8 @@ func (j *journal) saveCursor(c *cursor) {
 	}
 }
 
-func (s *Server) saveLease(id string) {
-	j := s.j
+// saveLease records lease id's claims in j; the caller holds idx.
+func (s *Server) saveLease(id string, j *journal) {
 	if j == nil || id == "" {
 		return
 	}
@@ -291,10 +316,18 @@ func deriveTags(name string) (ns, task string) {
 	return ns, task
 }
 
-// queueFor returns the queue, creating it when create is true.
-func (s *Server) queueFor(name string, create bool) *queue {
+// queueFor returns the queue, creating it when create is true (recorded
+// in j when j is not nil).
+func (s *Server) queueFor(name string, create bool, j *journal) *queue {
+	s.idx.RLock()
 	q := s.queues[name]
+	s.idx.RUnlock()
 	if q != nil || !create {
+		return q
+	}
+	s.idx.Lock()
+	defer s.idx.Unlock()
+	if q := s.queues[name]; q != nil {
 		return q
 	}
 	now := s.now()
@@ -310,15 +343,15 @@ func (s *Server) queueFor(name string, create bool) *queue {
 		subs:      map[string]*subscription{},
 	}
 	s.queues[name] = q
-	if s.j != nil {
-		s.j.newQueues = append(s.j.newQueues, q)
+	if j != nil {
+		j.newQueues = append(j.newQueues, q)
 	}
 	return q
 }
 
 // partitionFor returns the partition, creating it (and seeding registered
-// groups on it) when create is true.
-func (s *Server) partitionFor(q *queue, name string, create bool) *partition {
+// groups on it) when create is true (recorded in j when j is not nil).
+func (s *Server) partitionFor(q *queue, name string, create bool, j *journal) *partition {
 	p := q.parts[name]
 	if p != nil || !create {
 		return p
@@ -334,9 +367,11 @@ func (s *Server) partitionFor(q *queue, name string, create bool) *partition {
 	}
 	q.parts[name] = p
 	q.partList = append(q.partList, p)
+	s.idx.Lock()
 	s.partByID[p.id] = p
-	if s.j != nil {
-		s.j.newParts = append(s.j.newParts, p)
+	s.idx.Unlock()
+	if j != nil {
+		j.newParts = append(j.newParts, p)
 	}
 	// A partition created later is seeded from each group's stored
 	// subscription; it is empty now, so every group starts before its first
@@ -393,8 +428,8 @@ func seedAt(p *partition, sub subscription) int64 {
 }
 
 // cursorFor returns the group's cursor on p, creating and seeding it on first
-// contact.
-func (s *Server) cursorFor(p *partition, group string) *cursor {
+// contact (recorded in j when j is not nil).
+func (s *Server) cursorFor(p *partition, group string, j *journal) *cursor {
 	if c := p.cursors[group]; c != nil {
 		return c
 	}
@@ -404,20 +439,22 @@ func (s *Server) cursorFor(p *partition, group string) *cursor {
 	}
 	c := &cursor{p: p, group: group, committed: seedAt(p, sub), batchEnd: -1}
 	p.cursors[group] = c
-	if s.j != nil {
-		s.j.newCursors = append(s.j.newCursors, c)
+	if j != nil {
+		j.newCursors = append(j.newCursors, c)
 	}
 	return c
 }
 
-// releaseLease clears c's lease and drops c from the lease index.
-func (s *Server) releaseLease(c *cursor) {
+// releaseLease clears c's lease and drops c from the lease index
+// (recording both in j when j is not nil).
+func (s *Server) releaseLease(c *cursor, j *journal) {
 	if c.lease == "" {
 		return
 	}
 	id := c.lease
-	s.j.saveCursor(c)
-	s.saveLease(id)
+	j.saveCursor(c)
+	s.idx.Lock()
+	s.saveLease(id, j)
 	refs := s.leases[id]
 	out := refs[:0:0]
 	for _, r := range refs {
@@ -430,27 +467,36 @@ func (s *Server) releaseLease(c *cursor) {
 	} else {
 		s.leases[id] = out
 	}
+	s.idx.Unlock()
 	c.lease = ""
 	c.leaseExp = time.Time{}
 	c.batchEnd = -1
 }
 
-// wake tells parked pops of q that something changed.
-func (s *Server) wake(q *queue) {
-	if s.j != nil {
-		if s.j.touched == nil {
-			s.j.touched = map[*queue]bool{}
+// wake tells parked pops of q that something changed; inside a unit that
+// may roll back (j not nil) it does so at commit.
+func (s *Server) wake(q *queue, j *journal) {
+	if j != nil {
+		if j.touched == nil {
+			j.touched = map[*queue]bool{}
 		}
-		s.j.touched[q] = true
+		j.touched[q] = true
 		return
 	}
 	if q.notify != nil {
 		close(q.notify)
 		q.notify = nil
 	}
-	if s.anyNotify != nil {
-		close(s.anyNotify)
-		s.anyNotify = nil
+	s.idx.RLock()
+	anyWaits := s.anyNotify != nil
+	s.idx.RUnlock()
+	if anyWaits {
+		s.idx.Lock()
+		if s.anyNotify != nil {
+			close(s.anyNotify)
+			s.anyNotify = nil
+		}
+		s.idx.Unlock()
 	}
 }
 
@@ -475,18 +521,18 @@ type pushOutcome struct {
 	inCall    bool // the duplicate is an earlier item of the same call
 }
 
-// push stores items in order. createdAt is shared by every item of one
-// call to one partition.
-func (s *Server) push(items []pushItem, out []pushOutcome) {
+// push stores items in order (recorded in j when j is not nil). createdAt
+// is shared by every item of one call to one partition. The caller holds
+// every item's queue.
+func (s *Server) push(items []pushItem, out []pushOutcome, j *journal) {
 	now := s.now()
 	nowNs := now.UnixNano()
-	s.pushCall++
-	call := s.pushCall
+	call := s.pushCall.Add(1)
 	for i := range items {
 		it := &items[i]
-		q := s.queueFor(it.queue, true)
-		p := s.partitionFor(q, it.partition, true)
-		s.trimPartition(p, now)
+		q := s.queueFor(it.queue, true, j)
+		p := s.partitionFor(q, it.partition, true, j)
+		s.trimPartition(p, now, j)
 		id := s.ids.raw(now)
 		txn := it.txn
 		if txn == "" {
@@ -504,7 +550,7 @@ func (s *Server) push(items []pushItem, out []pushOutcome) {
 				}
 			}
 		}
-		if j := s.j; j != nil {
+		if j != nil {
 			if j.parts == nil {
 				j.parts = map[*partition]partSaved{}
 			}
@@ -524,14 +570,14 @@ func (s *Server) push(items []pushItem, out []pushOutcome) {
 		p.txns[txn] = txnRec{msgID: id, offset: off, at: nowNs, call: call}
 		p.txnLog.push(txnLogRec{txn: txn, at: nowNs, offset: off})
 		out[i] = pushOutcome{msgID: id, txn: txn}
-		s.wake(q)
+		s.wake(q, j)
 	}
 }
 
 // trimPartition applies the time-based retention rules (retentionSeconds
 // with retention on, maxWaitTimeSeconds always) and prunes the dedup index.
-func (s *Server) trimPartition(p *partition, now time.Time) {
-	if s.j != nil {
+func (s *Server) trimPartition(p *partition, now time.Time, j *journal) {
+	if j != nil {
 		return // never reclaim inside a unit that may roll back
 	}
 	o := &p.q.opts
@@ -556,9 +602,9 @@ func (s *Server) trimPartition(p *partition, now time.Time) {
 }
 
 // reclaim drops completed messages every registered group has passed, as
-// far as retention allows.
-func (s *Server) reclaim(p *partition, now time.Time) {
-	if s.j != nil || p.retained() == 0 {
+// far as retention allows (never inside a unit that may roll back).
+func (s *Server) reclaim(p *partition, now time.Time, j *journal) {
+	if j != nil || p.retained() == 0 {
 		return
 	}
 	q := p.q
@@ -655,10 +701,10 @@ func (s *Server) claim(q *queue, req claimReq, leaseID *string, out []claimedPar
 		if p == nil {
 			return out, next
 		}
-		cands = s.scratch[:0]
+		cands = q.scratch[:0]
 		cands = append(cands, p)
 	} else {
-		cands = s.scratch[:0]
+		cands = q.scratch[:0]
 		for _, p := range q.partList {
 			if p.next == 0 {
 				continue
@@ -682,18 +728,20 @@ func (s *Server) claim(q *queue, req claimReq, leaseID *string, out []claimedPar
 	for n := len(cands); n > 0 && budget > 0; n-- {
 		k := 0
 		if n > 1 {
+			s.rndMu.Lock()
 			k = s.rnd.IntN(n)
+			s.rndMu.Unlock()
 		}
 		p := cands[k]
 		cands[k] = cands[n-1]
-		s.trimPartition(p, now)
-		c := s.cursorFor(p, req.group)
+		s.trimPartition(p, now, nil)
+		c := s.cursorFor(p, req.group, nil)
 		if c.leaseLive(now) {
 			soon(c.leaseExp)
 			continue
 		}
 		if c.lease != "" {
-			s.releaseLease(c) // expired: re-offer from committed+1, budget untouched
+			s.releaseLease(c, nil) // expired: re-offer from committed+1, budget untouched
 		}
 		start := c.committed + 1
 		if start < p.base {
@@ -750,19 +798,21 @@ func (s *Server) claim(q *queue, req claimReq, leaseID *string, out []claimedPar
 			c.leaseExp = now.Add(lt)
 			c.batchEnd = start + take - 1
 			c.leaseFirst, c.leaseAcks = start, 0
+			s.idx.Lock()
 			s.leases[c.lease] = append(s.leases[c.lease], c)
+			s.idx.Unlock()
 		}
 		out = append(out, claimedPart{p: p, msgs: msgs})
 		budget -= int(take)
 		yielded++
 		if req.autoAck {
-			s.reclaim(p, now)
+			s.reclaim(p, now, nil)
 		}
 		if req.named || yielded >= req.parts {
 			break
 		}
 	}
-	s.scratch = cands[:0]
+	q.scratch = cands[:0]
 	return out, next
 }
 

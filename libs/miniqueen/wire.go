@@ -2,6 +2,7 @@ package miniqueen
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/queen-mq/gate/internal/jsonkit"
@@ -83,11 +84,11 @@ func (u uuid) String() string {
 // then a counter that starts at a random point, so ids are unique and (with
 // a forward clock) ordered.
 type idGen struct {
-	seq uint64
+	seq atomic.Uint64
 }
 
 func (g *idGen) raw(now time.Time) uuid {
-	g.seq++
+	seq := g.seq.Add(1)
 	ms := uint64(now.UnixMilli())
 	var u uuid
 	u[0] = byte(ms >> 40)
@@ -96,10 +97,10 @@ func (g *idGen) raw(now time.Time) uuid {
 	u[3] = byte(ms >> 16)
 	u[4] = byte(ms >> 8)
 	u[5] = byte(ms)
-	hi := g.seq >> 62 // top bits go into rand_a
+	hi := seq >> 62 // top bits go into rand_a
 	u[6] = 0x70 | byte(hi>>8)&0x0f
 	u[7] = byte(hi)
-	lo := g.seq & (1<<62 - 1)
+	lo := seq & (1<<62 - 1)
 	u[8] = 0x80 | byte(lo>>56)&0x3f
 	u[9] = byte(lo >> 48)
 	u[10] = byte(lo >> 40)
