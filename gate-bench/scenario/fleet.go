@@ -95,7 +95,15 @@ func (b *Bench) fleet(ctx context.Context) ([]stats.Table, error) {
 		declared = append(declared, graph)
 		return time.Since(t0), nil
 	}
-	perGraph := knob.ReplicasPerGraph.Default
+	// The relays take GATE_RELAY_REPLICAS_PER_GRAPH from the environment
+	// the bench runs in; the probe expects the same number.
+	perGraph, err := knob.ReplicasPerGraph.Read(os.Getenv)
+	if err != nil {
+		return []stats.Table{t}, err
+	}
+	if perGraph == 0 {
+		perGraph = 1 << 20 // every replica: min(perGraph, R) below
+	}
 	for _, n := range b.cfg.ScaleGraphs {
 		var lat []time.Duration
 		apiCPU := startCPU(b.st.API().Pid())
@@ -146,7 +154,7 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 	defer f.stop()
 	t0 := time.Now()
 	for range r {
-		p, err := b.st.StartRelay(ctx, "GATE_ADMISSION=riders")
+		p, err := b.st.StartRelay(ctx, "GATE_ADMISSION=riders", fmt.Sprintf("GATE_RELAY_REPLICAS_PER_GRAPH=%d", min(perGraph, 1000)))
 		if err != nil {
 			return nil, nil, fmt.Errorf("starting relay replica %d of %d: %w", len(f.procs)+1, r, err)
 		}
@@ -192,7 +200,7 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 			for _, p := range f.procs {
 				own = append(own, strconv.Itoa(int(relayMetrics(ctx, p.HealthURL)["gate_relay_graph_running"])))
 			}
-			b.logf("scale-fleet: cold start %.0f s: %d of %d graphs running in the status; the replicas run %s", time.Since(t0).Seconds(), covered, len(want), strings.Join(own, " / "))
+			b.logf("scale-fleet: cold start %.0f s: %d of %d graphs running in the status; the replicas run %s; the broker holds %s", time.Since(t0).Seconds(), covered, len(want), strings.Join(own, " / "), openFilesNote(b.queenPid()))
 		}
 		return ok
 	}) {
@@ -278,6 +286,9 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 	killed := "-"
 	if r >= 3 {
 		killed = b.fleetKill(ctx, st, f, want, perGraph)
+	}
+	if n, limit := openFiles(b.queenPid()); limit > 0 && n >= limit*9/10 {
+		notes = append(notes, fmt.Sprintf("the broker holds %d open files of its limit %d: every relay keeps one connection per waiting ingress stage (a parked long-poll), so R replicas × graphs × min(GATE_RELAY_REPLICAS_PER_GRAPH, R) ÷ R connections; past the limit the broker cannot accept, and the fleet stalls", n, limit))
 	}
 	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
 		notes = append(notes, "load average at the row's end: "+strings.Join(strings.Fields(string(l))[:3], " "))
@@ -508,4 +519,37 @@ func relayMetrics(ctx context.Context, base string) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// openFiles is how many files pid holds open and its soft limit on them
+// (0, 0 when /proc cannot say).
+func openFiles(pid int) (n, limit int) {
+	if pid <= 0 {
+		return 0, 0
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return 0, 0
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		return len(fds), 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Max open files"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				limit, _ = strconv.Atoi(f[0])
+			}
+		}
+	}
+	return len(fds), limit
+}
+
+// openFilesNote says "N of L open files" for the progress log.
+func openFilesNote(pid int) string {
+	n, limit := openFiles(pid)
+	if limit == 0 {
+		return fmt.Sprintf("%d open files", n)
+	}
+	return fmt.Sprintf("%d of %d open files", n, limit)
 }
