@@ -41,12 +41,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// A Fed stage quiet for DozeAfter dozes: it holds no parked long-poll on
-// the broker. A Wake (its upstream settled into its source) ends the doze
-// at once: the new item is forwarded with no time passing on the stage's
-// clock. An item that arrives with no Wake (left by a replica that
-// stopped) is found by the check pop one PollTimeout into the doze, not
-// before: that is the bound.
+// A Fed stage starts dozing, and dozes again once quiet for DozeAfter: it
+// holds no parked long-poll on the broker. A Wake (its upstream settled
+// into its source) ends the doze at once: the new item is forwarded with
+// no time passing on the stage's clock; the woken stage parks its poll
+// until it has been quiet for DozeAfter. An item that arrives with no Wake
+// (left by a replica that stopped) is found by the check pop one
+// PollTimeout into the doze, not before: that is the bound.
 func TestAQuietFedStageDozesAndAWakeForwardsANewItemAtOnce(t *testing.T) {
 	t.Parallel()
 	r, s, v := idleRig(t, true)
@@ -54,12 +55,23 @@ func TestAQuietFedStageDozesAndAWakeForwardsANewItemAtOnce(t *testing.T) {
 	if after != 20*time.Second {
 		t.Fatalf("DozeAfter is %s with a 1 s poll and a 10 s lease, want 20 s (twice the lease)", after)
 	}
-	eventually(t, "the stage's long-poll parks", func() bool { return r.mini.Parked() == 1 })
+	start := v.Now()
+	eventually(t, "the new Fed stage dozes with no poll parked", func() bool { return s.Dozing() && r.mini.Parked() == 0 })
+	if !v.Now().Equal(start) {
+		t.Fatalf("the stage's clock moved %s before it dozed", v.Now().Sub(start))
+	}
+
+	// Woken: the item goes through with the stage's clock standing still.
+	r.fill("w", seqs(1)...)
+	s.Wake()
+	eventually(t, "the woken stage forwards the new item", func() bool { return len(r.forwarded("w")) == 1 })
+	eventually(t, "the woken stage parks its long-poll", func() bool { return !s.Dozing() && r.mini.Parked() == 1 })
+	v.Advance(after / 2)
+	time.Sleep(50 * time.Millisecond)
 	if s.Dozing() {
 		t.Fatal("the stage dozes before it was quiet for DozeAfter")
 	}
-
-	v.Advance(after)
+	v.Advance(after / 2)
 	eventually(t, "the quiet stage dozes with no poll parked", func() bool { return s.Dozing() && r.mini.Parked() == 0 })
 
 	// Woken: the item goes through with the stage's clock standing still.
@@ -94,8 +106,8 @@ func TestAQuietFedStageDozesAndAWakeForwardsANewItemAtOnce(t *testing.T) {
 	v.Advance(next.Sub(v.Now()))
 	eventually(t, "the check pop forwards the items left with no wake", func() bool { return len(r.forwarded("q")) == 2 })
 	eventually(t, "the stage is awake after the check found items", func() bool { return !s.Dozing() && r.mini.Parked() == 1 })
-	if c := s.Counters(); c.Forwarded != 5 {
-		t.Fatalf("counters %+v, want 5 forwarded", c)
+	if c := s.Counters(); c.Forwarded != 6 {
+		t.Fatalf("counters %+v, want 6 forwarded", c)
 	}
 }
 
@@ -136,4 +148,33 @@ func TestDozeChecksAreSpreadAndNeverLaterThanThePollTimeout(t *testing.T) {
 	if d := s.checkIn(true, rnd); d != 30*time.Second {
 		t.Fatalf("a check after a check %s later, want the poll timeout", d)
 	}
+}
+
+// A Fed stage's first pop does not wait: items an earlier owner left in
+// its source (a replica that stopped, a graph handed over) go through at
+// once, with no Wake and no time passing; then the stage dozes.
+func TestANewFedStageTakesWhatWasLeftAtOnceThenDozes(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{ceiling: 100, riders: true})
+	r.fill("left", seqs(4)...)
+	v := clock.NewVirtual(r.mini.Now())
+	cfg := r.s.cfg
+	cfg.Clock, cfg.Fed = v, true
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := v.Now()
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop() })
+	eventually(t, "the new stage forwards what was left", func() bool { return len(r.forwarded("left")) == 4 })
+	if !v.Now().Equal(start) {
+		t.Fatalf("the stage's clock moved %s", v.Now().Sub(start))
+	}
+	// It claimed, so it is awake (a parked poll) until quiet for DozeAfter.
+	eventually(t, "the stage parks its poll after claiming", func() bool { return !s.Dozing() && r.mini.Parked() == 1 })
+	v.Advance(s.cfg.DozeAfter())
+	eventually(t, "then it dozes", func() bool { return s.Dozing() && r.mini.Parked() == 0 })
 }

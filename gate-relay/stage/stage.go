@@ -201,7 +201,8 @@ func (s *Stage) Dozing() bool { return s.dozer.asleep.Load() > 0 }
 // dozer is a Fed stage's quiet time and the wake of its dozing workers.
 type dozer struct {
 	mu sync.Mutex
-	// last is the stage's start, its last claim or its last Wake.
+	// last is the stage's last claim or Wake, or its start (a Fed stage
+	// starts DozeAfter before it: quiet from the first pop on).
 	last time.Time
 	// ch is closed by the next wake; nil while no worker dozes.
 	ch chan struct{}
@@ -255,7 +256,16 @@ func (s *Stage) Start(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	s.dozer.wake(s.cfg.Clock.Now())
+	// A Fed stage starts quiet: each worker's first pop takes without a
+	// wait what an earlier owner left, then the stage dozes until its
+	// upstream wakes it. Waiting DozeAfter with a parked poll first held a
+	// connection per interior stage through every cold start: at 10,000
+	// graphs, 10,000 connections on the broker for their first minute.
+	now := s.cfg.Clock.Now()
+	if s.cfg.Fed {
+		now = now.Add(-s.cfg.DozeAfter())
+	}
+	s.dozer.wake(now)
 	n := max(int(s.cfg.Stage.Concurrency), 1)
 	for i := 0; i < n; i++ {
 		s.Go(func() { s.work(ctx, i) })
@@ -329,8 +339,13 @@ func (s *Stage) work(ctx context.Context, worker int) {
 	// found nothing: the doze goes on, and its next check is a whole
 	// PollTimeout away.
 	checked := false
+	// first: a Fed stage's first pop does not wait (see Start).
+	first := s.cfg.Fed
 	for ctx.Err() == nil {
-		wait, ok := s.doze(ctx, worker, s.checkIn(checked, rnd))
+		wait, ok := false, true
+		if !first {
+			wait, ok = s.doze(ctx, worker, s.checkIn(checked, rnd))
+		}
 		if !ok {
 			return
 		}
@@ -350,7 +365,10 @@ func (s *Stage) work(ctx context.Context, worker int) {
 			continue
 		}
 		failing = 0
-		checked = !wait && claim.Empty()
+		// After the first pop the doze's first check is spread like any
+		// first check (stages started together must not check together).
+		checked = !wait && claim.Empty() && !first
+		first = false
 		if claim.Empty() {
 			continue
 		}
