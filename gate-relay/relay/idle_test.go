@@ -13,10 +13,11 @@ import (
 )
 
 // An idle two-node graph keeps one long-poll parked on the broker (its
-// ingress stage's), not two: the second stage reads an interior queue only
-// the first pushes into, so once quiet it dozes, and the first stage's
-// settle wakes it. A new item goes from the ingress to the egress with the
-// relay's clock standing still: the doze adds no latency to it.
+// ingress stage's), not two, from its start: the second stage reads an
+// interior queue only the first pushes into, so it starts dozing (and
+// dozes again once quiet), and the first stage's settle wakes it. A new
+// item goes from the ingress to the egress with the relay's clock standing
+// still: the doze adds no latency to it.
 func TestAnIdleTwoNodeGraphParksOnePollAndANewItemGoesThroughAtOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -39,11 +40,7 @@ func TestAnIdleTwoNodeGraphParksOnePollAndANewItemGoesThroughAtOnce(t *testing.T
 		g, ok := st.Graph(e.app, "idle")
 		return ok && g.Running
 	})
-	gatetest.Eventually(t, 10*time.Second, func() bool { return e.mini.Parked() == 2 })
-
-	// Quiet for twice the poll timeout (and the lease): the interior stage
-	// dozes, the ingress stage stays parked.
-	v.Advance(4 * time.Second)
+	// Started: only the ingress stage's poll is parked.
 	gatetest.Eventually(t, 10*time.Second, func() bool { return e.mini.Parked() == 1 })
 	consistently(t, 300*time.Millisecond, func() bool { return e.mini.Parked() == 1 })
 
@@ -53,6 +50,10 @@ func TestAnIdleTwoNodeGraphParksOnePollAndANewItemGoesThroughAtOnce(t *testing.T
 	if !v.Now().Equal(at) {
 		t.Fatalf("the relay's clock moved %s", v.Now().Sub(at))
 	}
-	// Woken, the interior stage parks its long-poll again.
+	// Woken, the interior stage parks its long-poll; quiet for twice the
+	// poll timeout (and the lease), it dozes again.
 	gatetest.Eventually(t, 10*time.Second, func() bool { return e.mini.Parked() == 2 })
+	v.Advance(4 * time.Second)
+	gatetest.Eventually(t, 10*time.Second, func() bool { return e.mini.Parked() == 1 })
+	consistently(t, 300*time.Millisecond, func() bool { return e.mini.Parked() == 1 })
 }
