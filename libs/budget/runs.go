@@ -118,22 +118,42 @@ func (t *Table) admitWhole(b *Batch, runs []Run, items int, ms int64) bool {
 	ch := &t.scratch[0]
 	ch.Delta = resize(ch.Delta, len(b.Counters))
 	addRunDeltas(ch.Delta, runs, items)
+	// The rows looked up by the check are charged by the second pass
+	// (a claim's few counters fit on the stack).
+	var found [8]*tableRow
 	for i, d := range ch.Delta {
 		if d <= 0 {
 			continue
 		}
 		var cur int64
-		if r := t.rowOf(b, i); r != nil && ms < r.expires {
+		r := t.rowOf(b, i)
+		if r != nil && ms < r.expires {
 			cur = r.value
 		}
 		if cur+d > b.Counters[i].Max {
 			return false
 		}
+		if i < len(found) {
+			found[i] = r
+		}
 	}
 	for i, d := range ch.Delta {
-		if d > 0 {
-			t.incrOf(b, i, d, math.MinInt64, b.Counters[i].Max, ms)
+		if d <= 0 {
+			continue
 		}
+		r := (*tableRow)(nil)
+		if i < len(found) {
+			r = found[i]
+		}
+		if r == nil {
+			t.incrOf(b, i, d, math.MinInt64, b.Counters[i].Max, ms)
+			continue
+		}
+		// incrOf's applied branch on the row the check read.
+		if ms >= r.expires {
+			r.value, r.expires = 0, ms+max(b.Counters[i].TTLSeconds, 1)*1000
+		}
+		r.value += d
 	}
 	ch.N = items
 	return true
