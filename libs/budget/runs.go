@@ -1,6 +1,9 @@
 package budget
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Run is N consecutive items of a window of one cost touching the same
 // counters (indices into Batch.Counters, each at most once): what N calls
@@ -29,8 +32,12 @@ func (t *Table) AdmitRuns(b *Batch, runs []Run, now time.Time) Admission {
 	if !charges {
 		return Admission{N: items}
 	}
+	ms := now.UnixMilli()
+	if t.admitWhole(b, runs, items, ms) {
+		return Admission{N: items, Delta: t.scratch[0].Delta}
+	}
 	var a Admission
-	tries, ms := 0, now.UnixMilli()
+	tries := 0
 	try := func(n int) (*Charge, error) {
 		ch := &t.scratch[min(tries, 1)]
 		t.prepare(ch, b, min(max(n, 0), items))
@@ -95,4 +102,70 @@ func (t *Table) prefixRuns(b *Batch, runs []Run, c *Charge) int {
 		}
 	}
 	return n
+}
+
+// admitWhole is the admission loop's first try when it ends the window:
+// it charges every item of runs at ms and reports true when each counter
+// has room for its whole delta (the charge's Delta left in scratch[0], as
+// the loop leaves it), and changes nothing and reports false otherwise, so
+// that the loop, run from the start, finds the table as it was. A charge
+// whose incrs all apply is the same whether its counters are judged before
+// or while they are charged: the counters of a batch are distinct rows and
+// an applied try's reading is never looked at. Most claims of a replay are
+// admitted whole; this spares them the reading, the per-counter flags and
+// the time conversions.
+func (t *Table) admitWhole(b *Batch, runs []Run, items int, ms int64) bool {
+	ch := &t.scratch[0]
+	ch.Delta = resize(ch.Delta, len(b.Counters))
+	addRunDeltas(ch.Delta, runs, items)
+	// The rows looked up by the check are charged by the second pass
+	// (a claim's few counters fit on the stack).
+	var found [8]*tableRow
+	for i, d := range ch.Delta {
+		if d <= 0 {
+			continue
+		}
+		var cur int64
+		r := t.rowOf(b, i)
+		if r != nil && ms < r.expires {
+			cur = r.value
+		}
+		if cur+d > b.Counters[i].Max {
+			return false
+		}
+		if i < len(found) {
+			found[i] = r
+		}
+	}
+	for i, d := range ch.Delta {
+		if d <= 0 {
+			continue
+		}
+		r := (*tableRow)(nil)
+		if i < len(found) {
+			r = found[i]
+		}
+		if r == nil {
+			t.incrOf(b, i, d, math.MinInt64, b.Counters[i].Max, ms)
+			continue
+		}
+		// incrOf's applied branch on the row the check read.
+		if ms >= r.expires {
+			r.value, r.expires = 0, ms+max(b.Counters[i].TTLSeconds, 1)*1000
+		}
+		r.value += d
+	}
+	ch.N = items
+	return true
+}
+
+// CounterEnd is the window end (epoch ms) of counter i of b as a read at
+// nowMs sees it, ok false when its row is absent or expired: CounterValue's
+// expiry without the time conversions, for a replay reading it per claim.
+func (t *Table) CounterEnd(b *Batch, i int, nowMs int64) (endMs int64, ok bool) {
+	r, live := t.liveOf(b, i, nowMs)
+	if !live {
+		return 0, false
+	}
+	return r.expires, true
 }

@@ -101,3 +101,79 @@ func TestAdmitRunsCutsAtTheFirstItemThatDoesNotFit(t *testing.T) {
 		t.Fatalf("runs that charge nothing: admitted %d (refused %q), want all 3", a.N, a.Refused)
 	}
 }
+
+// TestAdmitRunsWholeWindowsAsTheLoop drives stages that mostly fit (the
+// claims AdmitRuns admits without the loop's reading) and sometimes do
+// not, several batches sharing keys on one table and windows expiring
+// under them, against a reference: the same batches as items through
+// Admit, which always runs the loop. Every answer, every counter and every
+// window end must agree.
+func TestAdmitRunsWholeWindowsAsTheLoop(t *testing.T) {
+	for seed := range uint64(30) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rnd := rand.New(rand.NewPCG(seed, 11))
+			keys := []string{"a", "b", "c", "d", "e"}
+			type stage struct {
+				runs, ref Batch
+				idx       []int
+			}
+			stages := make([]stage, 3)
+			for s := range stages {
+				for _, k := range keys {
+					if rnd.IntN(2) == 0 {
+						continue
+					}
+					// Ceilings wide enough that most claims fit whole.
+					max, ttl := 20+rnd.Int64N(300), 1+rnd.Int64N(5)
+					stages[s].idx = append(stages[s].idx, stages[s].runs.Counter(k, max, ttl, "b-"+k))
+					stages[s].ref.Counter(k, max, ttl, "b-"+k)
+				}
+			}
+			var fast, ref Table
+			now := time.UnixMilli(1_800_000_000_000)
+			whole := 0
+			for w := range 4000 {
+				s := &stages[rnd.IntN(len(stages))]
+				s.ref.ClearItems()
+				var rs []Run
+				items := 0
+				for range rnd.IntN(4) {
+					var cs []int
+					for _, c := range s.idx {
+						if rnd.IntN(4) > 0 {
+							cs = append(cs, c)
+						}
+					}
+					r := Run{Cost: rnd.Int64N(3), N: rnd.IntN(12) - 1, Counters: cs}
+					rs = append(rs, r)
+					s.ref.AddN(r.Cost, r.Counters, r.N)
+					items += max(r.N, 0)
+				}
+				ar := fast.AdmitRuns(&s.runs, rs, now)
+				ai := ref.Admit(&s.ref, now)
+				if ai.N != ar.N || ai.Refused != ar.Refused || ai.Wait != ar.Wait ||
+					!slices.Equal(ai.RefusedCounters, ar.RefusedCounters) || !slices.Equal(ai.Delta, ar.Delta) {
+					t.Fatalf("window %d at %d: reference %+v, runs %+v (runs %+v)", w, now.UnixMilli(), ai, ar, rs)
+				}
+				if ar.N == items && items > 0 {
+					whole++
+				}
+				for i, c := range s.runs.Counters {
+					vr, er, okr := fast.Value(c.Key, now)
+					vi, ei, oki := ref.Value(c.Key, now)
+					if vi != vr || !ei.Equal(er) || oki != okr {
+						t.Fatalf("window %d: counter %s reads %d (%v) after Admit, %d (%v) after AdmitRuns", w, c.Key, vi, ei, vr, er)
+					}
+					end, ok := fast.CounterEnd(&s.runs, i, now.UnixMilli())
+					if ok != okr || (ok && end != er.UnixMilli()) {
+						t.Fatalf("window %d: CounterEnd of %s is %d (%v), Value's end %v (%v)", w, c.Key, end, ok, er, okr)
+					}
+				}
+				now = now.Add(time.Duration(rnd.IntN(300)) * time.Millisecond)
+			}
+			if whole < 1000 || whole > 3900 {
+				t.Fatalf("%d of 4000 windows admitted whole: the test should exercise both the whole and the cut windows", whole)
+			}
+		})
+	}
+}

@@ -106,6 +106,9 @@ type stageSim struct {
 	// counters charged at all.
 	peakUse []int64
 	used    []bool
+	// refused counts, per counter of window, the claims it refused
+	// (folded into the node's and node-path's refusals by the report).
+	refused []int64
 }
 
 type nodeAcc struct {
@@ -459,24 +462,29 @@ func (r *replay) claim(i int, t int64) (admitted int, refused bool, wait time.Du
 	// time that grows with the groups, not the items.
 	ss.runs = ss.runs[:0]
 	left := want
+	// Groups of one cost next to each other (they differ in recorded
+	// cost or arrival only) are one run: the same items in the same order.
 	for g := ss.head; left > 0 && g < len(ss.queue); g++ {
 		k := int(min(ss.queue[g].n, int64(left)))
-		ss.runs = append(ss.runs, budget.Run{Cost: ss.queue[g].cost, N: k, Counters: ss.idx})
 		left -= k
+		if j := len(ss.runs) - 1; j >= 0 && ss.runs[j].Cost == ss.queue[g].cost {
+			ss.runs[j].N += k
+			continue
+		}
+		ss.runs = append(ss.runs, budget.Run{Cost: ss.queue[g].cost, N: k, Counters: ss.idx})
 	}
 	now := time.UnixMilli(t)
 	a := r.table.AdmitRuns(b, ss.runs, now)
 	if a.Refused != "" {
-		n := &r.nodes[ss.node]
-		np := &r.nodePaths[ss.np]
+		if len(ss.refused) < len(b.Counters) {
+			ss.refused = append(ss.refused, make([]int64, len(b.Counters)-len(ss.refused))...)
+		}
 		for _, c := range a.RefusedCounters {
-			id := b.Counters[c].BudgetID
-			n.refusals[id]++
-			np.refusals[id]++
+			ss.refused[c]++
 		}
 	}
 	if a.N > 0 {
-		r.account(ss, b, a.Delta, now)
+		r.account(ss, b, a.Delta, t)
 		r.take(i, int64(a.N), t)
 	}
 	return a.N, a.N < want, a.Wait
@@ -484,17 +492,16 @@ func (r *replay) claim(i int, t int64) (admitted int, refused bool, wait time.Du
 
 // account records the charge d (per counter of b) of an admitted prefix in
 // the windows of its counters.
-func (r *replay) account(ss *stageSim, b *budget.Batch, d []int64, now time.Time) {
+func (r *replay) account(ss *stageSim, b *budget.Batch, d []int64, nowMs int64) {
 	for ci, delta := range d {
 		if delta <= 0 {
 			continue
 		}
-		c := b.Counters[ci]
-		_, exp, ok := r.table.CounterValue(b, ci, now)
+		c := &b.Counters[ci]
+		end, ok := r.table.CounterEnd(b, ci, nowMs)
 		if !ok {
 			continue
 		}
-		end := exp.UnixMilli()
 		if len(ss.wins) < len(b.Counters) {
 			ss.wins = append(ss.wins, make([]*winState, len(b.Counters)-len(ss.wins))...)
 		}
@@ -508,7 +515,7 @@ func (r *replay) account(ss *stageSim, b *budget.Batch, d []int64, now time.Time
 		}
 		if !w.charged || w.end != end {
 			r.closeWindow(w)
-			w.opened, w.end, w.total, w.max, w.charged = now.UnixMilli(), end, 0, 0, true
+			w.opened, w.end, w.total, w.max, w.charged = nowMs, end, 0, 0, true
 			clear(w.perPath)
 			clear(w.pathMax)
 		}
@@ -751,6 +758,13 @@ func (r *replay) run() {
 	for i := range r.stages {
 		ss := &r.stages[i]
 		np := &r.nodePaths[ss.np]
+		for ci, k := range ss.refused {
+			if k > 0 {
+				id := ss.window.Counters[ci].BudgetID
+				r.nodes[ss.node].refusals[id] += k
+				np.refusals[id] += k
+			}
+		}
 		for ci, use := range ss.peakUse {
 			if !ss.used[ci] {
 				continue
