@@ -201,17 +201,7 @@ func writeKeySamples(ctx context.Context, tx pgx.Tx, in []KeySample) error {
 		sec                  int64
 		overflow             bool
 	}
-	idx := map[key]int{}
-	var rows []KeySample
-	for _, s := range in {
-		k := key{s.Recorder, s.Path, s.Scope, s.Op, s.Second, s.Overflow}
-		if i, ok := idx[k]; ok {
-			rows[i] = s
-			continue
-		}
-		idx[k] = len(rows)
-		rows = append(rows, s)
-	}
+	rows := lastPerKey(in, func(s KeySample) key { return key{s.Recorder, s.Path, s.Scope, s.Op, s.Second, s.Overflow} })
 	n := len(rows)
 	app, graph, node, path, rec, scope, op := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	session, second, items, cost := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)

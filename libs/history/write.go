@@ -154,17 +154,7 @@ func writeSamples(ctx context.Context, tx pgx.Tx, in []Sample) error {
 		rec, path string
 		sec       int64
 	}
-	idx := map[key]int{}
-	var rows []Sample
-	for _, s := range in {
-		k := key{s.Recorder, s.Path, s.Second}
-		if i, ok := idx[k]; ok {
-			rows[i] = s
-			continue
-		}
-		idx[k] = len(rows)
-		rows = append(rows, s)
-	}
+	rows := lastPerKey(in, func(s Sample) key { return key{s.Recorder, s.Path, s.Second} })
 	n := len(rows)
 	app, graph, node, path, rec := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	session, second, items, cost := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
@@ -223,17 +213,7 @@ func writeRollups(ctx context.Context, tx pgx.Tx, in []RollupCount) error {
 		rec, app, target, lane string
 		minute                 int64
 	}
-	idx := map[key]int{}
-	var rows []RollupCount
-	for _, r := range in {
-		k := key{r.Recorder, r.App, r.Target, r.Lane, r.Minute}
-		if i, ok := idx[k]; ok {
-			rows[i] = r
-			continue
-		}
-		idx[k] = len(rows)
-		rows = append(rows, r)
-	}
+	rows := lastPerKey(in, func(r RollupCount) key { return key{r.Recorder, r.App, r.Target, r.Lane, r.Minute} })
 	n := len(rows)
 	rec, app, target, lane := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	minute, admitted, denied, cost := make([]int64, n), make([]int64, n), make([]int64, n), make([]float64, n)
@@ -384,4 +364,22 @@ func (db *DB) AddConfigEvent(ctx context.Context, e ConfigEvent) error {
 		return fmt.Errorf("history: writing a configuration annotation: %w", err)
 	}
 	return nil
+}
+
+// lastPerKey keeps one element per key of in, the last one given, at the
+// place its key first appeared: a batch upsert (ON CONFLICT) cannot touch
+// one row twice in a statement.
+func lastPerKey[T any, K comparable](in []T, key func(T) K) []T {
+	idx := make(map[K]int, len(in))
+	rows := make([]T, 0, len(in))
+	for _, v := range in {
+		k := key(v)
+		if i, ok := idx[k]; ok {
+			rows[i] = v
+			continue
+		}
+		idx[k] = len(rows)
+		rows = append(rows, v)
+	}
+	return rows
 }
