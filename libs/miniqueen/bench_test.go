@@ -28,14 +28,8 @@ func BenchmarkRelayPattern(b *testing.B) {
 		dst        = "gate.bench.dst"
 		group      = "gate.bench.relay"
 	)
-	srv := miniqueen.RunT(b)
+	client := benchClient(b)
 	ctx := context.Background()
-	tr := queen.NewTransport()
-	defer tr.CloseIdleConnections()
-	client, err := queen.New(srv.URL(), queen.WithHTTPClient(&http.Client{Transport: tr}))
-	if err != nil {
-		b.Fatal(err)
-	}
 	if _, err := client.Configure(ctx, queen.ConfigureRequest{Queue: src, Options: queen.QueueOptions{LeaseTime: queen.Int(10), RetryLimit: queen.Int(3)}}); err != nil {
 		b.Fatal(err)
 	}
@@ -121,14 +115,8 @@ func cpuTime() time.Duration {
 // and the relays list at ten thousand graphs on two of three replicas —
 // through the Go client over loopback HTTP. The figure is ns per listing.
 func BenchmarkGetPrefixAtTenThousandGraphs(b *testing.B) {
-	srv := miniqueen.RunT(b)
+	client := benchClient(b)
 	ctx := context.Background()
-	tr := queen.NewTransport()
-	defer tr.CloseIdleConnections()
-	client, err := queen.New(srv.URL(), queen.WithHTTPClient(&http.Client{Transport: tr}))
-	if err != nil {
-		b.Fatal(err)
-	}
 	put := func(format string, n int) {
 		for from := 0; from < n; from += 200 {
 			var ops []queen.KVOp
@@ -162,4 +150,18 @@ func BenchmarkGetPrefixAtTenThousandGraphs(b *testing.B) {
 			b.Fatalf("listed %d rows, want 20000", rows)
 		}
 	}
+}
+
+// benchClient starts a broker for b and returns a Go client of it over
+// loopback HTTP, with the default transport closed when b ends.
+func benchClient(b *testing.B) *queen.Client {
+	b.Helper()
+	srv := miniqueen.RunT(b)
+	tr := queen.NewTransport()
+	b.Cleanup(tr.CloseIdleConnections)
+	client, err := queen.New(srv.URL(), queen.WithHTTPClient(&http.Client{Transport: tr}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return client
 }
