@@ -20,8 +20,16 @@ type Table struct {
 	// refused the refused counters of its answer.
 	scratch [2]Charge
 	refused []int
-	// remaining and acc are AdmitRuns' prefix scratch.
-	remaining, acc []int64
+	// remaining and acc are AdmitRuns' prefix scratch; cur and read its
+	// reading of a window's counters (value and row, by counter).
+	remaining, acc, cur []int64
+	read                []*tableRow
+	// gen counts the Forgets that dropped rows: a Batch's remembered rows
+	// from an earlier gen are looked up again.
+	gen uint64
+	// loops counts the windows AdmitRuns judged with the admission loop
+	// itself, not in one reading (tests check the reading is taken).
+	loops int
 }
 
 type tableRow struct {
@@ -41,11 +49,16 @@ func (t *Table) live(key string, nowMs int64) (*tableRow, bool) {
 // rowOf is the row of counter i of b (nil when the table has none yet),
 // remembered in b for the next call.
 func (t *Table) rowOf(b *Batch, i int) *tableRow {
-	if b.rowsOf != t {
-		b.rows, b.rowsOf = b.rows[:0], t
+	if b.rowsOf != t || b.rowsGen != t.gen {
+		b.rows, b.rowsOf, b.rowsGen = b.rows[:0], t, t.gen
 	}
-	if i < len(b.rows) && b.rows[i] != nil && b.rows[i].key == b.Counters[i].Key {
-		return b.rows[i]
+	// A remembered row is the counter's: rows are only ever dropped by
+	// Forget (which moves gen on) and b's counters only by Reset (which
+	// drops the remembered rows).
+	if i < len(b.rows) {
+		if r := b.rows[i]; r != nil {
+			return r
+		}
 	}
 	r := t.rows[b.Counters[i].Key]
 	if r != nil {
@@ -121,9 +134,9 @@ func (t *Table) incr(key string, delta, lo, hi, ttlSeconds, nowMs int64) (bool, 
 // Forget drops the rows whose window has ended at now and returns how
 // many it dropped: an expired row reads as 0 and the next applied incr
 // creates it afresh, so no judgement after now changes; only the memory
-// of keys seen once (a replay of many scope values) is given back. Every
-// Batch judged against t before must be Reset before it is used again (it
-// remembers rows).
+// of keys seen once (a replay of many scope values) is given back. A
+// Batch judged against t before looks its counters' rows up afresh the
+// next time (it remembers rows, and a dropped row is no longer t's).
 func (t *Table) Forget(now time.Time) int {
 	ms := now.UnixMilli()
 	n := 0
@@ -132,6 +145,9 @@ func (t *Table) Forget(now time.Time) int {
 			delete(t.rows, k)
 			n++
 		}
+	}
+	if n > 0 {
+		t.gen++
 	}
 	return n
 }
