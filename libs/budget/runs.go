@@ -40,7 +40,8 @@ func (t *Table) AdmitRuns(b *Batch, runs []Run, now time.Time) Admission {
 	if !charges {
 		return Admission{N: items}
 	}
-	if a, ok := t.judge(b, runs, items, negative, now); ok {
+	var a Admission
+	if t.judge(&a, b, runs, items, negative, now) {
 		return a
 	}
 	t.loops++
@@ -83,8 +84,9 @@ func (t *Table) admitLoop(b *Batch, runs []Run, items int, now time.Time) Admiss
 }
 
 // judge is the admission loop over runs worked out from one reading of
-// the counters at now; ok is false, with the table unchanged, for a window
-// it cannot follow (the loop then runs itself).
+// the counters at now, its answer left in a; it reports false, with the
+// table and a unchanged, for a window it cannot follow (the loop then runs
+// itself).
 //
 // With every counter read as cur (its live value, 0 when absent or
 // expired) and the window's whole cost per counter as d:
@@ -104,7 +106,7 @@ func (t *Table) admitLoop(b *Batch, runs []Run, items int, now time.Time) Admiss
 // more than the whole window, and none the window left alone) and values
 // ≥ 0 (a refund's guard of max(Post − d, 0) is then cur); a window without
 // them, or a prefix that would not apply after all, is left to the loop.
-func (t *Table) judge(b *Batch, runs []Run, items int, negative bool, now time.Time) (Admission, bool) {
+func (t *Table) judge(a *Admission, b *Batch, runs []Run, items int, negative bool, now time.Time) bool {
 	ms := now.UnixMilli()
 	k := len(b.Counters)
 	ch := &t.scratch[0]
@@ -134,10 +136,11 @@ func (t *Table) judge(b *Batch, runs []Run, items int, negative bool, now time.T
 			}
 		}
 		ch.N = items
-		return Admission{N: items, Delta: d}, true
+		a.N, a.Delta = items, d
+		return true
 	}
 	if negative {
-		return Admission{}, false
+		return false
 	}
 	// The refused try's reading: room max(0, Max − cur) on each charged
 	// counter; a counter it did not charge is not read (unlimited).
@@ -148,7 +151,7 @@ func (t *Table) judge(b *Batch, runs []Run, items int, negative bool, now time.T
 		case di <= 0:
 			remaining[i] = math.MaxInt64
 		case cur[i] < 0:
-			return Admission{}, false
+			return false
 		default:
 			remaining[i] = max(0, b.Counters[i].Max-cur[i])
 		}
@@ -160,13 +163,15 @@ func (t *Table) judge(b *Batch, runs []Run, items int, negative bool, now time.T
 		addRunDeltas(next.Delta, runs, n)
 		for i, di := range next.Delta {
 			if di > 0 && (d[i] <= 0 || cur[i]+di > b.Counters[i].Max) {
-				return Admission{}, false
+				return false
 			}
 		}
 	}
 	// The loop's course is known: make its changes and give its answer.
-	a := Admission{}
 	refused := t.refused[:0]
+	// A refused counter's wait is its window end less now, computed from
+	// whole milliseconds: now's part below its millisecond is taken off.
+	below := now.Sub(time.UnixMilli(ms))
 	for i, di := range d {
 		if di <= 0 {
 			continue
@@ -176,7 +181,7 @@ func (t *Table) judge(b *Batch, runs []Run, items int, negative bool, now time.T
 		if cur[i]+di > b.Counters[i].Max {
 			refused = append(refused, i)
 			if live {
-				a.Wait = max(a.Wait, time.UnixMilli(r.expires).Sub(now))
+				a.Wait = max(a.Wait, time.Duration(r.expires-ms)*time.Millisecond-below)
 			}
 			continue
 		}
@@ -197,7 +202,7 @@ func (t *Table) judge(b *Batch, runs []Run, items int, negative bool, now time.T
 		next.N = n
 		a.N, a.Delta = n, next.Delta
 	}
-	return a, true
+	return true
 }
 
 // add applies counter i's incr of d at ms, known to fit its ceiling, on
@@ -214,21 +219,38 @@ func (t *Table) add(b *Batch, i int, r *tableRow, d, ms int64) {
 }
 
 // addRunDeltas adds the summed cost of the first n items of runs to d, per
-// counter.
+// counter. Runs over one counter list (a replay's claim: one list for all
+// its runs) are summed first and added once; integer sums do not depend
+// on their order, so d is the same as added run by run.
 func addRunDeltas(d []int64, runs []Run, n int) {
+	var sum int64
+	var counters []int
 	for _, r := range runs {
 		if n <= 0 {
-			return
+			break
 		}
 		if r.N <= 0 {
 			continue
 		}
 		k := min(r.N, n)
-		for _, c := range r.Counters {
-			d[c] += r.Cost * int64(k)
-		}
 		n -= k
+		if !sameCounters(r.Counters, counters) {
+			for _, c := range counters {
+				d[c] += sum
+			}
+			sum, counters = 0, r.Counters
+		}
+		sum += r.Cost * int64(k)
 	}
+	for _, c := range counters {
+		d[c] += sum
+	}
+}
+
+// sameCounters reports whether a and b are one counter list (the same
+// slice).
+func sameCounters(a, b []int) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // prefixRuns is Prefix over runs: how many leading items fit the counters

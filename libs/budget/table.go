@@ -49,16 +49,19 @@ func (t *Table) live(key string, nowMs int64) (*tableRow, bool) {
 // rowOf is the row of counter i of b (nil when the table has none yet),
 // remembered in b for the next call.
 func (t *Table) rowOf(b *Batch, i int) *tableRow {
-	if b.rowsOf != t || b.rowsGen != t.gen {
-		b.rows, b.rowsOf, b.rowsGen = b.rows[:0], t, t.gen
-	}
 	// A remembered row is the counter's: rows are only ever dropped by
 	// Forget (which moves gen on) and b's counters only by Reset (which
 	// drops the remembered rows).
-	if i < len(b.rows) {
-		if r := b.rows[i]; r != nil {
-			return r
-		}
+	if b.rowsOf == t && b.rowsGen == t.gen && i < len(b.rows) && b.rows[i] != nil {
+		return b.rows[i]
+	}
+	return t.lookUpRow(b, i)
+}
+
+// lookUpRow is rowOf's look-up in the table, remembering the row in b.
+func (t *Table) lookUpRow(b *Batch, i int) *tableRow {
+	if b.rowsOf != t || b.rowsGen != t.gen {
+		b.rows, b.rowsOf, b.rowsGen = b.rows[:0], t, t.gen
 	}
 	r := t.rows[b.Counters[i].Key]
 	if r != nil {
