@@ -41,7 +41,7 @@ func (t *Table) AdmitRuns(b *Batch, runs []Run, now time.Time) Admission {
 		return Admission{N: items}
 	}
 	var a Admission
-	if t.judge(&a, b, runs, items, negative, now) {
+	if !t.ByLoop && t.judge(&a, b, runs, items, negative, now) {
 		return a
 	}
 	t.loops++

@@ -15,6 +15,12 @@ import (
 //
 // A Table is not safe for concurrent use; the zero value is empty.
 type Table struct {
+	// ByLoop makes AdmitRuns run the admission loop itself for every
+	// window — each try charged, read back and refunded — instead of
+	// working its course out from one reading of the counters. The answers
+	// and charges are the same; a replay sets it only to check that.
+	ByLoop bool
+
 	rows map[string]*tableRow
 	// scratch backs the charges Admit makes (they do not escape it), and
 	// refused the refused counters of its answer.
