@@ -113,7 +113,9 @@ func (t *Table) judge(a *Admission, b *Batch, runs []Run, items int, negative bo
 	ch.Delta = resize(ch.Delta, k)
 	d := ch.Delta
 	addRunDeltas(d, runs, items)
-	t.cur, t.read = resize(t.cur, k), resize(t.read, k)
+	// cur and read are only written and read for the counters the window
+	// charges (d > 0), so they are not cleared.
+	t.cur, t.read = grow(t.cur, k), grow(t.read, k)
 	cur, read := t.cur, t.read
 	fits := true
 	for i, di := range d {
@@ -121,7 +123,7 @@ func (t *Table) judge(a *Admission, b *Batch, runs []Run, items int, negative bo
 			continue
 		}
 		r := t.rowOf(b, i)
-		read[i] = r
+		read[i], cur[i] = r, 0
 		if r != nil && ms < r.expires {
 			cur[i] = r.value
 		}
@@ -170,8 +172,9 @@ func (t *Table) judge(a *Admission, b *Batch, runs []Run, items int, negative bo
 	// The loop's course is known: make its changes and give its answer.
 	refused := t.refused[:0]
 	// A refused counter's wait is its window end less now, computed from
-	// whole milliseconds: now's part below its millisecond is taken off.
-	below := now.Sub(time.UnixMilli(ms))
+	// whole milliseconds: now's part below its millisecond (ms is now
+	// rounded down) is taken off.
+	below := time.Duration(now.Nanosecond() % int(time.Millisecond))
 	for i, di := range d {
 		if di <= 0 {
 			continue

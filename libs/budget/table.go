@@ -224,6 +224,15 @@ func (t *Table) readBack(c *Charge, b *Batch, ms int64) {
 	}
 }
 
+// grow returns s with length k, its elements as they were (zero when
+// new).
+func grow[T any](s []T, k int) []T {
+	if cap(s) < k {
+		return make([]T, k)
+	}
+	return s[:k]
+}
+
 // resize returns s with length k, every element zero.
 func resize[T any](s []T, k int) []T {
 	if cap(s) < k {
