@@ -102,7 +102,7 @@ func (t *Table) admitLoop(b *Batch, runs []Run, items int, now time.Time) Admiss
 //     next and, since the counters read as they did, applies whenever it
 //     is not empty; one refusal, the prefix admitted.
 //
-// That last step rests on prices ≥ 0 (a prefix then charges no counter
+// That last step rests on costs ≥ 0 (a prefix then charges no counter
 // more than the whole window, and none the window left alone) and values
 // ≥ 0 (a refund's guard of max(Post − d, 0) is then cur); a window without
 // them, or a prefix that would not apply after all, is left to the loop.
