@@ -63,8 +63,9 @@ type Batch struct {
 	// looked them up, and rowsOf that Table: a replay charges the same
 	// counters millions of times and a row, once made, stays (an expired
 	// one is renewed in place).
-	rows   []*tableRow
-	rowsOf *Table
+	rows    []*tableRow
+	rowsOf  *Table
+	rowsGen uint64
 }
 
 // Counter returns the index of key, minting it with max, ttl and budgetID

@@ -177,3 +177,128 @@ func TestAdmitRunsWholeWindowsAsTheLoop(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmitRunsOneReadingIsTheLoop judges windows that are mostly refused
+// and cut three ways on three tables: AdmitRuns (one reading of the
+// counters), the same runs through the admission loop itself (admitLoop,
+// every try charged, read back and refunded) and, as the independent
+// reference, the items through Admit. Stages share keys at different
+// ceilings (a counter can read above a stage's own ceiling), some ceilings
+// are zero, time often lands exactly on a window's end, some runs cost
+// nothing and a few cost less than nothing, and the tables forget expired
+// rows now and then. Every answer — items admitted, the refusing budget
+// and counters, the wait, the cost charged — and every counter's value and
+// window end must agree after every window.
+func TestAdmitRunsOneReadingIsTheLoop(t *testing.T) {
+	for seed := range uint64(40) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rnd := rand.New(rand.NewPCG(seed, 23))
+			keys := []string{"a", "b", "c", "d"}
+			type stage struct {
+				fast, loop, ref Batch
+				idx             []int
+			}
+			stages := make([]stage, 4)
+			for s := range stages {
+				for _, k := range keys {
+					if rnd.IntN(3) == 0 {
+						continue
+					}
+					max, ttl := rnd.Int64N(40), rnd.Int64N(4)
+					if rnd.IntN(10) == 0 {
+						max = 0
+					}
+					stages[s].idx = append(stages[s].idx, stages[s].fast.Counter(k, max, ttl, "b-"+k))
+					stages[s].loop.Counter(k, max, ttl, "b-"+k)
+					stages[s].ref.Counter(k, max, ttl, "b-"+k)
+				}
+			}
+			var fast, loop, ref Table
+			now := time.UnixMilli(1_900_000_000_000)
+			cut := 0
+			const windows = 3000
+			for w := range windows {
+				s := &stages[rnd.IntN(len(stages))]
+				s.ref.ClearItems()
+				var rs []Run
+				items := 0
+				for range rnd.IntN(4) {
+					var cs []int
+					for _, c := range s.idx {
+						if rnd.IntN(4) > 0 {
+							cs = append(cs, c)
+						}
+					}
+					cost := rnd.Int64N(6)
+					if rnd.IntN(200) == 0 {
+						cost = -1
+					}
+					r := Run{Cost: cost, N: rnd.IntN(15) - 1, Counters: cs}
+					rs = append(rs, r)
+					s.ref.AddN(r.Cost, r.Counters, r.N)
+					items += max(r.N, 0)
+				}
+				af := fast.AdmitRuns(&s.fast, rs, now)
+				al := loop.admitLoop(&s.loop, rs, items, now)
+				ai := ref.Admit(&s.ref, now)
+				for _, x := range []struct {
+					name string
+					a    Admission
+				}{{"the loop over runs", al}, {"Admit of the items", ai}} {
+					if x.name == "the loop over runs" && !chargesAny(rs) {
+						continue
+					}
+					if af.N != x.a.N || af.Refused != x.a.Refused || af.Wait != x.a.Wait ||
+						!slices.Equal(af.RefusedCounters, x.a.RefusedCounters) || !slices.Equal(af.Delta, x.a.Delta) {
+						t.Fatalf("window %d at %d: one reading %+v, %s %+v (runs %+v)", w, now.UnixMilli(), af, x.name, x.a, rs)
+					}
+				}
+				if af.Refused != "" {
+					cut++
+				}
+				for _, k := range keys {
+					vf, ef, okf := fast.Value(k, now)
+					vl, el, okl := loop.Value(k, now)
+					vi, ei, oki := ref.Value(k, now)
+					if vf != vi || !ef.Equal(ei) || okf != oki || vl != vi || !el.Equal(ei) || okl != oki {
+						t.Fatalf("window %d: counter %s reads %d until %v (%v) after one reading, %d until %v (%v) after the loop, %d until %v (%v) after Admit",
+							w, k, vf, ef, okf, vl, el, okl, vi, ei, oki)
+					}
+				}
+				// Steps of whole seconds land on window ends.
+				step := time.Duration(rnd.IntN(3)) * time.Second
+				if rnd.IntN(2) == 0 {
+					step = time.Duration(rnd.IntN(700)) * time.Millisecond
+				}
+				if rnd.IntN(8) == 0 {
+					// A clock below the millisecond: the table judges whole
+					// milliseconds, a wait counts from now itself.
+					step += time.Duration(rnd.IntN(1_000_000))
+				}
+				now = now.Add(step)
+				if rnd.IntN(100) == 0 {
+					fast.Forget(now)
+					loop.Forget(now)
+					ref.Forget(now)
+				}
+			}
+			if cut < windows/4 {
+				t.Fatalf("%d of %d windows refused: the test should exercise the cut windows", cut, windows)
+			}
+			if fast.loops > windows/20 {
+				t.Fatalf("%d of %d windows ran the loop: the one reading should judge nearly all of them", fast.loops, windows)
+			}
+		})
+	}
+}
+
+// chargesAny reports whether a window of runs charges any counter
+// (AdmitRuns admits one that does not without the loop).
+func chargesAny(runs []Run) bool {
+	for _, r := range runs {
+		if r.N > 0 && len(r.Counters) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -15,13 +15,27 @@ import (
 //
 // A Table is not safe for concurrent use; the zero value is empty.
 type Table struct {
+	// ByLoop makes AdmitRuns run the admission loop itself for every
+	// window — each try charged, read back and refunded — instead of
+	// working its course out from one reading of the counters. The answers
+	// and charges are the same; a replay sets it only to check that.
+	ByLoop bool
+
 	rows map[string]*tableRow
 	// scratch backs the charges Admit makes (they do not escape it), and
 	// refused the refused counters of its answer.
 	scratch [2]Charge
 	refused []int
-	// remaining and acc are AdmitRuns' prefix scratch.
-	remaining, acc []int64
+	// remaining and acc are AdmitRuns' prefix scratch; cur and read its
+	// reading of a window's counters (value and row, by counter).
+	remaining, acc, cur []int64
+	read                []*tableRow
+	// gen counts the Forgets that dropped rows: a Batch's remembered rows
+	// from an earlier gen are looked up again.
+	gen uint64
+	// loops counts the windows AdmitRuns judged with the admission loop
+	// itself, not in one reading (tests check the reading is taken).
+	loops int
 }
 
 type tableRow struct {
@@ -41,11 +55,19 @@ func (t *Table) live(key string, nowMs int64) (*tableRow, bool) {
 // rowOf is the row of counter i of b (nil when the table has none yet),
 // remembered in b for the next call.
 func (t *Table) rowOf(b *Batch, i int) *tableRow {
-	if b.rowsOf != t {
-		b.rows, b.rowsOf = b.rows[:0], t
-	}
-	if i < len(b.rows) && b.rows[i] != nil && b.rows[i].key == b.Counters[i].Key {
+	// A remembered row is the counter's: rows are only ever dropped by
+	// Forget (which moves gen on) and b's counters only by Reset (which
+	// drops the remembered rows).
+	if b.rowsOf == t && b.rowsGen == t.gen && i < len(b.rows) && b.rows[i] != nil {
 		return b.rows[i]
+	}
+	return t.lookUpRow(b, i)
+}
+
+// lookUpRow is rowOf's look-up in the table, remembering the row in b.
+func (t *Table) lookUpRow(b *Batch, i int) *tableRow {
+	if b.rowsOf != t || b.rowsGen != t.gen {
+		b.rows, b.rowsOf, b.rowsGen = b.rows[:0], t, t.gen
 	}
 	r := t.rows[b.Counters[i].Key]
 	if r != nil {
@@ -121,9 +143,9 @@ func (t *Table) incr(key string, delta, lo, hi, ttlSeconds, nowMs int64) (bool, 
 // Forget drops the rows whose window has ended at now and returns how
 // many it dropped: an expired row reads as 0 and the next applied incr
 // creates it afresh, so no judgement after now changes; only the memory
-// of keys seen once (a replay of many scope values) is given back. Every
-// Batch judged against t before must be Reset before it is used again (it
-// remembers rows).
+// of keys seen once (a replay of many scope values) is given back. A
+// Batch judged against t before looks its counters' rows up afresh the
+// next time (it remembers rows, and a dropped row is no longer t's).
 func (t *Table) Forget(now time.Time) int {
 	ms := now.UnixMilli()
 	n := 0
@@ -132,6 +154,9 @@ func (t *Table) Forget(now time.Time) int {
 			delete(t.rows, k)
 			n++
 		}
+	}
+	if n > 0 {
+		t.gen++
 	}
 	return n
 }
@@ -197,6 +222,15 @@ func (t *Table) readBack(c *Charge, b *Batch, ms int64) {
 			c.State[i] = State{Value: 0, Known: true}
 		}
 	}
+}
+
+// grow returns s with length k, its elements as they were (zero when
+// new).
+func grow[T any](s []T, k int) []T {
+	if cap(s) < k {
+		return make([]T, k)
+	}
+	return s[:k]
 }
 
 // resize returns s with length k, every element zero.

@@ -31,6 +31,9 @@ type GraphInput struct {
 	// Trace keeps every counter window in GraphResult.Windows (tests);
 	// without it only the per-budget statistics are kept.
 	Trace bool
+	// byLoop judges every claim by the admission loop itself
+	// (budget.Table.ByLoop): tests check the replay is the same.
+	byLoop bool
 }
 
 // WindowTotal is one sub-window of one counter as the replay filled it.
@@ -276,6 +279,7 @@ func newReplay(in GraphInput) *replay {
 		in.DrainLimitSeconds = DefaultDrainLimitSeconds
 	}
 	r := &replay{in: in, p: p, pathIdx: map[string]int{}, open: map[string]*winState{}, stats: map[string]*keyStats{}, res: &GraphResult{}}
+	r.table.ByLoop = in.byLoop
 	r.res.Application, r.res.Graph, r.res.Version = p.Application, p.Graph, p.Version
 	r.res.DrainLimitSeconds = in.DrainLimitSeconds
 	r.res.Unsupported = []wire.SimUnsupported{}
