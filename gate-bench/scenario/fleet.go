@@ -291,7 +291,7 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 		killed = b.fleetKill(ctx, st, f, want, perGraph)
 	}
 	if n, limit := openFiles(b.queenPid()); limit > 0 && n >= limit*9/10 {
-		notes = append(notes, fmt.Sprintf("the broker holds %d open files of its limit %d: every relay keeps one connection per waiting ingress stage (a parked long-poll), so R replicas × graphs × min(GATE_RELAY_REPLICAS_PER_GRAPH, R) ÷ R connections; past the limit the broker cannot accept, and the fleet stalls", n, limit))
+		notes = append(notes, fmt.Sprintf("the broker holds %d open files of its limit %d: every relay keeps one connection per waiting ingress stage of the graphs it is primary for (a parked long-poll; a standby's stages doze and check), so about one connection per graph plus the relays' other calls; past the limit the broker cannot accept, and the fleet stalls", n, limit))
 	}
 	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
 		notes = append(notes, "load average at the row's end: "+strings.Join(strings.Fields(string(l))[:3], " "))

@@ -55,6 +55,13 @@ type StatusWriteSource interface {
 	StatusWrite() (failing *wire.RelayStatusWrite, failures int64)
 }
 
+// RoleSource is a Source whose graphs run as primary or standby
+// (placement): /metrics then exports gate_relay_graphs_standby and
+// gate_relay_stages_dozing.
+type RoleSource interface {
+	Roles() (standbyGraphs, dozingStages int)
+}
+
 // BrokerCheckTimeout bounds the broker check of one /health request.
 const BrokerCheckTimeout = 2 * time.Second
 
@@ -79,6 +86,8 @@ type collector struct {
 	denials *prometheus.Desc
 	swFail  *prometheus.Desc
 	swOK    *prometheus.Desc
+	standby *prometheus.Desc
+	dozing  *prometheus.Desc
 }
 
 func newCollector(src Source) *collector {
@@ -94,6 +103,8 @@ func newCollector(src Source) *collector {
 	c.denials = prometheus.NewDesc("gate_relay_denials_total", "Windows a budget refused at the stage, by budget and reason: ceiling (the sub-window is full), share (the path's share of it is spent), backoff (a backoff spent the counter until its Retry-After).", append(labels, "budget", "reason"), nil)
 	c.swFail = prometheus.NewDesc("gate_relay_status_write_failures_total", "Status writes to kv that failed (the broker refused or did not answer); while they fail gate-api cannot see what this replica runs.", nil, nil)
 	c.swOK = prometheus.NewDesc("gate_relay_status_write_ok", "1 when the last status write stored every row, 0 when it failed.", nil, nil)
+	c.standby = prometheus.NewDesc("gate_relay_graphs_standby", "Graphs this replica runs as a standby: another owner is their primary, and their ingress stages doze once quiet, checking their source every GATE_POLL_TIMEOUT_SECONDS.", nil, nil)
+	c.dozing = prometheus.NewDesc("gate_relay_stages_dozing", "Stages dozing now on this replica (quiet interior stages, and a standby's quiet stages): they hold no parked long-poll on the broker.", nil, nil)
 	return c
 }
 
@@ -108,6 +119,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.denials
 	ch <- c.swFail
 	ch <- c.swOK
+	ch <- c.standby
+	ch <- c.dozing
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -137,6 +150,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.swFail, prometheus.CounterValue, float64(n))
 		ch <- prometheus.MustNewConstMetric(c.swOK, prometheus.GaugeValue, okv)
+	}
+	if rs, ok := c.src.(RoleSource); ok {
+		standby, dozing := rs.Roles()
+		ch <- prometheus.MustNewConstMetric(c.standby, prometheus.GaugeValue, float64(standby))
+		ch <- prometheus.MustNewConstMetric(c.dozing, prometheus.GaugeValue, float64(dozing))
 	}
 	st := c.src.Snapshot()
 	for _, g := range st.Graphs {

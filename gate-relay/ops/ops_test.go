@@ -180,3 +180,29 @@ func TestProfilesOnlyWhenAsked(t *testing.T) {
 		t.Errorf("profiles on: /health = %d, want 200", code)
 	}
 }
+
+type roles struct {
+	fixed
+	standby, dozing int
+}
+
+func (r roles) Roles() (int, int) { return r.standby, r.dozing }
+
+// A relay whose graphs run as standbys exports how many, and how many of
+// its stages doze (hold no parked poll), as gauges.
+func TestMetricsCountStandbyGraphsAndDozingStages(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(Handler(roles{standby: 4, dozing: 7}))
+	defer srv.Close()
+	res, err := srv.Client().Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	for _, want := range []string{"gate_relay_graphs_standby 4", "gate_relay_stages_dozing 7"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}

@@ -15,6 +15,16 @@ import (
 // and a dead replica's graphs move once its header expires (three status
 // periods). Budgets are kv counters, so two replicas running one graph
 // for a moment (a hand-over) admit exactly what one would.
+//
+// The owners are ordered: the first is the graph's primary, the others
+// its standbys (with k ≤ 0 the same order runs over every member). On
+// the primary every stage runs as ever; on a standby the graph's ingress
+// stages doze once quiet, checking their source every poll timeout
+// (stage.Config.Standby), so the broker holds about one parked poll per
+// graph whatever k. When the members change, each running graph takes its
+// new role without restarting a stage: a promotion wakes every stage of
+// it (what a dead primary left is claimed at once), a demotion lets them
+// doze once quiet.
 
 // score is the rendezvous weight of replica for graph k.
 func score(replica, k string) uint64 {
@@ -55,6 +65,61 @@ func Owners(members []string, k int, app, graph string) []string {
 	return out
 }
 
+// Primary is the first of Owners (the replica of members that scores
+// highest for app/graph, whatever k), or "" when members is empty.
+func Primary(members []string, app, graph string) string {
+	key := graphKey(app, graph)
+	best, bestScore := "", uint64(0)
+	for _, m := range members {
+		sc := score(m, key)
+		if best == "" || sc > bestScore || (sc == bestScore && m < best) {
+			best, bestScore = m, sc
+		}
+	}
+	return best
+}
+
+// standby reports whether this replica runs app/graph as a standby: the
+// graph's primary under the current members is another replica. Before
+// the members are first read, or with this replica alone, it is the
+// primary. Safe from any goroutine (it reads the members' snapshot).
+func (r *Relay) standby(app, graph string) bool {
+	p := r.placed.Load()
+	if p == nil || len(*p) < 2 {
+		return false
+	}
+	primary := Primary(*p, app, graph)
+	return primary != "" && primary != r.cfg.Replica
+}
+
+// setMembers records the live replicas (nil: none known) and gives every
+// running graph its role under them.
+func (r *Relay) setMembers(ids []string) {
+	r.members = ids
+	snap := slices.Clone(ids)
+	r.placed.Store(&snap)
+	r.applyRoles()
+}
+
+// applyRoles gives every running graph its role under the current
+// members (see runtime.setStandby) and logs how many changed.
+func (r *Relay) applyRoles() {
+	promoted, demoted := 0, 0
+	r.mu.Lock()
+	for _, rt := range r.graphs {
+		switch rt.setStandby(r.standby(rt.app, rt.graph)) {
+		case roleDemoted:
+			demoted++
+		case rolePromoted:
+			promoted++
+		}
+	}
+	r.mu.Unlock()
+	if promoted+demoted > 0 {
+		r.log.Info("graph roles changed with the members: promoted graphs wake their stages, demoted ones doze once quiet", "promoted", promoted, "demoted", demoted, "members", len(r.members))
+	}
+}
+
 func compareStrings(a, b string) int {
 	switch {
 	case a < b:
@@ -76,19 +141,18 @@ func (r *Relay) owns(app, graph string) bool {
 }
 
 // refreshMembers re-reads the live replicas (this one always counts, even
-// before its first header is written) and reports whether they changed. A
-// broker that does not answer for a lease gives every graph up (their
+// before its first header is written), gives every running graph its role
+// when they changed, and reports whether placement changed (never with
+// k ≤ 0: every replica runs every graph, only the roles move). With k > 0
+// a broker that does not answer for a lease gives every graph up (their
 // claims' leases would lapse anyway, and another replica takes them); the
 // next answer places them again.
 func (r *Relay) refreshMembers(ctx context.Context) (changed bool) {
-	if r.cfg.ReplicasPerGraph <= 0 {
-		return false
-	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	ids, err := r.store.LiveReplicas(cctx)
 	cancel()
 	if err != nil {
-		if !unanswered(err) || ctx.Err() != nil {
+		if r.cfg.ReplicasPerGraph <= 0 || !unanswered(err) || ctx.Err() != nil {
 			return false
 		}
 		now := r.cfg.Clock.Now()
@@ -99,7 +163,7 @@ func (r *Relay) refreshMembers(ctx context.Context) (changed bool) {
 			r.log.Warn("the broker has not answered for a lease; giving every graph up until it does", "error", err)
 			r.gaveUp = true
 			r.stopAllGraphs()
-			r.members = nil
+			r.setMembers(nil)
 			r.signalChanged()
 		}
 		return false
@@ -111,14 +175,14 @@ func (r *Relay) refreshMembers(ctx context.Context) (changed bool) {
 	}
 	if r.gaveUp {
 		r.gaveUp = false
-		r.members = ids
+		r.setMembers(ids)
 		return true
 	}
 	if slices.Equal(ids, r.members) {
 		return false
 	}
-	r.members = ids
-	return true
+	r.setMembers(ids)
+	return r.cfg.ReplicasPerGraph > 0
 }
 
 // stopAllGraphs stops every graph this replica runs and forgets them (the

@@ -131,6 +131,9 @@ type Relay struct {
 	members          []string
 	unreachableSince time.Time
 	gaveUp           bool
+	// placed is a copy of members for the graphs' roles, read from any
+	// goroutine (a graph launched by a starter, a status read).
+	placed atomic.Pointer[[]string]
 
 	mu       sync.Mutex
 	graphs   map[string]*runtime
@@ -663,10 +666,32 @@ func (r *Relay) declare(ctx context.Context, k string, old *runtime, doc store.D
 	r.put(k, rt)
 }
 
+// put records rt as the runtime of k with its role under the current
+// members (they may have changed while it launched: the role is set
+// under the lock applyRoles takes, so no change is missed).
 func (r *Relay) put(k string, rt *runtime) {
 	r.mu.Lock()
+	rt.setStandby(r.standby(rt.app, rt.graph))
 	r.graphs[k] = rt
 	r.mu.Unlock()
+}
+
+// Roles is how many graphs run here as a standby and how many stages doze
+// now (no parked poll), for /metrics.
+func (r *Relay) Roles() (standbyGraphs, dozingStages int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rt := range r.graphs {
+		if rt.standby.Load() {
+			standbyGraphs++
+		}
+		for _, s := range rt.stages {
+			if s.Dozing() {
+				dozingStages++
+			}
+		}
+	}
+	return standbyGraphs, dozingStages
 }
 
 // reportOnce logs a start failure once per distinct error.

@@ -29,6 +29,34 @@ type runtime struct {
 	started    time.Time
 	running    atomic.Bool
 	err        atomic.Pointer[string]
+	// standby is the graph's role here: true on a standby owner, false on
+	// its primary (placement.go).
+	standby atomic.Bool
+}
+
+// roleChange is what setStandby did.
+type roleChange int
+
+const (
+	roleKept roleChange = iota
+	rolePromoted
+	roleDemoted
+)
+
+// setStandby gives rt and every stage of it the role standby: a
+// promotion wakes every stage at once, a demotion lets them doze once
+// quiet (stage.SetStandby).
+func (rt *runtime) setStandby(standby bool) roleChange {
+	if rt.standby.Swap(standby) == standby {
+		return roleKept
+	}
+	for _, s := range rt.stages {
+		s.SetStandby(standby)
+	}
+	if standby {
+		return roleDemoted
+	}
+	return rolePromoted
 }
 
 // setErr records why the runtime's document is not (or not fully) running.
@@ -107,6 +135,10 @@ func (r *Relay) launch(ctx context.Context, doc store.Document, p *plan.Plan) (*
 		}
 	}
 	signer := r.stampSigner(ctx)
+	// The role as of now: a standby's stages start quiet (no parked poll);
+	// put sets it again under the graphs' lock.
+	standby := r.standby(p.Application, p.Graph)
+	rt.standby.Store(standby)
 	var stages []*stage.Stage
 	for i := range p.Stages {
 		st := p.Stages[i]
@@ -116,7 +148,7 @@ func (r *Relay) launch(ctx context.Context, doc store.Document, p *plan.Plan) (*
 			Client: r.client, Limiter: r.limiter, Lease: r.cfg.Lease, PollTimeout: r.cfg.PollTimeout,
 			MaxPark: r.cfg.MaxPark, SeedFrom: seed, Clock: r.cfg.Clock, Logger: r.log,
 			Denials: r.denials, Observer: r.cfg.Observer, Admission: r.admit, Linger: r.cfg.Linger,
-			Signer: signer,
+			Signer: signer, Standby: standby,
 		})
 		if err != nil {
 			rt.setErr(err.Error())

@@ -123,11 +123,24 @@ type Config struct {
 	// Wake, and one of them checks the source with one pop without wait
 	// every PollTimeout (what a replica that stopped or died left there,
 	// and claims whose lease lapsed). A stage not Fed parks its long-polls
-	// always.
+	// always, unless it is Standby.
 	Fed bool
+	// Standby is the stage's role when it starts (SetStandby changes it):
+	// true when its graph runs here as a standby, one of the graph's
+	// owners after the first (relay placement). A standby stage starts
+	// quiet like a Fed one and, once quiet for DozeAfter, dozes: an
+	// ingress stage's worker 0 checks the source with one pop without wait
+	// every PollTimeout, and a Fed stage waits for its upstream's Wake
+	// with no check at all (its upstream runs here and wakes it, lapsed
+	// leases are its own recent claims, taken while it is still awake,
+	// and what a dead primary left is taken when this replica is promoted
+	// and SetStandby(false) wakes the stage). A claim wakes the stage: it
+	// long-polls again until quiet for DozeAfter. False is the primary:
+	// its ingress stages park their long-polls always.
+	Standby bool
 }
 
-// DozeAfter is how long a Fed stage must have claimed nothing, and been
+// DozeAfter is how long a Fed or standby stage must have claimed nothing, and been
 // woken by nothing, before it dozes: twice the poll timeout, and at least
 // twice the lease, so the tail of a claim whose prefix was acked (it comes
 // back once its lease lapses) is claimed by a parked poll first.
@@ -173,9 +186,11 @@ type Stage struct {
 	// keyReadFailures counts attempts whose key limit rows could not be
 	// read (followKeys).
 	keyReadFailures atomic.Int64
-	// dozer is when the stage last claimed or was woken, and its dozing
-	// workers' wake (a Fed stage only).
+	// dozer is when the stage last claimed or was woken, its role, and
+	// its dozing workers' wake (a Fed or standby stage).
 	dozer dozer
+	// standby mirrors dozer.standby for readers that take no lock.
+	standby atomic.Bool
 	// feeds are the stages whose source this stage's settles push into
 	// (Feeds), woken after every settle that forwarded items.
 	feeds []*Stage
@@ -194,39 +209,83 @@ func (s *Stage) FeedsTo() []*Stage { return s.feeds }
 // DozeAfter.
 func (s *Stage) Wake() { s.dozer.wake(s.cfg.Clock.Now()) }
 
-// Dozing reports whether a worker of the stage dozes now (a Fed stage
-// quiet for DozeAfter: no parked long-poll).
+// Dozing reports whether a worker of the stage dozes now (a Fed or standby
+// stage quiet for DozeAfter: no parked long-poll).
 func (s *Stage) Dozing() bool { return s.dozer.asleep.Load() > 0 }
 
-// dozer is a Fed stage's quiet time and the wake of its dozing workers.
+// SetStandby gives the stage its role (Config.Standby) while it runs. A
+// promotion (false after true) wakes the stage at once, as Wake does: its
+// dozing workers' next pops park, so what a dead primary left is claimed
+// at once, and it stays awake for DozeAfter. A demotion (true after false)
+// lets the stage doze once it has been quiet for DozeAfter (a stage that
+// has not claimed for that long dozes after the pop in flight returns);
+// claims in its hands are settled as before. Setting the role it has does
+// nothing.
+func (s *Stage) SetStandby(standby bool) {
+	if s.dozer.setStandby(standby, s.cfg.Clock.Now()) {
+		s.standby.Store(standby)
+	}
+}
+
+// Standby reports whether the stage runs as a standby now (SetStandby).
+func (s *Stage) Standby() bool { return s.standby.Load() }
+
+// dozer is a Fed or standby stage's quiet time, its role and the wake of
+// its dozing workers.
 type dozer struct {
 	mu sync.Mutex
-	// last is the stage's last claim or Wake, or its start (a Fed stage
-	// starts DozeAfter before it: quiet from the first pop on).
+	// last is the stage's last claim or Wake, or its start (every stage
+	// starts DozeAfter before it: quiet from the first pop on, so a stage
+	// demoted before it claimed anything dozes at once).
 	last time.Time
+	// standby is the stage's role (SetStandby); a promotion ends every
+	// doze under the same lock a worker enters one with, so no worker
+	// starts a doze after the promotion that woke the others.
+	standby bool
 	// ch is closed by the next wake; nil while no worker dozes.
 	ch chan struct{}
 	// asleep counts the workers dozing now.
 	asleep atomic.Int32
 }
 
-// enter returns the channel a worker dozes on, or false when the stage
-// claimed or was woken within after.
-func (d *dozer) enter(now time.Time, after time.Duration) (chan struct{}, bool) {
+// enter returns the channel a worker dozes on and whether the stage is a
+// standby now, or false for dozing when the stage neither is Fed nor a
+// standby, or claimed or was woken within after.
+func (d *dozer) enter(now time.Time, after time.Duration, fed bool) (ch chan struct{}, dozing, standby bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if now.Sub(d.last) < after {
-		return nil, false
+	if (!fed && !d.standby) || now.Sub(d.last) < after {
+		return nil, false, d.standby
 	}
 	if d.ch == nil {
 		d.ch = make(chan struct{})
 	}
-	return d.ch, true
+	return d.ch, true, d.standby
+}
+
+// setStandby sets the role and reports whether it changed; a promotion
+// wakes the stage as of now.
+func (d *dozer) setStandby(standby bool, now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.standby == standby {
+		return false
+	}
+	d.standby = standby
+	if !standby {
+		d.wakeLocked(now)
+	}
+	return true
 }
 
 // wake marks now as the stage's last activity and ends every doze.
 func (d *dozer) wake(now time.Time) {
 	d.mu.Lock()
+	d.wakeLocked(now)
+	d.mu.Unlock()
+}
+
+func (d *dozer) wakeLocked(now time.Time) {
 	if now.After(d.last) {
 		d.last = now
 	}
@@ -234,7 +293,6 @@ func (d *dozer) wake(now time.Time) {
 		close(d.ch)
 		d.ch = nil
 	}
-	d.mu.Unlock()
 }
 
 // New validates cfg and returns a stage ready to Start.
@@ -246,6 +304,8 @@ func New(cfg Config) (*Stage, error) {
 	log := cfg.Logger.With("app", cfg.App, "graph", cfg.Graph, "path", cfg.Stage.Path, "node", cfg.Stage.Node, "queue", cfg.Stage.Source, "group", cfg.Stage.Group)
 	s := &Stage{cfg: cfg, log: log}
 	s.hold = newHold(s)
+	s.dozer.standby = cfg.Standby
+	s.standby.Store(cfg.Standby)
 	return s, nil
 }
 
@@ -256,16 +316,16 @@ func (s *Stage) Start(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	// A Fed stage starts quiet: each worker's first pop takes without a
-	// wait what an earlier owner left, then the stage dozes until its
-	// upstream wakes it. Waiting DozeAfter with a parked poll first held a
-	// connection per interior stage through every cold start: at 10,000
-	// graphs, 10,000 connections on the broker for their first minute.
-	now := s.cfg.Clock.Now()
-	if s.cfg.Fed {
-		now = now.Add(-s.cfg.DozeAfter())
-	}
-	s.dozer.wake(now)
+	// A Fed or standby stage starts quiet: each worker's first pop takes
+	// without a wait what an earlier owner left, then the stage dozes
+	// until it is woken (its upstream, a claim, a promotion). Waiting
+	// DozeAfter with a parked poll first held a connection per interior
+	// stage through every cold start: at 10,000 graphs, 10,000 connections
+	// on the broker for their first minute. A primary's ingress stage
+	// starts quiet too, though it never dozes as one: demoted before it
+	// claims anything (a cold start that saw its fellow replicas late),
+	// it dozes as soon as its parked poll returns.
+	s.dozer.wake(s.cfg.Clock.Now().Add(-s.cfg.DozeAfter()))
 	n := max(int(s.cfg.Stage.Concurrency), 1)
 	for i := 0; i < n; i++ {
 		s.Go(func() { s.work(ctx, i) })
@@ -325,8 +385,8 @@ func (s *Stage) popRequest() queen.PopRequest {
 }
 
 // work is one worker: a parked long-poll, then the claim's handler, until
-// ctx ends. An idle stage is a parked poll, never a loop; an idle Fed stage
-// dozes instead (doze).
+// ctx ends. An idle stage is a parked poll, never a loop; an idle Fed or
+// standby stage dozes instead (doze).
 func (s *Stage) work(ctx context.Context, worker int) {
 	req := s.popRequest()
 	rnd := rand.New(rand.NewPCG(uint64(s.cfg.Clock.Now().UnixNano()), uint64(worker)))
@@ -339,8 +399,8 @@ func (s *Stage) work(ctx context.Context, worker int) {
 	// found nothing: the doze goes on, and its next check is a whole
 	// PollTimeout away.
 	checked := false
-	// first: a Fed stage's first pop does not wait (see Start).
-	first := s.cfg.Fed
+	// first: a Fed or standby stage's first pop does not wait (see Start).
+	first := s.cfg.Fed || s.Standby()
 	for ctx.Err() == nil {
 		wait, ok := false, true
 		if !first {
@@ -372,10 +432,9 @@ func (s *Stage) work(ctx context.Context, worker int) {
 		if claim.Empty() {
 			continue
 		}
-		if s.cfg.Fed {
-			// Items: every dozing worker of the stage pops again.
-			s.dozer.wake(s.cfg.Clock.Now())
-		}
+		// Items: every dozing worker of the stage pops again, and the stage
+		// stays awake (a standby one too) until quiet for DozeAfter.
+		s.dozer.wake(s.cfg.Clock.Now())
 		s.handleClaim(ctx, claim, rnd, sc)
 		s.linger(ctx, req.Batch, len(claim.Messages))
 	}
@@ -414,24 +473,27 @@ func (s *Stage) checkIn(checked bool, rnd *rand.Rand) time.Duration {
 	return t/2 + time.Duration(rnd.Int64N(int64(t/2)+1))
 }
 
-// doze is a Fed stage's worker between pops when the stage is quiet: it
-// waits for a Wake (then its next pop is a parked long-poll again) and,
-// on worker 0, for checkIn, after which its next pop checks the source
-// without waiting. It reports whether the next pop long-polls, and false
-// for ok once ctx ended. A stage that is not Fed, claimed or was woken
-// within DozeAfter, or holds claims never dozes: its pops long-poll.
+// doze is a Fed or standby stage's worker between pops when the stage is
+// quiet: it waits for a wake (a Wake, a claim of another worker, a
+// promotion; then its next pop is a parked long-poll again) and, on worker
+// 0, for checkIn, after which its next pop checks the source without
+// waiting. A standby's Fed stage has no check (Config.Standby says why).
+// It reports whether the next pop long-polls, and false for ok once ctx
+// ended. A primary's ingress stage, a stage that claimed or was woken
+// within DozeAfter, or one that holds claims never dozes: its pops
+// long-poll.
 func (s *Stage) doze(ctx context.Context, worker int, checkIn time.Duration) (wait, ok bool) {
-	if !s.cfg.Fed || s.hold.len() > 0 {
+	if s.hold.len() > 0 {
 		return true, true
 	}
-	woken, dozing := s.dozer.enter(s.cfg.Clock.Now(), s.cfg.DozeAfter())
+	woken, dozing, standby := s.dozer.enter(s.cfg.Clock.Now(), s.cfg.DozeAfter(), s.cfg.Fed)
 	if !dozing {
 		return true, true
 	}
 	s.dozer.asleep.Add(1)
 	defer s.dozer.asleep.Add(-1)
 	var check <-chan time.Time
-	if worker == 0 {
+	if worker == 0 && !(standby && s.cfg.Fed) {
 		t := s.cfg.Clock.NewTimer(checkIn)
 		defer t.Stop()
 		check = t.C()

@@ -1,0 +1,233 @@
+package relay_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queen-mq/gate/gate-relay/relay"
+	"github.com/queen-mq/gate/gate-relay/stage"
+	"github.com/queen-mq/gate/libs/clock"
+	"github.com/queen-mq/gate/libs/gatetest"
+	"github.com/queen-mq/gate/libs/plan"
+	"github.com/queen-mq/gate/libs/store"
+)
+
+// settledBy counts, per replica, the items each graph's egress node
+// settled there.
+type settledBy struct {
+	mu sync.Mutex
+	n  map[string]map[string]int
+}
+
+func (s *settledBy) observer(replica string) stage.Observer {
+	return func(st stage.Settled) {
+		if st.Node != "out" {
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.n == nil {
+			s.n = map[string]map[string]int{}
+		}
+		if s.n[replica] == nil {
+			s.n[replica] = map[string]int{}
+		}
+		s.n[replica][st.Graph] += st.Items
+	}
+}
+
+func (s *settledBy) count(replica, graph string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n[replica][graph]
+}
+
+// Two relays on one broker, two replicas per graph, every graph running
+// on both: an idle graph holds exactly one parked poll across them (its
+// primary's ingress stage; the standby's stages and the interior stages
+// doze), and a push goes through at once on the primary. When the primary
+// dies, an item pushed before the standby is promoted goes through by the
+// standby's check, no later than one poll timeout; once the dead
+// primary's header expires the standby is promoted, and a new item goes
+// through at once. Every item leaves exactly once. With k = 0 (every
+// replica runs every graph) the same order makes one primary per graph.
+func TestAStandbyDozesUntilItsPrimaryDiesThenTakesItsGraphsOver(t *testing.T) {
+	t.Parallel()
+	for _, k := range []int{2, 0} {
+		t.Run(fmt.Sprintf("k=%d", k), func(t *testing.T) {
+			t.Parallel()
+			standbyTakesOver(t, k)
+		})
+	}
+}
+
+func standbyTakesOver(t *testing.T, k int) {
+	e := newEnv(t)
+	const graphs = 4
+	names := make([]string, graphs)
+	for i := range names {
+		names[i] = fmt.Sprintf("sb%d", i)
+		e.declare(names[i], fmt.Sprintf(`{"version":1,"nodes":{"in":{"ingress":true,"budgets":[{"count":100,"timeMs":1000}]},
+			"out":{"budgets":[{"count":50,"timeMs":1000}],"egress":%q}},"paths":[{"name":"main","nodes":["in","out"]}]}`, e.egressQueue()))
+	}
+	ctx := context.Background()
+	ids := []string{"sb-a", "sb-b"}
+	const headerTTL = 30 * time.Second
+	for _, id := range ids {
+		if err := e.store.PutStatus(ctx, store.RelayStatus{Replica: id, At: time.Now().UnixMilli()}, headerTTL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v := clock.NewVirtual(time.Now().Truncate(time.Second))
+	const poll, signal = 2 * time.Second, 500 * time.Millisecond
+	by := &settledBy{}
+	relays, stops := map[string]*relay.Relay{}, map[string]func(){}
+	for _, id := range ids {
+		r, err := relay.New(relay.Config{
+			Client: e.client, Store: e.store, Replica: id, Lease: 2 * time.Second, PollTimeout: poll,
+			Reconcile: time.Hour, SignalPoll: signal, Clock: v, Logger: testLogger(t),
+			ReplicasPerGraph: k, Observer: by.observer(id),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		if err := r.Start(rctx); err != nil {
+			t.Fatal(err)
+		}
+		var once sync.Once
+		stops[id] = func() { once.Do(func() { cancel(); <-r.Stopped() }) }
+		t.Cleanup(stops[id])
+		relays[id] = r
+	}
+	gatetest.EventuallyErr(t, 10*time.Second, func() error {
+		for _, id := range ids {
+			st := relays[id].Snapshot()
+			for _, g := range names {
+				if gs, ok := st.Graph(e.app, g); !ok || !gs.Running {
+					return fmt.Errorf("%s does not run %s", id, g)
+				}
+			}
+		}
+		return nil
+	})
+	primaries := map[string][]string{}
+	for _, g := range names {
+		p := relay.Primary(ids, e.app, g)
+		primaries[p] = append(primaries[p], g)
+	}
+	gatetest.EventuallyErr(t, 10*time.Second, func() error {
+		for _, id := range ids {
+			if n, _ := relays[id].Roles(); n != graphs-len(primaries[id]) {
+				return fmt.Errorf("%s runs %d graphs as a standby, want %d", id, n, graphs-len(primaries[id]))
+			}
+		}
+		return nil
+	})
+	// One parked poll per idle graph across both replicas.
+	gatetest.Eventually(t, 10*time.Second, func() bool { return e.mini.Parked() == graphs })
+	consistently(t, 300*time.Millisecond, func() bool { return e.mini.Parked() == graphs })
+
+	// A push goes through at once, on the graph's primary.
+	at := v.Now()
+	want := map[string][]int{}
+	for i, g := range names {
+		part := g + "-first"
+		e.push(plan.IngressQueue(e.app, g, "in"), item{Seq: i, Part: part})
+		want[part] = []int{i}
+	}
+	gatetest.Eventually(t, 10*time.Second, func() bool { return e.egressCount(e.egressQueue()) == graphs })
+	if !v.Now().Equal(at) {
+		t.Fatalf("the relays' clock moved %s", v.Now().Sub(at))
+	}
+	// A stage reports a settle once the broker's answer is read, which can
+	// trail the egress showing the items.
+	gatetest.EventuallyErr(t, 10*time.Second, func() error {
+		for p, gs := range primaries {
+			for _, g := range gs {
+				if n := by.count(p, g); n != 1 {
+					return fmt.Errorf("%s's primary %s settled %d items of it, want its 1", g, p, n)
+				}
+			}
+		}
+		return nil
+	})
+
+	// Quiet for DozeAfter, the woken interior stages doze again.
+	v.Advance(4 * time.Second)
+	gatetest.Eventually(t, 10*time.Second, func() bool { return e.mini.Parked() == graphs })
+
+	// The primary of most graphs dies (stops; its header stays live until
+	// it expires). An item pushed now waits for the standby's check.
+	dead, alive := ids[0], ids[1]
+	if len(primaries[ids[1]]) > len(primaries[ids[0]]) {
+		dead, alive = ids[1], ids[0]
+	}
+	if len(primaries[dead]) == 0 {
+		t.Fatalf("no graph has %s as its primary; the test proves nothing (primaries %v)", dead, primaries)
+	}
+	stops[dead]()
+	// Its parked polls are gone from the broker (as a dead process's
+	// connections are closed), so none of them takes the next items.
+	gatetest.Eventually(t, 10*time.Second, func() bool { return e.mini.Parked() == len(primaries[alive]) })
+	orphans := primaries[dead]
+	for i, g := range orphans {
+		part := g + "-before"
+		e.push(plan.IngressQueue(e.app, g, "in"), item{Seq: i, Part: part})
+		want[part] = []int{i}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := e.egressCount(e.egressQueue()); n != graphs {
+		t.Fatalf("%d items left before the standby's check, want %d", n, graphs)
+	}
+	v.Advance(poll)
+	gatetest.EventuallyErr(t, 10*time.Second, func() error {
+		if n := e.egressCount(e.egressQueue()); n != graphs+len(orphans) {
+			return fmt.Errorf("%d items on the egress, want %d; %s's snapshot %+v", n, graphs+len(orphans), alive, relays[alive].Snapshot())
+		}
+		return nil
+	})
+	gatetest.EventuallyErr(t, 10*time.Second, func() error {
+		for _, g := range orphans {
+			if n := by.count(alive, g); n != 1 {
+				return fmt.Errorf("the standby %s settled %d items of %s by its check, want 1", alive, n, g)
+			}
+		}
+		return nil
+	})
+	if n, _ := relays[alive].Roles(); n != graphs-len(primaries[alive]) {
+		t.Fatalf("%s was promoted (%d standby graphs) while the dead primary's header was live", alive, n)
+	}
+
+	// Quiet for DozeAfter, the standby's stages doze again (its checks
+	// meanwhile find nothing): only its own primaries' polls are parked.
+	v.Advance(4 * time.Second)
+	gatetest.Eventually(t, 10*time.Second, func() bool { return e.mini.Parked() == len(primaries[alive]) })
+
+	// The dead primary's header expires; the standby's next member read
+	// (sooner than any check is due) promotes it, which wakes the stages:
+	// a new item goes through at once.
+	e.mini.FastForward(headerTTL + time.Second)
+	if err := e.store.PutStatus(ctx, store.RelayStatus{Replica: alive, At: time.Now().UnixMilli()}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	v.Advance(signal)
+	gatetest.Eventually(t, 10*time.Second, func() bool { n, _ := relays[alive].Roles(); return n == 0 })
+	at = v.Now()
+	for i, g := range orphans {
+		part := g + "-after"
+		e.push(plan.IngressQueue(e.app, g, "in"), item{Seq: i, Part: part})
+		want[part] = []int{i}
+	}
+	gatetest.Eventually(t, 10*time.Second, func() bool { return e.egressCount(e.egressQueue()) == graphs+2*len(orphans) })
+	if !v.Now().Equal(at) {
+		t.Fatalf("the relays' clock moved %s", v.Now().Sub(at))
+	}
+	// Quiet for DozeAfter, the promoted replica parks one poll per graph.
+	v.Advance(4 * time.Second)
+	gatetest.Eventually(t, 10*time.Second, func() bool { return e.mini.Parked() == graphs })
+	checkOnceInOrder(t, e.egress(e.egressQueue()), want)
+}
