@@ -18,7 +18,7 @@ const maxBody = 64 << 20
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	h := func(pattern, route string, fn http.HandlerFunc) {
-		mux.Handle(pattern, s.guard(route, fn))
+		mux.Handle(pattern, s.calls.count(pattern, route, s.guard(route, fn)))
 	}
 	h("GET /health", RouteHealth, s.handleHealth)
 	h("GET /status", RouteHealth, s.handleStatus)

@@ -73,6 +73,8 @@ type Server struct {
 	// hung are the routes SetHang holds (hang.go).
 	hung   hangs
 	parked atomic.Int32 // long-polls currently parked (tests use it to sync)
+	// calls counts the requests served per route (calls.go).
+	calls calls
 	// kvOff, ridersOff, kvAbsent, depthAbsent and ackCount are the test
 	// switches of switch.go.
 	kvOff, ridersOff, kvAbsent, depthAbsent, ackCount atomic.Bool
