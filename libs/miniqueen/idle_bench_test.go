@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/queen-mq/gate/libs/miniqueen"
 	"github.com/queen-mq/gate/libs/queen"
 )
 
@@ -24,6 +26,15 @@ import (
 // the real Go client over loopback HTTP.
 
 const idleGraphs = 10_000
+
+// cpuPerOp reports the process's CPU time (client and broker together)
+// per operation since cpu0 as "cpu-ns/op": on a shared, loaded machine it
+// is steadier than the wall-clock ns/op.
+func cpuPerOp(b *testing.B, cpu0 time.Duration, ops int) {
+	if ops > 0 {
+		b.ReportMetric(float64(cpuTime()-cpu0)/float64(ops), "cpu-ns/op")
+	}
+}
 
 // idleQueues configures n source queues ("gate.idle.q00000"…) and
 // subscribes group to each with one empty pop, as a fleet's stages do
@@ -52,6 +63,7 @@ func BenchmarkIdlePopNoWait(b *testing.B) {
 	names := idleQueues(b, client, idleGraphs, "gate.idle")
 	ctx := context.Background()
 	i := 0
+	cpu0 := cpuTime()
 	for b.Loop() {
 		claim, err := client.Pop(ctx, queen.PopRequest{Queue: names[i%len(names)], ConsumerGroup: "gate.idle", Batch: 200, LeaseSeconds: 30})
 		if err != nil {
@@ -62,6 +74,7 @@ func BenchmarkIdlePopNoWait(b *testing.B) {
 		}
 		i++
 	}
+	cpuPerOp(b, cpu0, i)
 }
 
 // BenchmarkIdleLongPollTimeout is an ingress stage's parked long-poll
@@ -89,6 +102,7 @@ func BenchmarkIdleLongPollTimeout(b *testing.B) {
 	var next sync.Mutex
 	i := 0
 	b.SetParallelism(50) // 2 cores × 50 = 100 polls at once
+	cpu0 := cpuTime()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -107,6 +121,8 @@ func BenchmarkIdleLongPollTimeout(b *testing.B) {
 			}
 		}
 	})
+	b.StopTimer()
+	cpuPerOp(b, cpu0, b.N)
 }
 
 // idleStatusRow is a status-row-sized value (what one two-node graph's
@@ -114,8 +130,8 @@ func BenchmarkIdleLongPollTimeout(b *testing.B) {
 var idleStatusRow = json.RawMessage(`{"replica":"r1","epoch":"9f8e7d6c","gen":12,"part":0,"parts":1,"graph":{"app":"bench","graph":"g00000","running":true,"stages":[{"node":"in","state":"parked","pending":0,"inflight":0,"dozing":false},{"node":"out","state":"dozing","pending":0,"inflight":0,"dozing":true}]}}`)
 
 // idleStatus stores 10,000 graph documents (forever) and 10,000 status
-// rows with a TTL, the kv a 10,000-graph fleet keeps.
-func idleStatus(b *testing.B, client *queen.Client) {
+// rows living ttl seconds, the kv a 10,000-graph fleet keeps.
+func idleStatus(b *testing.B, client *queen.Client, ttl int64) {
 	b.Helper()
 	ctx := context.Background()
 	for from := 0; from < idleGraphs; from += 100 {
@@ -123,7 +139,7 @@ func idleStatus(b *testing.B, client *queen.Client) {
 		for i := from; i < from+100; i++ {
 			ops = append(ops,
 				queen.KVPut("gate", fmt.Sprintf("graph:bench:g%05d", i), json.RawMessage(`{"nodes":["in","out"]}`), queen.PutOpts{Forever: true}),
-				queen.KVPut("gate", fmt.Sprintf("status:bench:g%05d:r1:0", i), idleStatusRow, queen.PutOpts{TTLSeconds: 100}))
+				queen.KVPut("gate", fmt.Sprintf("status:bench:g%05d:r1:0", i), idleStatusRow, queen.PutOpts{TTLSeconds: ttl}))
 		}
 		if _, err := client.KV(ctx, ops...); err != nil {
 			b.Fatal(err)
@@ -137,9 +153,12 @@ func idleStatus(b *testing.B, client *queen.Client) {
 // is ns per full read (10 pages).
 func BenchmarkIdleStatusFullRead(b *testing.B) {
 	client := benchClient(b)
-	idleStatus(b, client)
+	idleStatus(b, client, 100)
 	ctx := context.Background()
+	n := 0
+	cpu0 := cpuTime()
 	for b.Loop() {
+		n++
 		after, rows := "", 0
 		for {
 			res, err := client.KV(ctx, queen.KVGetPrefix("gate", "status:", queen.PrefixOpts{Limit: 1000, After: after}))
@@ -157,6 +176,7 @@ func BenchmarkIdleStatusFullRead(b *testing.B) {
 			b.Fatalf("read %d status rows, want %d", rows, idleGraphs)
 		}
 	}
+	cpuPerOp(b, cpu0, n)
 }
 
 // BenchmarkIdleStatusHeartbeat is one replica's status beat at idle over
@@ -165,10 +185,13 @@ func BenchmarkIdleStatusFullRead(b *testing.B) {
 // The figure is ns per beat (two calls).
 func BenchmarkIdleStatusHeartbeat(b *testing.B) {
 	client := benchClient(b)
-	idleStatus(b, client)
+	idleStatus(b, client, 100)
 	ctx := context.Background()
 	header := json.RawMessage(`{"replica":"r1","epoch":"9f8e7d6c","at":"2026-12-03T15:00:00Z","log":7}`)
+	n := 0
+	cpu0 := cpuTime()
 	for b.Loop() {
+		n++
 		if _, err := client.KV(ctx, queen.KVPut("gate", "relay:r1", header, queen.PutOpts{TTLSeconds: 15})); err != nil {
 			b.Fatal(err)
 		}
@@ -178,8 +201,37 @@ func BenchmarkIdleStatusHeartbeat(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if n := len(res.Results[0].Rows); n != 1 {
-			b.Fatalf("read %d headers, want 1", n)
+		if h := len(res.Results[0].Rows); h != 1 {
+			b.Fatalf("read %d headers, want 1", h)
 		}
 	}
+	cpuPerOp(b, cpu0, n)
+}
+
+// BenchmarkIdleKVSweep is the broker's reclaiming of expired kv keys as an
+// idle fleet meets it: a clock second passes between kv calls, so every
+// call runs the sweep, over 20,000 stored keys (10,000 documents forever,
+// 10,000 status rows with a TTL far ahead) of which none is due. The
+// figure is ns per call (a get).
+func BenchmarkIdleKVSweep(b *testing.B) {
+	srv := miniqueen.RunT(b)
+	tr := queen.NewTransport()
+	b.Cleanup(tr.CloseIdleConnections)
+	client, err := queen.New(srv.URL(), queen.WithHTTPClient(&http.Client{Transport: tr}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	idleStatus(b, client, 1<<40)
+	srv.SetTime(time.Date(2026, 12, 3, 15, 0, 0, 0, time.UTC))
+	ctx := context.Background()
+	n := 0
+	cpu0 := cpuTime()
+	for b.Loop() {
+		n++
+		srv.FastForward(time.Second)
+		if _, err := client.KV(ctx, queen.KVGet("gate", "graph:bench:g00000")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpuPerOp(b, cpu0, n)
 }
