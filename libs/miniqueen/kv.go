@@ -665,10 +665,10 @@ func writeRowTail(w *jw, e *kvEntry, keysOnly bool) {
 	if e.exp.IsZero() {
 		w.raw("null")
 	} else {
-		w.str(fmtPG(e.exp))
+		w.pgTime(e.exp)
 	}
 	w.raw(`,"updatedAt":`)
-	w.str(fmtPG(e.updated))
+	w.pgTime(e.updated)
 }
 
 // writeVerdictFields writes the kv_precondition fields (without braces).

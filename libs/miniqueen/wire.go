@@ -23,6 +23,22 @@ const (
 // (jsonkit.AppendString: encoding/json's bytes without HTML escaping).
 type jw struct {
 	b []byte
+	// pgAt and pg are the last instant pgTime rendered and its rendering:
+	// the rows of a kv listing share few instants (rows written by one
+	// call share their updatedAt and expiresAt), so most rows reuse it.
+	pgAt time.Time
+	pg   []byte
+}
+
+// pgTime writes t as a JSON string in pgLayout (what fmtPG renders).
+func (w *jw) pgTime(t time.Time) {
+	if w.pg == nil || !t.Equal(w.pgAt) {
+		w.pgAt = t
+		w.pg = t.UTC().AppendFormat(w.pg[:0], pgLayout)
+	}
+	w.b = append(w.b, '"')
+	w.b = append(w.b, w.pg...)
+	w.b = append(w.b, '"')
 }
 
 func (w *jw) raw(s string)  { w.b = append(w.b, s...) }
