@@ -43,7 +43,7 @@ func (c *calls) count(pattern, route string, fn http.Handler) http.Handler {
 	}
 	waiting, quick := c.counter(pattern+" wait=true"), c.counter(pattern+" wait=false")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isTrue(r.URL.Query().Get("wait")) {
+		if isTrue(rawQuery(r.URL.RawQuery).Get("wait")) {
 			waiting.Add(1)
 		} else {
 			quick.Add(1)
