@@ -58,6 +58,9 @@ func (s *Server) handlePrometheus(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	fmt.Fprintf(w, "miniqueen_queues %d\nminiqueen_partitions %d\nminiqueen_messages_retained %d\nminiqueen_leases %d\nminiqueen_kv_keys %d\nminiqueen_dlq_messages %d\n",
 		c.Queues, c.Partitions, c.Messages, c.Leases, c.KVKeys, c.DLQ)
+	for _, c := range s.Calls() {
+		fmt.Fprintf(w, "miniqueen_requests_total{route=%s} %d\n", strconv.Quote(c.Pattern), c.N)
+	}
 }
 
 // applyOptions sets the options in raw onto o (replace: start from the

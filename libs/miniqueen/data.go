@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -165,7 +164,7 @@ type popParams struct {
 	sub     subscription
 }
 
-func (s *Server) parsePop(q url.Values) (popParams, string) {
+func (s *Server) parsePop(q rawQuery) (popParams, string) {
 	p := popParams{req: claimReq{batch: 200, parts: 1}, timeout: 30 * time.Second}
 	intParam := func(name string, min int64, dst *int64) string {
 		v := q.Get(name)
@@ -223,7 +222,7 @@ func isTrue(v string) bool {
 
 func (s *Server) handlePop(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("queue")
-	p, bad := s.parsePop(r.URL.Query())
+	p, bad := s.parsePop(rawQuery(r.URL.RawQuery))
 	if bad != "" {
 		badRequest(w, "%s", bad)
 		return
@@ -236,7 +235,7 @@ func (s *Server) handlePop(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handlePopDiscovery(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q := rawQuery(r.URL.RawQuery)
 	p, bad := s.parsePop(q)
 	if bad != "" {
 		badRequest(w, "%s", bad)

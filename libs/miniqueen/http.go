@@ -18,7 +18,7 @@ const maxBody = 64 << 20
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	h := func(pattern, route string, fn http.HandlerFunc) {
-		mux.Handle(pattern, s.guard(route, fn))
+		mux.Handle(pattern, s.calls.count(pattern, route, s.guard(route, fn)))
 	}
 	h("GET /health", RouteHealth, s.handleHealth)
 	h("GET /status", RouteHealth, s.handleStatus)
@@ -101,9 +101,14 @@ func putJW(w *jw) {
 	}
 }
 
+// jsonType is every JSON answer's Content-Type value, shared: net/http
+// only reads it, and setting the canonical key directly skips Set's
+// canonicalising and a slice per answer.
+var jsonType = []string{"application/json"}
+
 func writeRaw(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h["Content-Type"] = jsonType
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

@@ -374,6 +374,13 @@ func (s *Server) kvSet(ns, key string, e *kvEntry, j *journal) {
 // its first key and dropping it with its last.
 func (s *Server) kvPut(ns, key string, e *kvEntry) {
 	m := s.kv[ns]
+	if e != nil {
+		var old *kvEntry
+		if m != nil {
+			old = m.entries[key]
+		}
+		s.kvExp.note(ns, key, old, e)
+	}
 	if e == nil {
 		if m != nil {
 			m.set(key, nil)
@@ -571,22 +578,18 @@ func (s *Server) kvGetPrefix(c *kvCmd, r *kvRes, now time.Time) {
 }
 
 // sweepKV deletes expired keys at most once per clock second (never
-// inside a unit that may roll back: call it before one).
+// inside a unit that may roll back: call it before one), popping the
+// expiry index (kvexpiry.go) up to now.
 func (s *Server) sweepKV(now time.Time) {
 	if now.Sub(s.kvSwept) < time.Second {
 		return
 	}
 	s.kvSwept = now
-	for ns, m := range s.kv {
-		for k, e := range m.entries {
-			if !e.live(now) {
-				m.set(k, nil)
-			}
+	s.kvExp.due(now, func(ns, key string) {
+		if e := s.kvGet(ns, key); e != nil && !e.live(now) {
+			s.kvPut(ns, key, nil)
 		}
-		if len(m.entries) == 0 {
-			delete(s.kv, ns)
-		}
-	}
+	})
 }
 
 // writeKVRes renders one result body (without the opening brace's index
@@ -662,10 +665,10 @@ func writeRowTail(w *jw, e *kvEntry, keysOnly bool) {
 	if e.exp.IsZero() {
 		w.raw("null")
 	} else {
-		w.str(fmtPG(e.exp))
+		w.pgTime(e.exp)
 	}
 	w.raw(`,"updatedAt":`)
-	w.str(fmtPG(e.updated))
+	w.pgTime(e.updated)
 }
 
 // writeVerdictFields writes the kv_precondition fields (without braces).

@@ -265,3 +265,33 @@ func TestGetPrefixPaging(t *testing.T) {
 		t.Fatalf("page 2: %v", r)
 	}
 }
+
+// TestListingRowsCarryTheirOwnInstants checks each row of a listing renders
+// its own updatedAt and expiresAt, rows written together sharing theirs
+// (the writer reuses the last instant it rendered), listing after listing.
+func TestListingRowsCarryTheirOwnInstants(t *testing.T) {
+	t.Parallel()
+	w := newWire(t)
+	w.s.SetTime(t0) // 2026-08-21 08:00:00 UTC
+	w.kv(put("k:a", 1, 10), put("k:b", 1, 10))
+	w.s.FastForward(1500 * time.Millisecond)
+	w.kv(put("k:c", 1, 10), put("k:d", 1, 0))
+	want := []struct {
+		key, updated string
+		expires      any
+	}{
+		{"k:a", "2026-08-21T08:00:00.000000+00:00", "2026-08-21T08:00:10.000000+00:00"},
+		{"k:b", "2026-08-21T08:00:00.000000+00:00", "2026-08-21T08:00:10.000000+00:00"},
+		{"k:c", "2026-08-21T08:00:01.500000+00:00", "2026-08-21T08:00:11.500000+00:00"},
+		{"k:d", "2026-08-21T08:00:01.500000+00:00", nil},
+	}
+	for round := range 3 {
+		v := w.kv(map[string]any{"op": "getPrefix", "ns": "gate", "prefix": "k:"})
+		for i, row := range want {
+			got := at(t, v, "results", 0, "rows", i).(map[string]any)
+			if got["key"] != row.key || got["updatedAt"] != row.updated || got["expiresAt"] != row.expires {
+				t.Fatalf("listing %d, row %d: %v, want key %s updatedAt %s expiresAt %v", round, i, got, row.key, row.updated, row.expires)
+			}
+		}
+	}
+}

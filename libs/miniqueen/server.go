@@ -41,6 +41,7 @@ type Server struct {
 	kv        map[string]*kvSpace
 	kvVersion int64
 	kvSwept   time.Time
+	kvExp     kvExpiry // when stored keys expire (kvexpiry.go)
 	dlq       []deadLetter
 	ids       idGen
 	rnd       *rand.Rand
@@ -51,7 +52,7 @@ type Server struct {
 	offset    time.Duration // added to the base clock when not frozen
 
 	// Under mu held shared (lock.go): idx guards queues, partByID, leases
-	// and anyNotify; kvMu guards kv, kvVersion and kvSwept; dlqMu guards
+	// and anyNotify; kvMu guards kv, kvVersion, kvSwept and kvExp; dlqMu guards
 	// dlq; rndMu guards rnd. idx, dlqMu and rndMu are leaves: nothing
 	// else is locked while one of them is held.
 	idx   sync.RWMutex
@@ -73,6 +74,8 @@ type Server struct {
 	// hung are the routes SetHang holds (hang.go).
 	hung   hangs
 	parked atomic.Int32 // long-polls currently parked (tests use it to sync)
+	// calls counts the requests served per route (calls.go).
+	calls calls
 	// kvOff, ridersOff, kvAbsent, depthAbsent and ackCount are the test
 	// switches of switch.go.
 	kvOff, ridersOff, kvAbsent, depthAbsent, ackCount atomic.Bool

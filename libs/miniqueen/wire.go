@@ -25,6 +25,35 @@ type jw struct {
 	b []byte
 }
 
+// pgTime writes t as a JSON string in pgLayout (what fmtPG renders).
+func (w *jw) pgTime(t time.Time) {
+	w.b = append(w.b, '"')
+	w.b = appendPG(w.b, t)
+	w.b = append(w.b, '"')
+}
+
+// appendPG appends t in pgLayout ("2006-01-02T15:04:05.000000+00:00", in
+// UTC) with its digits written directly: a kv listing renders two
+// instants a row, and time.AppendFormat's general layout walk was most of
+// the broker's cost of rendering a row. Years outside 0–9999 take the
+// general path.
+func appendPG(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, pgLayout)
+	}
+	hour, minute, sec := t.Clock()
+	us := t.Nanosecond() / 1000
+	b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+int(month)/10), byte('0'+int(month)%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10), ':', byte('0'+sec/10), byte('0'+sec%10), '.')
+	for d := 100000; d > 0; d /= 10 {
+		b = append(b, byte('0'+us/d%10))
+	}
+	return append(b, "+00:00"...)
+}
+
 func (w *jw) raw(s string)  { w.b = append(w.b, s...) }
 func (w *jw) rawb(b []byte) { w.b = append(w.b, b...) }
 func (w *jw) str(s string)  { w.b = jsonkit.AppendString(w.b, s) }

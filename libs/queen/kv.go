@@ -187,7 +187,11 @@ const (
 
 // KVRow is one row of a getMany or getPrefix result.
 type KVRow struct {
-	Key     string          `json:"key"`
+	Key string `json:"key"`
+	// Value is the row's value as the broker sent it: always one complete,
+	// valid JSON value, since the client refuses an answer any byte of
+	// which encoding/json would refuse (empty when the row carried none,
+	// as in a keysOnly listing).
 	Value   json.RawMessage `json:"value"`
 	Version int64           `json:"version"`
 	// ExpiresAt is "" for a key that lives forever.

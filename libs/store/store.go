@@ -322,8 +322,12 @@ func (s *Store) List(ctx context.Context) (Listing, error) {
 	out := Listing{Complete: true}
 	for _, prefix := range []string{"graph:", "spec:"} {
 		err := s.eachRow(ctx, prefix, func(row queen.KVRow) {
+			// A row's value is valid JSON: the client's decoder checked
+			// every byte of the page (queen.KVRow), so there is nothing
+			// left to validate here (json.Valid on every document was
+			// 12% of an idle relay's CPU at ten thousand graphs).
 			app, graph, ok := splitDocumentKey(row.Key)
-			if !ok || len(row.Value) == 0 || string(row.Value) == "null" || !json.Valid(row.Value) {
+			if !ok || len(row.Value) == 0 || string(row.Value) == "null" {
 				out.Complete = false
 				return
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -333,5 +335,26 @@ func TestEveryWriteNamesWhatItChangedUnderItsRevision(t *testing.T) {
 	late, err := s.Changes(ctx, 2)
 	if err != nil || len(late) != 2 || late[0].Rev != 3 {
 		t.Fatalf("changes after revision 2: %+v (%v), want revisions 3 and 4", late, err)
+	}
+}
+
+// TestListRefusesAPageWithABrokenDocument: List no longer checks each
+// document's JSON itself, because a page whose value is not JSON never
+// reaches it: the client refuses the whole answer, and List reports the
+// error instead of a listing.
+func TestListRefusesAPageWithABrokenDocument(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"results":[{"index":0,"op":"getPrefix","rows":[{"key":"graph:shop:orders","value":{"version":1,"nodes":},"version":3,"expiresAt":null,"updatedAt":"2026-12-03T15:00:00.000000+00:00"}],"truncated":false}]}`))
+	}))
+	t.Cleanup(srv.Close)
+	c, err := queen.New(srv.URL)
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	list, err := store.New(c, "gate").List(context.Background())
+	if err == nil {
+		t.Fatalf("List over a page with a broken document = %+v, want an error", list)
 	}
 }
