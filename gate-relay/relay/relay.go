@@ -45,8 +45,9 @@ type Config struct {
 	// RetryLimit is configured on Gate-owned queues (0 is none; negative
 	// is the knob's default).
 	RetryLimit int
-	// Reconcile is the full re-read period; SignalPoll the change-signal
-	// read period.
+	// Reconcile is the reconcile period (a keys-only pass, and the whole
+	// re-read every wholeEvery periods); SignalPoll the change-signal read
+	// period.
 	Reconcile, SignalPoll time.Duration
 	// Clock is the relay's time: its reconcile and change-signal periods,
 	// the stop deadline, and the clock of every stage it runs (nil is the
@@ -323,15 +324,16 @@ func (r *Relay) fullPass(ctx context.Context) {
 // a write straight to kv); only those are read (declareOne), with every
 // graph here that is not running (a start that failed is retried every
 // period, as the whole pass did). A failed listing or read, a key that
-// does not parse, or a broker that was down falls back to the whole
-// re-read. When every row carries a version, every change up to the
+// does not parse, a broker that was down or lacks what Gate needs (the
+// whole pass probes it again) falls back to the whole re-read. When every row carries a version, every change up to the
 // revision read before the listing is then applied.
 func (r *Relay) keysPass(ctx context.Context) {
 	if r.gaveUp || ctx.Err() != nil {
 		return
 	}
-	if r.brokerDown {
-		// The whole pass re-probes the broker after its good read.
+	if rep, ok := r.Capabilities(); r.brokerDown || (ok && !rep.OK()) {
+		// The whole pass probes the broker again after its good read
+		// (one that was down, or lacks what Gate needs, may have changed).
 		r.fullPass(ctx)
 		return
 	}
