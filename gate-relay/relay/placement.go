@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"hash/fnv"
 	"slices"
 	"time"
 )
@@ -26,13 +25,32 @@ import (
 // it (what a dead primary left is claimed at once), a demotion lets them
 // doze once quiet.
 
-// score is the rendezvous weight of replica for graph k.
-func score(replica, k string) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(replica))
-	_, _ = h.Write([]byte{0})
-	_, _ = h.Write([]byte(k))
-	x := h.Sum64()
+// FNV-1a's 64-bit offset basis and prime (hash/fnv's New64a, written out
+// so a score allocates nothing: an idle pass checks ownership of every
+// stored graph).
+const (
+	fnvOffset uint64 = 14695981039346656037
+	fnvPrime  uint64 = 1099511628211
+)
+
+// fnvString adds s's bytes to the FNV-1a hash h.
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
+}
+
+// score is the rendezvous weight of replica for graph app/graph: FNV-1a
+// of the replica id, a zero byte and the graph's key ("app/graph"),
+// finished with a 64-bit mixer.
+func score(replica, app, graph string) uint64 {
+	h := fnvString(fnvOffset, replica)
+	h = (h ^ 0) * fnvPrime
+	h = fnvString(h, app)
+	h = (h ^ '/') * fnvPrime
+	x := fnvString(h, graph)
 	// fnv's low bits mix poorly over similar inputs: finish with a
 	// 64-bit mixer (splitmix64's).
 	x ^= x >> 30
@@ -47,10 +65,9 @@ func score(replica, k string) uint64 {
 // each graph runs on k replicas (all of them when k ≤ 0 or there are no
 // more than k), highest score first.
 func Owners(members []string, k int, app, graph string) []string {
-	key := graphKey(app, graph)
 	out := slices.Clone(members)
 	slices.SortFunc(out, func(a, b string) int {
-		sa, sb := score(a, key), score(b, key)
+		sa, sb := score(a, app, graph), score(b, app, graph)
 		switch {
 		case sa > sb:
 			return -1
@@ -65,13 +82,38 @@ func Owners(members []string, k int, app, graph string) []string {
 	return out
 }
 
+// Owns reports whether replica is one of Owners(members, k, app, graph)
+// without building that list: it counts the members ranked ahead of
+// replica (a higher score, or an equal one and a smaller id) and stops at
+// k. An idle relay asks it of every stored graph on every pass.
+func Owns(members []string, k int, replica, app, graph string) bool {
+	if !slices.Contains(members, replica) {
+		return false
+	}
+	if k <= 0 || len(members) <= k {
+		return true
+	}
+	mine := score(replica, app, graph)
+	ahead := 0
+	for _, m := range members {
+		if m == replica {
+			continue
+		}
+		if sc := score(m, app, graph); sc > mine || (sc == mine && m < replica) {
+			if ahead++; ahead >= k {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Primary is the first of Owners (the replica of members that scores
 // highest for app/graph, whatever k), or "" when members is empty.
 func Primary(members []string, app, graph string) string {
-	key := graphKey(app, graph)
 	best, bestScore := "", uint64(0)
 	for _, m := range members {
-		sc := score(m, key)
+		sc := score(m, app, graph)
 		if best == "" || sc > bestScore || (sc == bestScore && m < best) {
 			best, bestScore = m, sc
 		}
@@ -137,7 +179,7 @@ func (r *Relay) owns(app, graph string) bool {
 	if k <= 0 || len(r.members) <= k {
 		return true
 	}
-	return slices.Contains(Owners(r.members, k, app, graph), r.cfg.Replica)
+	return Owns(r.members, k, r.cfg.Replica, app, graph)
 }
 
 // refreshMembers re-reads the live replicas (this one always counts, even

@@ -3,7 +3,10 @@ package relay_test
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"slices"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -106,4 +109,68 @@ func TestGraphsSpreadOverReplicasAndMoveWhenOneLeaves(t *testing.T) {
 	start := time.Now()
 	gatetest.EventuallyErr(t, 20*time.Second, func() error { return placed([]string{"place-a", "place-c"}) })
 	t.Logf("place-b's graphs ran elsewhere %v after it stopped", time.Since(start).Round(time.Millisecond))
+}
+
+// refOwners is placement as it was first written, the oracle Owners and
+// Owns must keep agreeing with: hash/fnv's FNV-1a of replica, a zero byte
+// and "app/graph", splitmix64's finisher, highest score first (ties by
+// id), the first k.
+func refOwners(members []string, k int, app, graph string) []string {
+	weight := func(replica string) uint64 {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(replica))
+		_, _ = h.Write([]byte{0})
+		_, _ = h.Write([]byte(app + "/" + graph))
+		x := h.Sum64()
+		x ^= x >> 30
+		x *= 0xbf58476d1ce4e5b9
+		x ^= x >> 27
+		x *= 0x94d049bb133111eb
+		x ^= x >> 31
+		return x
+	}
+	out := slices.Clone(members)
+	sort.SliceStable(out, func(i, j int) bool {
+		wi, wj := weight(out[i]), weight(out[j])
+		if wi != wj {
+			return wi > wj
+		}
+		return out[i] < out[j]
+	})
+	if k > 0 && len(out) > k {
+		out = out[:k]
+	}
+	return out
+}
+
+// Placement is unchanged by how it is computed: over random members, k
+// and graphs, Owners lists what the first placement listed, Primary is its
+// first, and Owns (the relay's check, without a sort) says yes for exactly
+// the owners.
+func TestOwnsAndOwnersAgreeWithTheFirstPlacement(t *testing.T) {
+	t.Parallel()
+	rnd := rand.New(rand.NewPCG(24, 10000))
+	for i := 0; i < 2000; i++ {
+		n := 1 + rnd.IntN(6)
+		members := make([]string, 0, n)
+		for len(members) < n {
+			if m := fmt.Sprintf("relay-%d", rnd.IntN(50)); !slices.Contains(members, m) {
+				members = append(members, m)
+			}
+		}
+		k := rnd.IntN(n+2) - 1
+		app, graph := fmt.Sprintf("app%d", rnd.IntN(20)), fmt.Sprintf("g-%d", rnd.IntN(100000))
+		want := refOwners(members, k, app, graph)
+		if got := relay.Owners(members, k, app, graph); !slices.Equal(got, want) {
+			t.Fatalf("Owners(%v, %d, %s/%s) = %v, want %v", members, k, app, graph, got, want)
+		}
+		if p := relay.Primary(members, app, graph); p != want[0] {
+			t.Fatalf("Primary(%v, %s/%s) = %q, want %q", members, app, graph, p, want[0])
+		}
+		for _, m := range append(slices.Clone(members), "relay-absent") {
+			if got := relay.Owns(members, k, m, app, graph); got != slices.Contains(want, m) {
+				t.Fatalf("Owns(%v, %d, %s, %s/%s) = %v; owners %v", members, k, m, app, graph, got, want)
+			}
+		}
+	}
 }

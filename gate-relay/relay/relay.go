@@ -45,8 +45,9 @@ type Config struct {
 	// RetryLimit is configured on Gate-owned queues (0 is none; negative
 	// is the knob's default).
 	RetryLimit int
-	// Reconcile is the full re-read period; SignalPoll the change-signal
-	// read period.
+	// Reconcile is the reconcile period (a keys-only pass, and the whole
+	// re-read every wholeEvery periods); SignalPoll the change-signal read
+	// period.
 	Reconcile, SignalPoll time.Duration
 	// Clock is the relay's time: its reconcile and change-signal periods,
 	// the stop deadline, and the clock of every stage it runs (nil is the
@@ -124,6 +125,14 @@ type Relay struct {
 	seen     int64
 	ahead    map[int64]bool
 	gapSince time.Time
+	// rows is every stored document's kv row (key → row, with its version
+	// token) as this relay last read it: by the last whole listing, a
+	// keys-only pass, or one document's read. nil until a whole listing
+	// succeeds, and again after one fails (the next period then reads
+	// everything). sinceWhole counts the periods since the last whole
+	// listing. Loop goroutine only.
+	rows       map[string]store.Row
+	sinceWhole int
 	// members are the live replicas placement hashes over (this one
 	// included); unreachableSince is when their read first failed without
 	// an answer, gaveUp whether every graph was given up for it. Loop
@@ -245,7 +254,7 @@ func (r *Relay) loop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-full.C():
-			r.fullPass(ctx)
+			r.periodicPass(ctx)
 		case <-r.kick:
 			r.fullPass(ctx)
 		case <-signal.C():
@@ -271,14 +280,148 @@ func (r *Relay) loop(ctx context.Context) {
 	}
 }
 
-// fullPass re-reads every document (the safety net, and the start): every
-// change up to the revision read before the listing is then applied.
+// wholeEvery is how many reconcile periods may pass between two whole
+// re-reads of every document: 20 is five minutes at the default 15 s.
+// The periods between run keysPass, which already finds every document
+// created, deleted or rewritten behind the change log (each write changes
+// its row's version), so the whole re-read is the net under that net: a
+// broker whose keys-only rows carry no version, a row decoded wrongly. It
+// is short of ChangeTTL (10 min), so a relay never trusts the change log
+// for longer than its rows live, and 1/20 of the whole re-read's cost is
+// about 1% of an idle replica's core at 10,000 graphs.
+const wholeEvery = 20
+
+// periodicPass is the reconcile period's pass: the whole re-read every
+// wholeEvery periods (and whenever the last one failed), a keys-only pass
+// otherwise.
+func (r *Relay) periodicPass(ctx context.Context) {
+	r.sinceWhole++
+	if r.rows == nil || r.sinceWhole >= wholeEvery {
+		r.fullPass(ctx)
+		return
+	}
+	r.keysPass(ctx)
+}
+
+// fullPass re-reads every document (the safety net, the start, and every
+// fallback of follow and keysPass): every change up to the revision read
+// before the listing is then applied.
 func (r *Relay) fullPass(ctx context.Context) {
 	if r.gaveUp {
 		return
 	}
+	r.sinceWhole = 0
 	rev, err := r.revision(ctx)
 	if r.reconcile(ctx) && err == nil {
+		r.seen, r.ahead, r.gapSince = rev, nil, time.Time{}
+	}
+}
+
+// keysPass is a reconcile period between two whole re-reads: a keys-only
+// listing (each stored document's key and row version, no bodies) finds
+// the documents created, deleted or rewritten since this relay last read
+// them, behind the change log too (a change row that was never written,
+// a write straight to kv); only those are read (declareOne), with every
+// graph here that is not running (a start that failed is retried every
+// period, as the whole pass did). A failed listing or read, a key that
+// does not parse, a broker that was down or lacks what Gate needs (the
+// whole pass probes it again) falls back to the whole re-read. When every row carries a version, every change up to the
+// revision read before the listing is then applied.
+func (r *Relay) keysPass(ctx context.Context) {
+	if r.gaveUp || ctx.Err() != nil {
+		return
+	}
+	if rep, ok := r.Capabilities(); r.brokerDown || (ok && !rep.OK()) {
+		// The whole pass probes the broker again after its good read
+		// (one that was down, or lacks what Gate needs, may have changed).
+		r.fullPass(ctx)
+		return
+	}
+	rev, revErr := r.revision(ctx)
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	rows, complete, err := r.store.Rows(lctx)
+	cancel()
+	if err != nil || !complete {
+		if err != nil && unanswered(err) {
+			r.brokerDown = true
+		}
+		r.fullPass(ctx)
+		return
+	}
+	// Against the rows last read: one map lookup per stored document, and
+	// nothing built while nothing changed (an idle pass at 10,000 graphs).
+	versioned, matched := true, 0
+	var touched map[string]store.Row
+	touch := func(row store.Row) {
+		if touched == nil {
+			touched = map[string]store.Row{}
+		}
+		touched[graphKey(row.App, row.Graph)] = row
+	}
+	for _, row := range rows {
+		versioned = versioned && row.Version != 0
+		old, had := r.rows[row.Key]
+		if had {
+			matched++
+		}
+		if !had || (row.Version != 0 && row.Version != old.Version) {
+			touch(row)
+			r.rows[row.Key] = row
+		}
+	}
+	if matched < len(r.rows) {
+		// Rows gone since: a deleted document.
+		listed := make(map[string]bool, len(rows))
+		for _, row := range rows {
+			listed[row.Key] = true
+		}
+		for key, old := range r.rows {
+			if !listed[key] {
+				touch(old)
+				delete(r.rows, key)
+			}
+		}
+	}
+	r.mu.Lock()
+	for _, rt := range r.graphs {
+		if !rt.running.Load() {
+			touch(store.Row{App: rt.app, Graph: rt.graph})
+		}
+	}
+	r.mu.Unlock()
+	names := make([]string, 0, len(touched))
+	for k := range touched {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	changed := false
+	defer func() {
+		if changed {
+			r.signalChanged()
+		}
+	}()
+	for _, k := range names {
+		if ctx.Err() != nil {
+			return
+		}
+		row := touched[k]
+		if !r.owns(row.App, row.Graph) {
+			r.mu.Lock()
+			_, here := r.graphs[k]
+			r.mu.Unlock()
+			if !here {
+				// Another replica's graph: nothing to read.
+				continue
+			}
+		}
+		did, err := r.declareOne(ctx, row.App, row.Graph)
+		if err != nil {
+			r.fullPass(ctx)
+			return
+		}
+		changed = changed || did
+	}
+	if versioned && revErr == nil && rev >= r.seen {
 		r.seen, r.ahead, r.gapSince = rev, nil, time.Time{}
 	}
 }
@@ -352,6 +495,7 @@ func (r *Relay) declareOne(ctx context.Context, app, graph string) (did bool, er
 	if err != nil {
 		return false, err
 	}
+	r.noteRow(app, graph, doc, found)
 	k := graphKey(app, graph)
 	r.mu.Lock()
 	old := r.graphs[k]
@@ -376,6 +520,21 @@ func (r *Relay) declareOne(ctx context.Context, app, graph string) (did bool, er
 	}
 	r.declare(ctx, k, old, doc)
 	return true, nil
+}
+
+// noteRow records what a read of app/graph found in rows (when a whole
+// listing made them): its row's version, or no rows when nothing is
+// stored (the next keys-only pass re-reads a row this misses).
+func (r *Relay) noteRow(app, graph string, doc store.Document, found bool) {
+	if r.rows == nil {
+		return
+	}
+	if !found {
+		delete(r.rows, plan.DocumentKey(app, graph))
+		delete(r.rows, plan.LegacyTargetKey(app, graph))
+		return
+	}
+	r.rows[doc.Key] = store.Row{App: app, Graph: graph, Key: doc.Key, Legacy: doc.Legacy, Version: doc.Row}
 }
 
 // probe proves (again) that the broker applies transaction riders: at
@@ -499,6 +658,7 @@ func (r *Relay) reconcile(ctx context.Context) (ok bool) {
 	listing, err := r.store.List(lctx)
 	cancel()
 	if err != nil {
+		r.rows = nil
 		if unanswered(err) {
 			r.brokerDown = true
 		}
@@ -515,6 +675,11 @@ func (r *Relay) reconcile(ctx context.Context) (ok bool) {
 		r.brokerDown = false
 		r.probe(ctx)
 	}
+	rows := make(map[string]store.Row, len(listing.Documents))
+	for _, d := range listing.Documents {
+		rows[d.Key] = store.Row{App: d.App, Graph: d.Graph, Key: d.Key, Legacy: d.Legacy, Version: d.Row}
+	}
+	r.rows = rows
 	stored := map[string]store.Document{}
 	elsewhere := map[string]bool{}
 	for _, d := range listing.Documents {

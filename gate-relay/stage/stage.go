@@ -392,9 +392,12 @@ func (s *Stage) work(ctx context.Context, worker int) {
 	rnd := rand.New(rand.NewPCG(uint64(s.cfg.Clock.Now().UnixNano()), uint64(worker)))
 	sc := &scratch{}
 	failing := 0
-	// The worker's two pops (without and with a long-poll), each prepared
-	// once: route, query and URL are the same claim after claim.
+	// The worker's pops (without a long-poll, with one), each prepared
+	// once: route, query and URL are the same claim after claim. The
+	// worker's first long-poll waits a random time in the second half of
+	// PollTimeout (firstPoll), and is sent apart.
 	var pops [2]*queen.PreparedPop
+	spread := true
 	// checked is true while the worker's last pop was a doze's check that
 	// found nothing: the doze goes on, and its next check is a whole
 	// PollTimeout away.
@@ -410,7 +413,16 @@ func (s *Stage) work(ctx context.Context, worker int) {
 			return
 		}
 		req.Wait = wait
-		claim, err := s.pop(ctx, &pops, req)
+		var claim queen.Claim
+		var err error
+		if wait && spread {
+			spread = false
+			first := req
+			first.Timeout = s.firstPoll(rnd)
+			claim, err = s.cfg.Client.Pop(ctx, first)
+		} else {
+			claim, err = s.pop(ctx, &pops, req)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -457,6 +469,21 @@ func (s *Stage) pop(ctx context.Context, pops *[2]*queen.PreparedPop, req queen.
 	return pops[i].Pop(ctx)
 }
 
+// firstPoll is the timeout of a worker's first long-poll: a random time
+// in [PollTimeout/2, PollTimeout]; every later one waits the whole
+// PollTimeout. A fleet's stages start together (a cold start, a
+// hand-over), and polls parked together time out together, then again
+// every PollTimeout: at 10,000 graphs the broker answered those empty
+// pops in bursts every 30 s. Spread once, they stay spread (each worker
+// parks again as soon as its poll ends).
+func (s *Stage) firstPoll(rnd *rand.Rand) time.Duration {
+	t := s.cfg.PollTimeout
+	if t < 2 {
+		return t
+	}
+	return t/2 + time.Duration(rnd.Int64N(int64(t/2)+1))
+}
+
 // checkIn is how long a doze waits before its check: a whole PollTimeout
 // between two checks of one doze, and a random time in the second half of
 // PollTimeout before the first. The stages of a fleet's graphs start
@@ -466,11 +493,10 @@ func (s *Stage) pop(ctx context.Context, pops *[2]*queen.PreparedPop, req queen.
 // closing those connections every PollTimeout. A check is never later than
 // PollTimeout after the doze began.
 func (s *Stage) checkIn(checked bool, rnd *rand.Rand) time.Duration {
-	t := s.cfg.PollTimeout
-	if checked || t < 2 {
-		return t
+	if checked {
+		return s.cfg.PollTimeout
 	}
-	return t/2 + time.Duration(rnd.Int64N(int64(t/2)+1))
+	return s.firstPoll(rnd)
 }
 
 // doze is a Fed or standby stage's worker between pops when the stage is

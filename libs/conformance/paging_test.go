@@ -87,3 +87,45 @@ func TestSemantic26_GetPrefixClampsItsLimitToAThousandAndPagesOnFromThere(t *tes
 		t.Fatalf("the page after %q: %d rows, truncated %v; want the last %d keys from big:01000, not truncated", first.NextAfter, len(rest.Rows), rest.Truncated, n-1000)
 	}
 }
+
+// §8.3 — a keysOnly getPrefix omits every value but keeps each row's
+// version, the one get answers, and a put of the row changes it: a relay
+// lists the stored documents' keys every reconcile period and reads only
+// the rows whose version moved since it last read them.
+func TestSemantic26_GetPrefixKeysOnlyOmitsValuesAndCarriesEachRowsVersion(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.needs(t, capability.KV)
+	e.kv(t, queen.KVPut(e.ns, "ko:a", json.RawMessage(`{"doc":"a"}`), queen.PutOpts{TTLSeconds: 600}),
+		queen.KVPut(e.ns, "ko:b", json.RawMessage(`{"doc":"b"}`), queen.PutOpts{TTLSeconds: 600}))
+	list := func() map[string]queen.KVRow {
+		t.Helper()
+		r := e.kv1(t, queen.KVGetPrefix(e.ns, "ko:", queen.PrefixOpts{Limit: 10, KeysOnly: true}))
+		out := map[string]queen.KVRow{}
+		for _, row := range r.Rows {
+			if len(row.Value) != 0 && string(row.Value) != "null" {
+				t.Fatalf("keysOnly row %q carries value %s, want none", row.Key, row.Value)
+			}
+			out[row.Key] = row
+		}
+		if len(out) != 2 {
+			t.Fatalf("keysOnly listing of ko: holds %v, want ko:a and ko:b", out)
+		}
+		return out
+	}
+	before := list()
+	for _, k := range []string{"ko:a", "ko:b"} {
+		got := e.kv1(t, queen.KVGet(e.ns, k))
+		if before[k].Version == 0 || before[k].Version != got.Version {
+			t.Fatalf("keysOnly row %q has version %d, get answers %d: want the same non-zero token", k, before[k].Version, got.Version)
+		}
+	}
+	e.kv(t, queen.KVPut(e.ns, "ko:a", json.RawMessage(`{"doc":"a2"}`), queen.PutOpts{TTLSeconds: 600}))
+	after := list()
+	if after["ko:a"].Version == before["ko:a"].Version {
+		t.Errorf("ko:a rewritten keeps version %d in a keysOnly listing, want a new one", after["ko:a"].Version)
+	}
+	if after["ko:b"].Version != before["ko:b"].Version {
+		t.Errorf("ko:b untouched moved from version %d to %d", before["ko:b"].Version, after["ko:b"].Version)
+	}
+}

@@ -340,6 +340,42 @@ func (s *Store) List(ctx context.Context) (Listing, error) {
 	return out, nil
 }
 
+// Row is one stored document's kv row as a keys-only listing names it:
+// no body, only the key, the name it parses to and the row's version
+// token (which changes on every write of the row).
+type Row struct {
+	App, Graph string
+	Key        string
+	Legacy     bool
+	// Version is the row's version token (Document.Row); 0 when the broker
+	// sent none.
+	Version int64
+}
+
+// Rows is every stored document's row, without bodies: a keys-only
+// listing of "graph:" and "spec:", page by page. It costs the broker and
+// the reader a small part of List (no document is read or decoded), so a
+// relay can run it often to find documents created, deleted or rewritten
+// behind the change log and read only those (Get). complete is false when
+// a key did not parse (List would count that row as unreadable too).
+func (s *Store) Rows(ctx context.Context) (rows []Row, complete bool, err error) {
+	complete = true
+	for _, prefix := range []string{"graph:", "spec:"} {
+		err := s.eachRowOpts(ctx, prefix, "", true, func(row queen.KVRow) {
+			app, graph, ok := splitDocumentKey(row.Key)
+			if !ok {
+				complete = false
+				return
+			}
+			rows = append(rows, Row{App: app, Graph: graph, Key: row.Key, Legacy: prefix == "spec:", Version: row.Version})
+		})
+		if err != nil {
+			return nil, false, fmt.Errorf("listing the keys of stored graphs under %q: %w", prefix, err)
+		}
+	}
+	return rows, complete, nil
+}
+
 // ErrPaging is a listing whose pages did not advance: a truncated page
 // without rows, or a cursor that went backwards.
 var ErrPaging = errors.New("the broker's getPrefix pages did not advance")
@@ -355,8 +391,13 @@ func (s *Store) eachRow(ctx context.Context, prefix string, fn func(queen.KVRow)
 
 // eachRowAfter is eachRow from the exclusive cursor after.
 func (s *Store) eachRowAfter(ctx context.Context, prefix, after string, fn func(queen.KVRow)) error {
+	return s.eachRowOpts(ctx, prefix, after, false, fn)
+}
+
+// eachRowOpts is eachRowAfter, keys only (no values) when keysOnly.
+func (s *Store) eachRowOpts(ctx context.Context, prefix, after string, keysOnly bool, fn func(queen.KVRow)) error {
 	for {
-		res, err := s.c.KV(ctx, queen.KVGetPrefix(s.ns, prefix, queen.PrefixOpts{After: after, Limit: PageLimit}))
+		res, err := s.c.KV(ctx, queen.KVGetPrefix(s.ns, prefix, queen.PrefixOpts{After: after, Limit: PageLimit, KeysOnly: keysOnly}))
 		if err == nil && res.Refused() {
 			err = res.Err()
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -356,5 +357,59 @@ func TestListRefusesAPageWithABrokenDocument(t *testing.T) {
 	list, err := store.New(c, "gate").List(context.Background())
 	if err == nil {
 		t.Fatalf("List over a page with a broken document = %+v, want an error", list)
+	}
+}
+
+// Rows names every stored document, v2 and legacy, across pages, with the
+// row version List and Get read, and without a body; a rewrite changes its
+// row's version and a delete drops the row.
+func TestRowsNameEveryDocumentWithTheVersionAListingReads(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	const n = store.PageLimit + 5
+	var ops []queen.KVOp
+	for i := 0; i < n; i++ {
+		ops = append(ops, queen.KVPut(s.Namespace(), fmt.Sprintf("graph:shop:g%04d", i), json.RawMessage(`{"version":1}`), queen.PutOpts{Forever: true}))
+		if len(ops) == 200 || i == n-1 {
+			if _, err := s.Client().KV(ctx, ops...); err != nil {
+				t.Fatal(err)
+			}
+			ops = nil
+		}
+	}
+	if _, err := s.Client().KV(ctx, queen.KVPut(s.Namespace(), "spec:shop:old", json.RawMessage(`{"queue":"q"}`), queen.PutOpts{Forever: true})); err != nil {
+		t.Fatal(err)
+	}
+	listing, err := s.List(ctx)
+	if err != nil || !listing.Complete {
+		t.Fatalf("list: %v (complete %v)", err, listing.Complete)
+	}
+	rows, complete, err := s.Rows(ctx)
+	if err != nil || !complete {
+		t.Fatalf("rows: %v (complete %v)", err, complete)
+	}
+	if len(rows) != n+1 || len(rows) != len(listing.Documents) {
+		t.Fatalf("%d rows and %d listed documents, want %d each", len(rows), len(listing.Documents), n+1)
+	}
+	for i, row := range rows {
+		d := listing.Documents[i]
+		if row.Key != d.Key || row.App != d.App || row.Graph != d.Graph || row.Legacy != d.Legacy || row.Version != d.Row || row.Version == 0 {
+			t.Fatalf("row %d is %+v, the listing's document %+v: want the same key, name, kind and non-zero version", i, row, d)
+		}
+	}
+	if err := s.Put(ctx, "shop", "g0000", json.RawMessage(`{"version":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delete(ctx, "shop", "g0001"); err != nil {
+		t.Fatal(err)
+	}
+	after, _, err := s.Rows(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, _ := s.Get(ctx, "shop", "g0000")
+	if len(after) != n || after[0].Key != "graph:shop:g0000" || after[0].Version == rows[0].Version || after[0].Version != doc.Row || after[1].Key != "graph:shop:g0002" {
+		t.Fatalf("after a rewrite of g0000 and a delete of g0001: %d rows starting %+v, %+v; want %d, g0000 with its new version %d, then g0002", len(after), after[0], after[1], n, doc.Row)
 	}
 }
