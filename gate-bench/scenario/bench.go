@@ -62,7 +62,7 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 			// PUT and the wait for a relay apart.
 			env = append(env, "GATE_DECLARE_WAIT_MS=0")
 		}
-		st, err := stack.Start(ctx, stack.Config{Relays: -1, NoReuse: true, Logger: logger, Env: env})
+		st, err := stack.Start(ctx, stack.Config{Relays: -1, NoReuse: true, Logger: logger, Env: env, ReconcileSeconds: int(cfg.ReconcilePeriod / time.Second)})
 		if err != nil {
 			return out, fmt.Errorf("%w: starting the embedded stack: %w", ErrSetup, err)
 		}

@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"github.com/queen-mq/gate/libs/stack"
 	"io"
 	"os"
 	"strconv"
@@ -39,6 +40,12 @@ type Config struct {
 	// measure; the relays' default (5 s) rewrites a fifth as many status
 	// rows, which is what an idle fleet at thousands of graphs pays.
 	StatusPeriod time.Duration
+	// ReconcilePeriod is BENCH_RECONCILE_SECONDS (2): GATE_RECONCILE_SECONDS
+	// of the embedded stack's processes. 2 (the embedded stack's own
+	// default) makes a change made behind the change log quick to see; 15
+	// (the relays' default) is what a production fleet's safety-net
+	// re-read costs.
+	ReconcilePeriod time.Duration
 	// Backlog is BENCH_BACKLOG (30000).
 	Backlog int
 	// Rounds is BENCH_ROUNDS (3): how many times the overhead job runs per
@@ -82,6 +89,7 @@ scenarios: health, push, drain, throughput, contention, throttled, idle, overhea
 env: GATE_URL (http://127.0.0.1:8788)  GATE_APP (bench)  QUEEN_URL (http://127.0.0.1:6632)
      GATE_KV_NAMESPACE (gate)  BENCH_REDIS (127.0.0.1:6379)  BENCH_THREADS (4)
      BENCH_SECONDS (10)  BENCH_WARMUP (3)  BENCH_BACKLOG (30000)  BENCH_IDLE_SECONDS (60)  BENCH_STATUS_SECONDS (1)
+     BENCH_RECONCILE_SECONDS (2)
      BENCH_CONC (1,8,32,128)  BENCH_BATCHES (1,25,200,500)  BENCH_PEER_RATE (2000)
      BENCH_ROUNDS (3)  BENCH_PAYLOAD_BYTES (0: the overhead job's minimal {"i":N}; up to 65536)
      BENCH_SCALE_GRAPHS (100,1000: the scale scenario's cumulative graph counts, each > 20)
@@ -168,7 +176,7 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 		dst *time.Duration
 	}{
 		{"BENCH_SECONDS", 10, &cfg.Seconds}, {"BENCH_WARMUP", 3, &cfg.Warmup}, {"BENCH_IDLE_SECONDS", 60, &cfg.IdleSeconds},
-		{"BENCH_STATUS_SECONDS", 1, &cfg.StatusPeriod},
+		{"BENCH_STATUS_SECONDS", 1, &cfg.StatusPeriod}, {"BENCH_RECONCILE_SECONDS", stack.DefaultReconcileSeconds, &cfg.ReconcilePeriod},
 	}
 	for _, e := range secs {
 		n, err := positive(e.k, getenv(e.k), e.def)
