@@ -69,12 +69,12 @@ func Owners(members []string, k int, app, graph string) []string {
 	slices.SortFunc(out, func(a, b string) int {
 		sa, sb := score(a, app, graph), score(b, app, graph)
 		switch {
-		case sa > sb:
+		case outranks(a, sa, b, sb):
 			return -1
-		case sa < sb:
+		case outranks(b, sb, a, sa):
 			return 1
 		}
-		return compareStrings(a, b)
+		return 0
 	})
 	if k > 0 && len(out) > k {
 		out = out[:k]
@@ -99,7 +99,7 @@ func Owns(members []string, k int, replica, app, graph string) bool {
 		if m == replica {
 			continue
 		}
-		if sc := score(m, app, graph); sc > mine || (sc == mine && m < replica) {
+		if outranks(m, score(m, app, graph), replica, mine) {
 			if ahead++; ahead >= k {
 				return false
 			}
@@ -114,7 +114,7 @@ func Primary(members []string, app, graph string) string {
 	best, bestScore := "", uint64(0)
 	for _, m := range members {
 		sc := score(m, app, graph)
-		if best == "" || sc > bestScore || (sc == bestScore && m < best) {
+		if best == "" || outranks(m, sc, best, bestScore) {
 			best, bestScore = m, sc
 		}
 	}
@@ -126,20 +126,27 @@ func Primary(members []string, app, graph string) string {
 // the members are first read, or with this replica alone, it is the
 // primary. Safe from any goroutine (it reads the members' snapshot).
 func (r *Relay) standby(app, graph string) bool {
-	p := r.placed.Load()
-	if p == nil || len(*p) < 2 {
+	members := r.liveMembers()
+	if len(members) < 2 {
 		return false
 	}
-	primary := Primary(*p, app, graph)
+	primary := Primary(members, app, graph)
 	return primary != "" && primary != r.cfg.Replica
 }
 
-// setMembers records the live replicas (nil: none known) and gives every
-// running graph its role under them.
+// liveMembers is the live replicas as last read (nil: none known).
+func (r *Relay) liveMembers() []string {
+	if p := r.members.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// setMembers records the live replicas (nil: none known; the slice is
+// kept, never changed after) and gives every running graph its role
+// under them.
 func (r *Relay) setMembers(ids []string) {
-	r.members = ids
-	snap := slices.Clone(ids)
-	r.placed.Store(&snap)
+	r.members.Store(&ids)
 	r.applyRoles()
 }
 
@@ -158,28 +165,26 @@ func (r *Relay) applyRoles() {
 	}
 	r.mu.Unlock()
 	if promoted+demoted > 0 {
-		r.log.Info("graph roles changed with the members: promoted graphs wake their stages, demoted ones doze once quiet", "promoted", promoted, "demoted", demoted, "members", len(r.members))
+		r.log.Info("graph roles changed with the members: promoted graphs wake their stages, demoted ones doze once quiet", "promoted", promoted, "demoted", demoted, "members", len(r.liveMembers()))
 	}
 }
 
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+// outranks is placement's one order: replica a (score sa) comes before
+// replica b (score sb) for a graph when its score is higher, or equal and
+// its id smaller. Owners sorts by it, Owns counts and Primary picks by it.
+func outranks(a string, sa uint64, b string, sb uint64) bool {
+	return sa > sb || (sa == sb && a < b)
 }
 
 // owns reports whether this replica runs app/graph under the current
 // members.
 func (r *Relay) owns(app, graph string) bool {
 	k := r.cfg.ReplicasPerGraph
-	if k <= 0 || len(r.members) <= k {
+	members := r.liveMembers()
+	if k <= 0 || len(members) <= k {
 		return true
 	}
-	return Owns(r.members, k, r.cfg.Replica, app, graph)
+	return Owns(members, k, r.cfg.Replica, app, graph)
 }
 
 // refreshMembers re-reads the live replicas (this one always counts, even
@@ -220,7 +225,7 @@ func (r *Relay) refreshMembers(ctx context.Context) (changed bool) {
 		r.setMembers(ids)
 		return true
 	}
-	if slices.Equal(ids, r.members) {
+	if slices.Equal(ids, r.liveMembers()) {
 		return false
 	}
 	r.setMembers(ids)

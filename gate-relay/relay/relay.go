@@ -133,16 +133,16 @@ type Relay struct {
 	// listing. Loop goroutine only.
 	rows       map[string]store.Row
 	sinceWhole int
-	// members are the live replicas placement hashes over (this one
-	// included); unreachableSince is when their read first failed without
-	// an answer, gaveUp whether every graph was given up for it. Loop
-	// goroutine only.
-	members          []string
+	// unreachableSince is when the live replicas' read first failed
+	// without an answer, gaveUp whether every graph was given up for it.
+	// Loop goroutine only.
 	unreachableSince time.Time
 	gaveUp           bool
-	// placed is a copy of members for the graphs' roles, read from any
-	// goroutine (a graph launched by a starter, a status read).
-	placed atomic.Pointer[[]string]
+	// members are the live replicas placement hashes over (this one
+	// included; nil until first read): written by the loop goroutine
+	// (setMembers), read from any (a graph launched by a starter, a status
+	// read). A stored slice is never changed.
+	members atomic.Pointer[[]string]
 
 	mu       sync.Mutex
 	graphs   map[string]*runtime
