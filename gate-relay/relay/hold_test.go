@@ -150,6 +150,10 @@ func TestAHeldClaimLeavesWhenItsWindowOpens(t *testing.T) {
 		return e.partitionCount(e.egressQueue(), "B") == 10
 	})
 	within(t, 15*time.Second, "A's three items, one per 4 s window", func() bool { return e.partitionCount(e.egressQueue(), "A") == 3 })
+	// The egress shows a claim's items a moment before the relay reports
+	// its counter writes (settledAt): wait for every item's report before
+	// reading the writes.
+	within(t, 5*time.Second, "the relay's reports of all 13 items", func() bool { return e.rec.settledAt(graph, "n") >= 13 })
 
 	key := plan.ScopedKey(plan.BudgetKey(e.app, graph, "n", "per-key"), "A")
 	var opened []time.Time
