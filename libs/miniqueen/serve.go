@@ -24,9 +24,10 @@ import (
 //
 //   - A request's context is its connection's, and watching for the client
 //     leaving starts only when a handler asks for Done (a parked long-poll,
-//     a hung route). net/http starts a read goroutine for every request
-//     and stops it with two deadline changes when the handler returns,
-//     though only a parked poll ever looks.
+//     a hung route); that read then goes on as the read of the next
+//     request. net/http starts a read goroutine for every request and
+//     stops it with two deadline changes when the handler returns, though
+//     only a parked poll ever looks.
 //   - No read deadline is set or cleared per request (net/http sets one
 //     for the header timeout and clears it on every request).
 //   - The answer's header and body leave in one write; the header map is
@@ -146,9 +147,6 @@ func (l *leanServer) setIdle(c *leanConn, idle bool) bool {
 	return !l.closing
 }
 
-// aLongTimeAgo is a read deadline in the past: it ends a read in flight.
-var aLongTimeAgo = time.Unix(1, 0)
-
 // leanConn is one client connection. It is also every request's context
 // on it: Done starts the watch for the client leaving, which a canceled
 // context then reports.
@@ -168,7 +166,6 @@ type leanConn struct {
 	inHandler bool          // a handler runs and may ask for Done
 	watchable bool          // the request's body is read to its end (or there is none)
 	watching  bool          // the watch read is in flight
-	aborting  bool          // the serve loop ended the watch read itself
 	watched   chan struct{} // closed when the watch read returns
 	gone      atomic.Bool   // the client left; done is closed
 	done      chan struct{}
@@ -217,7 +214,6 @@ func (c *leanConn) Done() <-chan struct{} {
 	c.mu.Lock()
 	if c.inHandler && c.watchable && !c.watching && !c.gone.Load() && !c.hasByte && c.br.Buffered() == 0 {
 		c.watching = true
-		c.aborting = false
 		c.watched = make(chan struct{})
 		go c.watch()
 	}
@@ -230,7 +226,7 @@ func (c *leanConn) watch() {
 	c.mu.Lock()
 	if n == 1 {
 		c.hasByte = true
-	} else if err != nil && !c.aborting {
+	} else if err != nil {
 		c.leftLocked()
 	}
 	c.watching = false
@@ -245,21 +241,24 @@ func (c *leanConn) leftLocked() {
 	}
 }
 
-// endWatch stops the watch read, if one is in flight, once the handler
-// returned.
+// endWatch notes that the handler returned. A watch read in flight is
+// left to run: it is the read of the next request's first byte (or of the
+// client's end), which the serve loop waits for (awaitWatch), so a parked
+// poll's answer costs no deadline changes to stop it.
 func (c *leanConn) endWatch() {
 	c.mu.Lock()
 	c.inHandler = false
-	if !c.watching {
-		c.mu.Unlock()
-		return
-	}
-	c.aborting = true
-	ch := c.watched
 	c.mu.Unlock()
-	_ = c.nc.SetReadDeadline(aLongTimeAgo)
-	<-ch
-	_ = c.nc.SetReadDeadline(time.Time{})
+}
+
+// awaitWatch waits for a watch read in flight to return.
+func (c *leanConn) awaitWatch() {
+	c.mu.Lock()
+	watching, ch := c.watching, c.watched
+	c.mu.Unlock()
+	if watching {
+		<-ch
+	}
 }
 
 func (c *leanConn) serve() {
@@ -268,6 +267,7 @@ func (c *leanConn) serve() {
 		c.leftLocked()
 		c.mu.Unlock()
 		_ = c.nc.Close()
+		c.awaitWatch()
 		c.l.leave(c)
 	}()
 	for {
@@ -275,7 +275,12 @@ func (c *leanConn) serve() {
 			return
 		}
 		// Wait for the request's first byte as an idle connection (closed
-		// at once by a shutdown), then read it as an active one.
+		// at once by a shutdown), then read it as an active one. After a
+		// parked poll the watch read is that first read.
+		c.awaitWatch()
+		if c.gone.Load() {
+			return
+		}
 		if _, err := c.br.Peek(1); err != nil {
 			return
 		}
