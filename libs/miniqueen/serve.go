@@ -45,9 +45,14 @@ type leanServer struct {
 	h      http.Handler
 	logger *slog.Logger
 
+	// closing is set once, by shutdown, before it looks for idle
+	// connections; a connection marks itself idle before it checks
+	// closing, so one of the two sees the other without a lock per
+	// request.
+	closing atomic.Bool
+
 	mu       sync.Mutex
 	conns    map[*leanConn]struct{}
-	closing  bool
 	draining chan struct{} // closed when the last connection is gone while closing
 	wg       sync.WaitGroup
 }
@@ -78,7 +83,7 @@ func (l *leanServer) serve(ln net.Listener) error {
 		backoff = 0
 		c := newLeanConn(l, nc)
 		l.mu.Lock()
-		if l.closing {
+		if l.closing.Load() {
 			l.mu.Unlock()
 			_ = nc.Close()
 			continue
@@ -94,12 +99,12 @@ func (l *leanServer) serve(ln net.Listener) error {
 // answers in flight finish for up to grace, then closes every connection
 // and waits for their goroutines.
 func (l *leanServer) shutdown(ln net.Listener, grace time.Duration) {
+	l.closing.Store(true)
 	l.mu.Lock()
-	l.closing = true
 	_ = ln.Close()
 	l.draining = make(chan struct{})
 	for c := range l.conns {
-		if c.idle {
+		if c.idle.Load() {
 			_ = c.nc.Close()
 		}
 	}
@@ -127,7 +132,7 @@ func (l *leanServer) shutdown(ln net.Listener, grace time.Duration) {
 func (l *leanServer) leave(c *leanConn) {
 	l.mu.Lock()
 	delete(l.conns, c)
-	if l.closing && len(l.conns) == 0 && l.draining != nil {
+	if l.closing.Load() && len(l.conns) == 0 && l.draining != nil {
 		select {
 		case <-l.draining:
 		default:
@@ -141,10 +146,8 @@ func (l *leanServer) leave(c *leanConn) {
 // setIdle marks c as waiting for its next request (or not) and reports
 // false when the server is closing: an idle connection then ends.
 func (l *leanServer) setIdle(c *leanConn, idle bool) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	c.idle = idle
-	return !l.closing
+	c.idle.Store(idle)
+	return !l.closing.Load()
 }
 
 // leanConn is one client connection. It is also every request's context
@@ -158,7 +161,7 @@ type leanConn struct {
 	bw     *bufio.Writer
 	header http.Header // the answer's header, cleared after each answer
 
-	idle bool // under l.mu
+	idle atomic.Bool // waiting for its next request
 
 	// mu guards the watch: whether a read for the client leaving is in
 	// flight, and what it found.
@@ -355,11 +358,7 @@ func (c *leanConn) serveOne(req *http.Request) (keep bool) {
 }
 
 // alive reports whether the server still serves (not shutting down).
-func (l *leanServer) alive() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return !l.closing
-}
+func (l *leanServer) alive() bool { return !l.closing.Load() }
 
 func (c *leanConn) writeQuick(status int) {
 	_, _ = c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) + "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
