@@ -2,11 +2,14 @@ package miniqueen
 
 import (
 	"bufio"
+	"bytes"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -225,4 +228,53 @@ func TestStopEndsParkedPollsAndIdleConnections(t *testing.T) {
 	if !idle.closed() {
 		t.Fatal("the idle connection stayed open after Stop")
 	}
+}
+
+// A handler that panics costs its connection, as under net/http: no
+// answer, the connection closed, the panic logged with its route; the
+// server goes on serving other connections.
+func TestAPanickingHandlerClosesItsConnectionOnly(t *testing.T) {
+	t.Parallel()
+	var logged bytes.Buffer
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logged}, nil))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /panic", func(http.ResponseWriter, *http.Request) { panic("boom") })
+	mux.HandleFunc("GET /ok", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "fine") })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLeanServer(mux, logger)
+	go func() { _ = l.serve(ln) }()
+	t.Cleanup(func() { l.shutdown(ln, time.Second) })
+	s := &Server{}
+	s.bound.Store(new(ln.Addr().String()))
+
+	r := dialRaw(t, s)
+	r.send("GET /panic HTTP/1.1\r\nHost: mq\r\n\r\n")
+	if !r.closed() {
+		t.Fatal("the panicking handler's connection stayed open")
+	}
+	other := dialRaw(t, s)
+	other.send("GET /ok HTTP/1.1\r\nHost: mq\r\n\r\n")
+	if resp, body := other.answer(http.MethodGet); resp.StatusCode != 200 || body != "fine" || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+		t.Fatalf("after a panic elsewhere: %d %q (Content-Type %q), want 200 \"fine\" sniffed as text/plain", resp.StatusCode, body, resp.Header.Get("Content-Type"))
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(logged.String(), "handler panic") || !strings.Contains(logged.String(), "/panic") {
+		t.Fatalf("log %q does not name the panic and its route", logged.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
