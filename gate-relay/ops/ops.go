@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/queen-mq/gate/libs/queen"
 	"github.com/queen-mq/gate/libs/service"
@@ -65,25 +64,35 @@ type RoleSource interface {
 // BrokerCheckTimeout bounds the broker check of one /health request.
 const BrokerCheckTimeout = 2 * time.Second
 
-// counterDescs lists every stage counter exported, as
-// gate_relay_stage_<name>_total.
-var counterNames = []string{"popped", "admitted", "deferred", "parked", "released", "forwarded", "commits",
-	"duplicates", "foreign", "deadlettered", "leaked", "wedged", "cost_admitted", "ambiguous", "held"}
-
-func counterValues(c store.Counters) []int64 {
-	return []int64{c.Popped, c.Admitted, c.Deferred, c.Parked, c.Released, c.Forwarded, c.Commits,
-		c.Duplicates, c.Foreign, c.Deadlettered, c.Leaked, c.Wedged, c.CostAdmitted, c.Ambiguous, c.Held}
+// stageCounters lists every stage counter exported, as
+// gate_relay_stage_<name>_total (series.go writes them), with its field.
+var stageCounters = []struct {
+	name string
+	of   func(*store.Counters) int64
+}{
+	{"popped", func(c *store.Counters) int64 { return c.Popped }},
+	{"admitted", func(c *store.Counters) int64 { return c.Admitted }},
+	{"deferred", func(c *store.Counters) int64 { return c.Deferred }},
+	{"parked", func(c *store.Counters) int64 { return c.Parked }},
+	{"released", func(c *store.Counters) int64 { return c.Released }},
+	{"forwarded", func(c *store.Counters) int64 { return c.Forwarded }},
+	{"commits", func(c *store.Counters) int64 { return c.Commits }},
+	{"duplicates", func(c *store.Counters) int64 { return c.Duplicates }},
+	{"foreign", func(c *store.Counters) int64 { return c.Foreign }},
+	{"deadlettered", func(c *store.Counters) int64 { return c.Deadlettered }},
+	{"leaked", func(c *store.Counters) int64 { return c.Leaked }},
+	{"wedged", func(c *store.Counters) int64 { return c.Wedged }},
+	{"cost_admitted", func(c *store.Counters) int64 { return c.CostAdmitted }},
+	{"ambiguous", func(c *store.Counters) int64 { return c.Ambiguous }},
+	{"held", func(c *store.Counters) int64 { return c.Held }},
 }
 
-// collector exports the relay's counters at scrape time.
+// collector exports the relay's own gauges and counters at scrape time;
+// the per-graph families are written apart (series.go).
 type collector struct {
 	src     Source
-	descs   []*prometheus.Desc
-	running *prometheus.Desc
 	calls   *prometheus.Desc
 	up      *prometheus.Desc
-	holding *prometheus.Desc
-	denials *prometheus.Desc
 	swFail  *prometheus.Desc
 	swOK    *prometheus.Desc
 	standby *prometheus.Desc
@@ -92,15 +101,8 @@ type collector struct {
 
 func newCollector(src Source) *collector {
 	c := &collector{src: src}
-	labels := []string{"app", "graph", "path", "node"}
-	for _, n := range counterNames {
-		c.descs = append(c.descs, prometheus.NewDesc("gate_relay_stage_"+n+"_total", "Stage counter "+n+" on this replica (lifetime of the graph runtime).", labels, nil))
-	}
-	c.running = prometheus.NewDesc("gate_relay_graph_running", "1 when the graph's stages run on this replica.", []string{"app", "graph", "version"}, nil)
 	c.up = prometheus.NewDesc("gate_relay_broker_up", "1 when the broker answered this scrape's health check (bounded by 2 s), 0 when it did not.", nil, nil)
 	c.calls = prometheus.NewDesc("gate_relay_broker_calls_total", "Broker calls this replica's client sent, by route (kv_incr: the kv calls that carried an incr; lease: lease renewals).", []string{"route"}, nil)
-	c.holding = prometheus.NewDesc("gate_relay_stage_holding", "Claims the stage holds now: leased and renewed while their window does not open, their partition waiting while the stage's workers pop others.", labels, nil)
-	c.denials = prometheus.NewDesc("gate_relay_denials_total", "Windows a budget refused at the stage, by budget and reason: ceiling (the sub-window is full), share (the path's share of it is spent), backoff (a backoff spent the counter until its Retry-After).", append(labels, "budget", "reason"), nil)
 	c.swFail = prometheus.NewDesc("gate_relay_status_write_failures_total", "Status writes to kv that failed (the broker refused or did not answer); while they fail gate-api cannot see what this replica runs.", nil, nil)
 	c.swOK = prometheus.NewDesc("gate_relay_status_write_ok", "1 when the last status write stored every row, 0 when it failed.", nil, nil)
 	c.standby = prometheus.NewDesc("gate_relay_graphs_standby", "Graphs this replica runs as a standby: another owner is their primary, and their ingress stages doze once quiet, checking their source every GATE_POLL_TIMEOUT_SECONDS.", nil, nil)
@@ -109,14 +111,8 @@ func newCollector(src Source) *collector {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.descs {
-		ch <- d
-	}
-	ch <- c.running
 	ch <- c.calls
 	ch <- c.up
-	ch <- c.holding
-	ch <- c.denials
 	ch <- c.swFail
 	ch <- c.swOK
 	ch <- c.standby
@@ -156,26 +152,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.standby, prometheus.GaugeValue, float64(standby))
 		ch <- prometheus.MustNewConstMetric(c.dozing, prometheus.GaugeValue, float64(dozing))
 	}
-	st := c.src.Snapshot()
-	for _, g := range st.Graphs {
-		v := 0.0
-		if g.Running {
-			v = 1
-		}
-		ch <- prometheus.MustNewConstMetric(c.running, prometheus.GaugeValue, v, g.App, g.Graph, jsonInt(g.Version))
-		for _, s := range g.Stages {
-			for i, val := range counterValues(s.Counters) {
-				ch <- prometheus.MustNewConstMetric(c.descs[i], prometheus.CounterValue, float64(val), g.App, g.Graph, s.Path, s.Node)
-			}
-			ch <- prometheus.MustNewConstMetric(c.holding, prometheus.GaugeValue, float64(s.Holding), g.App, g.Graph, s.Path, s.Node)
-			for _, d := range s.Denials {
-				ch <- prometheus.MustNewConstMetric(c.denials, prometheus.CounterValue, float64(d.Count), g.App, g.Graph, s.Path, s.Node, d.Budget, d.Reason)
-			}
-		}
-	}
 }
-
-func jsonInt(v int64) string { b, _ := json.Marshal(v); return string(b) }
 
 // Option adjusts Handler and NewServer.
 type Option func(*options)
@@ -200,7 +177,7 @@ func Handler(src Source, opts ...Option) http.Handler {
 	// how an operator sees a relay leak or stall.
 	reg.MustRegister(newCollector(src), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", metricsHandler(reg, src))
 	if o.profiles {
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)

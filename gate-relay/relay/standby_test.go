@@ -15,34 +15,56 @@ import (
 	"github.com/queen-mq/gate/libs/store"
 )
 
-// settledBy counts, per replica, the items each graph's egress node
-// settled there.
+// settledBy counts, per replica, the items each graph's nodes settled
+// there.
 type settledBy struct {
 	mu sync.Mutex
-	n  map[string]map[string]int
+	n  map[settledAt]int
 }
+
+type settledAt struct{ replica, graph, node string }
 
 func (s *settledBy) observer(replica string) stage.Observer {
 	return func(st stage.Settled) {
-		if st.Node != "out" {
-			return
-		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.n == nil {
-			s.n = map[string]map[string]int{}
+			s.n = map[settledAt]int{}
 		}
-		if s.n[replica] == nil {
-			s.n[replica] = map[string]int{}
-		}
-		s.n[replica][st.Graph] += st.Items
+		s.n[settledAt{replica, st.Graph, st.Node}] += st.Items
 	}
 }
 
-func (s *settledBy) count(replica, graph string) int {
+// count is the items graph's egress node settled on replica.
+func (s *settledBy) count(replica, graph string) int { return s.at(replica, graph, "out") }
+
+func (s *settledBy) at(replica, graph, node string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.n[replica][graph]
+	return s.n[settledAt{replica, graph, node}]
+}
+
+// reported waits until every replica reported each graph's settles of
+// want items at both nodes. A stage wakes the stage it pushed into before
+// it reports the settle, and the broker shows the settle's items a moment
+// before the stage has read its answer: a test that moves the clock once
+// the egress shows the items could have that wake land after the move,
+// stamping the woken stage's last activity at the new time, so it stays
+// awake (and parked) for another DozeAfter the clock never reaches.
+func (s *settledBy) reported(t *testing.T, want map[string]map[string]int) {
+	t.Helper()
+	gatetest.EventuallyErr(t, 10*time.Second, func() error {
+		for replica, graphs := range want {
+			for g, n := range graphs {
+				for _, node := range []string{"in", "out"} {
+					if got := s.at(replica, g, node); got != n {
+						return fmt.Errorf("%s reported %d settled items of %s at %s, want %d", replica, got, g, node, n)
+					}
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // Two relays on one broker, two replicas per graph, every graph running
@@ -128,7 +150,7 @@ func standbyTakesOver(t *testing.T, k int) {
 		return nil
 	})
 	// One parked poll per idle graph across both replicas.
-	gatetest.Eventually(t, 10*time.Second, func() bool { return e.mini.Parked() == graphs })
+	parkedAre(t, e, relays, graphs)
 	consistently(t, 300*time.Millisecond, func() bool { return e.mini.Parked() == graphs })
 
 	// A push goes through at once, on the graph's primary.
@@ -144,21 +166,22 @@ func standbyTakesOver(t *testing.T, k int) {
 		t.Fatalf("the relays' clock moved %s", v.Now().Sub(at))
 	}
 	// A stage reports a settle once the broker's answer is read, which can
-	// trail the egress showing the items.
-	gatetest.EventuallyErr(t, 10*time.Second, func() error {
-		for p, gs := range primaries {
-			for _, g := range gs {
-				if n := by.count(p, g); n != 1 {
-					return fmt.Errorf("%s's primary %s settled %d items of it, want its 1", g, p, n)
-				}
-			}
+	// trail the egress showing the items: each item went through its
+	// graph's primary, at both nodes.
+	settled := map[string]map[string]int{}
+	for _, id := range ids {
+		settled[id] = map[string]int{}
+	}
+	for p, gs := range primaries {
+		for _, g := range gs {
+			settled[p][g] = 1
 		}
-		return nil
-	})
+	}
+	by.reported(t, settled)
 
 	// Quiet for DozeAfter, the woken interior stages doze again.
 	v.Advance(4 * time.Second)
-	gatetest.Eventually(t, 10*time.Second, func() bool { return e.mini.Parked() == graphs })
+	parkedAre(t, e, relays, graphs)
 
 	// The primary of most graphs dies (stops; its header stays live until
 	// it expires). An item pushed now waits for the standby's check.
@@ -172,7 +195,7 @@ func standbyTakesOver(t *testing.T, k int) {
 	stops[dead]()
 	// Its parked polls are gone from the broker (as a dead process's
 	// connections are closed), so none of them takes the next items.
-	gatetest.Eventually(t, 10*time.Second, func() bool { return e.mini.Parked() == len(primaries[alive]) })
+	parkedAre(t, e, relays, len(primaries[alive]))
 	orphans := primaries[dead]
 	for i, g := range orphans {
 		part := g + "-before"
@@ -190,14 +213,17 @@ func standbyTakesOver(t *testing.T, k int) {
 		}
 		return nil
 	})
-	gatetest.EventuallyErr(t, 10*time.Second, func() error {
-		for _, g := range orphans {
-			if n := by.count(alive, g); n != 1 {
-				return fmt.Errorf("the standby %s settled %d items of %s by its check, want 1", alive, n, g)
-			}
+	// The standby settled each orphan's item by its check, and nothing of
+	// them went through the dead primary.
+	for _, g := range orphans {
+		settled[alive][g] = 1
+	}
+	by.reported(t, settled)
+	for _, g := range orphans {
+		if n := by.count(dead, g); n != 1 {
+			t.Fatalf("the dead primary %s settled %d items of %s, want the 1 from before it died", dead, n, g)
 		}
-		return nil
-	})
+	}
 	if n, _ := relays[alive].Roles(); n != graphs-len(primaries[alive]) {
 		t.Fatalf("%s was promoted (%d standby graphs) while the dead primary's header was live", alive, n)
 	}
@@ -205,7 +231,7 @@ func standbyTakesOver(t *testing.T, k int) {
 	// Quiet for DozeAfter, the standby's stages doze again (its checks
 	// meanwhile find nothing): only its own primaries' polls are parked.
 	v.Advance(4 * time.Second)
-	gatetest.Eventually(t, 10*time.Second, func() bool { return e.mini.Parked() == len(primaries[alive]) })
+	parkedAre(t, e, relays, len(primaries[alive]))
 
 	// The dead primary's header expires; the standby's next member read
 	// (sooner than any check is due) promotes it, which wakes the stages:
@@ -226,8 +252,29 @@ func standbyTakesOver(t *testing.T, k int) {
 	if !v.Now().Equal(at) {
 		t.Fatalf("the relays' clock moved %s", v.Now().Sub(at))
 	}
+	for _, g := range orphans {
+		settled[alive][g] = 2
+	}
+	by.reported(t, settled)
 	// Quiet for DozeAfter, the promoted replica parks one poll per graph.
 	v.Advance(4 * time.Second)
-	gatetest.Eventually(t, 10*time.Second, func() bool { return e.mini.Parked() == graphs })
+	parkedAre(t, e, relays, graphs)
 	checkOnceInOrder(t, e.egress(e.egressQueue()), want)
+}
+
+// parkedAre waits until want long-polls are parked on the broker, and
+// says on failure what each relay's stages were doing.
+func parkedAre(t *testing.T, e *env, relays map[string]*relay.Relay, want int) {
+	t.Helper()
+	gatetest.EventuallyErr(t, 10*time.Second, func() error {
+		if n := e.mini.Parked(); n != want {
+			roles := ""
+			for id, r := range relays {
+				standby, dozing := r.Roles()
+				roles += fmt.Sprintf("; %s: %d graphs standby, %d stages dozing", id, standby, dozing)
+			}
+			return fmt.Errorf("%d long-polls parked, want %d%s", n, want, roles)
+		}
+		return nil
+	})
 }
