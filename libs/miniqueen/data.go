@@ -164,10 +164,29 @@ type popParams struct {
 	sub     subscription
 }
 
+// popKeys are the query parameters a pop reads (read in one pass,
+// rawQuery.GetEach), indexed by the pop… constants below.
+var popKeys = []string{"batch", "partitions", "timeout", "leaseSeconds", "wait", "autoAck", "consumerGroup", "subscriptionMode", "subscriptionFrom"}
+
+const (
+	popBatch = iota
+	popPartitions
+	popTimeout
+	popLease
+	popWait
+	popAutoAck
+	popGroup
+	popMode
+	popFrom
+	popKeyCount
+)
+
 func (s *Server) parsePop(q rawQuery) (popParams, string) {
 	p := popParams{req: claimReq{batch: 200, parts: 1}, timeout: 30 * time.Second}
-	intParam := func(name string, min int64, dst *int64) string {
-		v := q.Get(name)
+	var vals [popKeyCount]string
+	q.GetEach(popKeys, vals[:])
+	intParam := func(key int, min int64, dst *int64) string {
+		name, v := popKeys[key], vals[key]
 		if v == "" {
 			return ""
 		}
@@ -180,10 +199,10 @@ func (s *Server) parsePop(q rawQuery) (popParams, string) {
 	}
 	var batch, parts, timeout, lease int64 = 200, 1, 30000, 0
 	for _, e := range []string{
-		intParam("batch", 1, &batch),
-		intParam("partitions", 1, &parts),
-		intParam("timeout", 0, &timeout),
-		intParam("leaseSeconds", 1, &lease),
+		intParam(popBatch, 1, &batch),
+		intParam(popPartitions, 1, &parts),
+		intParam(popTimeout, 0, &timeout),
+		intParam(popLease, 1, &lease),
 	} {
 		if e != "" {
 			return p, e
@@ -193,11 +212,11 @@ func (s *Server) parsePop(q rawQuery) (popParams, string) {
 	p.req.parts = int(min(parts, 100000))
 	p.timeout = time.Duration(timeout) * time.Millisecond
 	p.req.lease = time.Duration(lease) * time.Second
-	p.wait = isTrue(q.Get("wait"))
-	p.req.autoAck = isTrue(q.Get("autoAck"))
-	p.req.group = normGroup(q.Get("consumerGroup"))
-	mode := q.Get("subscriptionMode")
-	from := strings.TrimSpace(q.Get("subscriptionFrom"))
+	p.wait = isTrue(vals[popWait])
+	p.req.autoAck = isTrue(vals[popAutoAck])
+	p.req.group = normGroup(vals[popGroup])
+	mode := vals[popMode]
+	from := strings.TrimSpace(vals[popFrom])
 	switch {
 	case from != "" && strings.EqualFold(from, "now"):
 		p.sub = subscription{mode: "new"}

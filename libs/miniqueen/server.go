@@ -2,12 +2,10 @@ package miniqueen
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -196,9 +194,9 @@ func (s *Server) Start(ctx context.Context) error {
 	ending := ctx.Done()
 	s.bound.Store(&addr)
 	s.ending.Store(&ending)
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := newLeanServer(s.Handler(), s.logger)
 	s.Go(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.serve(ln); err != nil {
 			s.logger.Error("miniqueen: serve", "error", err)
 		}
 	})
@@ -206,11 +204,7 @@ func (s *Server) Start(ctx context.Context) error {
 		<-ctx.Done()
 		// Parked long-polls have answered (they watch ending); requests in
 		// flight get shutdownGrace to finish.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil {
-			_ = srv.Close()
-		}
+		srv.shutdown(ln, shutdownGrace)
 	})
 	s.logger.Info("miniqueen listening", "addr", addr, "url", s.URL())
 	s.Ready()
