@@ -106,7 +106,8 @@ func (t *SyncTransport) serves(req *http.Request) bool {
 	if req.URL == nil || req.URL.Scheme != "http" || req.URL.Host == "" {
 		return false
 	}
-	if req.Body != nil && req.Body != http.NoBody && req.ContentLength <= 0 {
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	if hasBody && req.ContentLength <= 0 || !hasBody && req.ContentLength > 0 {
 		return false
 	}
 	if t.Fallback.Proxy != nil {
