@@ -181,7 +181,9 @@ func (t *SyncTransport) conn(ctx context.Context, addr string) (*syncConn, bool,
 		var stale []*syncConn
 		if drop > 0 {
 			stale = append(stale, conns[:drop]...)
-			conns = append(conns[:0], conns[drop:]...)
+			n := copy(conns, conns[drop:])
+			clear(conns[n:])
+			conns = conns[:n]
 		}
 		var cc *syncConn
 		if n := len(conns); n > 0 {

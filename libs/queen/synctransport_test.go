@@ -250,3 +250,21 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// A connection idle for longer than the fallback's IdleConnTimeout is
+// closed instead of used.
+func TestSyncTransportRetiresConnectionsIdleTooLong(t *testing.T) {
+	t.Parallel()
+	srv, conns := syncServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
+	fb := NewTransport()
+	fb.IdleConnTimeout = time.Nanosecond
+	tr := NewSyncTransport(fb)
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := New(srv.URL, WithHTTPClient(&http.Client{Transport: tr}))
+	noErr(t, err)
+	for range 2 {
+		_, err := c.Do(t.Context(), http.MethodGet, "/x", nil)
+		noErr(t, err)
+	}
+	eq(t, "connections", conns.Load(), int64(2))
+}
