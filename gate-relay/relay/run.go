@@ -49,7 +49,11 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 	if cfg.Replica == "" {
 		return fmt.Errorf("the replica id is empty; set GATE_RELAY_ID or let main derive it")
 	}
-	client, err := queen.New(cfg.QueenURL)
+	// The stages' calls (pops, settles, charges) go over the synchronous
+	// transport: each call is written and answered on the stage's own
+	// goroutine, with no reader and writer goroutine per connection
+	// (queen.SyncTransport says why).
+	client, err := queen.New(cfg.QueenURL, queen.WithHTTPClient(&http.Client{Transport: queen.NewSyncTransport(queen.NewTransport())}))
 	if err != nil {
 		return fmt.Errorf("QUEEN_URL: %w", err)
 	}

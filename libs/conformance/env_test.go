@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -34,7 +35,11 @@ func newEnv(t *testing.T) *env {
 	} else {
 		b = gatetest.NewBroker(t)
 	}
-	c, err := queen.New(b.URL)
+	// The relay's transport (queen.SyncTransport): the suite holds the
+	// broker to what the relay's calls need, over the calls it makes.
+	tr := queen.NewSyncTransport(queen.NewTransport())
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := queen.New(b.URL, queen.WithHTTPClient(&http.Client{Transport: tr}))
 	if err != nil {
 		t.Fatalf("queen.New(%q): %v", b.URL, err)
 	}

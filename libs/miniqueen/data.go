@@ -671,7 +671,9 @@ func (s *Server) handleTransaction(w http.ResponseWriter, r *http.Request) {
 		body.KV = nil
 	}
 	if !isNull(body.KV) {
-		if err := json.Unmarshal(body.KV, &kvOps); err != nil {
+		if ops, ok := scanKVOps(body.KV); ok {
+			kvOps = ops
+		} else if err := json.Unmarshal(body.KV, &kvOps); err != nil {
 			fail(http.StatusBadRequest, "bad_request", "kv must be an array of KV operations: "+err.Error())
 			return
 		}

@@ -79,12 +79,18 @@ func (s *Server) handleKVBatch(w http.ResponseWriter, r *http.Request) {
 	var ops []kvOpWire
 	switch {
 	case len(b) > 0 && b[0] == '[':
-		err = json.Unmarshal(b, &ops)
+		var fast bool
+		if ops, fast = scanKVOps(b); !fast {
+			err = json.Unmarshal(b, &ops)
+		}
 	case len(b) > 0 && b[0] == '{':
 		var body struct {
 			Operations *[]kvOpWire `json:"operations"`
 		}
-		err = json.Unmarshal(b, &body)
+		var fast bool
+		if body.Operations, fast = scanKVBody(b); !fast {
+			err = json.Unmarshal(b, &body)
+		}
 		if err == nil && body.Operations == nil {
 			writeKVError(w, kvBad("kv_bad_body", "the body needs an operations array: {\"operations\":[…]}"))
 			return

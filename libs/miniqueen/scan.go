@@ -315,3 +315,143 @@ func rawCopy(r reader, dst *rawJSON) error {
 	*dst = append(rawJSON(nil), v...)
 	return err
 }
+
+var kvOpKeys = []string{"op", "ns", "key", "keys", "prefix", "after", "limit", "keysOnly", "value", "ttlSeconds", "forever", "expect", "required", "delta", "min", "max", "tenant", "tenantId", "_tenant"}
+
+// kvOp reads one kv operation object as encoding/json fills a kvOpWire:
+// strings and booleans (null leaves them as they are), raw values (null
+// kept as the literal) and the keys array. The op, namespace and tenant
+// fields repeat across the ops of one body, so they are kept once.
+func (r reader) kvOp(op *kvOpWire, lastOp, lastNS *string) error {
+	seenKeys := false
+	return r.Object(func(k []byte) error {
+		switch string(k) {
+		case "op":
+			return r.same(&op.Op, lastOp)
+		case "ns":
+			return r.same(&op.NS, lastNS)
+		case "key":
+			return r.str(&op.Key)
+		case "keys":
+			if err := once(&seenKeys); err != nil {
+				return err
+			}
+			if r.Null() {
+				op.Keys = nil
+				return nil
+			}
+			keys := []string{}
+			_, err := r.Array(func() error {
+				var v string
+				err := r.str(&v)
+				keys = append(keys, v)
+				return err
+			})
+			op.Keys = keys
+			return err
+		case "prefix":
+			return r.str(&op.Prefix)
+		case "after":
+			return r.str(&op.After)
+		case "limit":
+			return r.raw(&op.Limit)
+		case "keysOnly":
+			return r.Bool(&op.KeysOnly)
+		case "value":
+			return r.raw(&op.Value)
+		case "ttlSeconds":
+			return r.raw(&op.TTL)
+		case "forever":
+			return r.raw(&op.Forever)
+		case "expect":
+			return r.raw(&op.Expect)
+		case "required":
+			return r.Bool(&op.Required)
+		case "delta":
+			return r.raw(&op.Delta)
+		case "min":
+			return r.raw(&op.Min)
+		case "max":
+			return r.raw(&op.Max)
+		case "tenant":
+			return r.raw(&op.Tenant)
+		case "tenantId":
+			return r.raw(&op.TenantID)
+		case "_tenant":
+			return r.raw(&op.TenantU)
+		default:
+			return r.skipUnknown(k, kvOpKeys...)
+		}
+	})
+}
+
+// kvOps reads an array of kv operations into *dst; null reads as no
+// array (isArr false), and an element that is not an object gives up.
+func (r reader) kvOps(dst *[]kvOpWire, sizeHint int) (isArr bool, err error) {
+	var lastOp, lastNS string
+	ops := make([]kvOpWire, 0, sizeHint)
+	isArr, err = r.Array(func() error {
+		if r.Peek() != '{' {
+			return errFallBack
+		}
+		ops = append(ops, kvOpWire{})
+		return r.kvOp(&ops[len(ops)-1], &lastOp, &lastNS)
+	})
+	*dst = ops
+	return isArr, err
+}
+
+// kvSizeHint is the capacity to start a body's kv operations with.
+func kvSizeHint(b []byte) int { return min(64, len(b)/64+1) }
+
+// scanKVOps decodes a JSON array of kv operations (a transaction's kv
+// riders, the kv batch route's bare array); ok=false means "use
+// encoding/json", which then answers whatever the fast reader did not
+// expect (null, an element that is not an object, a value of the wrong
+// type) with its own words. Every string and raw value is a copy: the
+// caller may reuse b.
+func scanKVOps(b []byte) (ops []kvOpWire, ok bool) {
+	r := newReader(b)
+	if r.Peek() != '[' {
+		return nil, false
+	}
+	if _, err := r.kvOps(&ops, kvSizeHint(b)); err != nil || r.End() != nil {
+		return nil, false
+	}
+	return ops, true
+}
+
+// scanKVBody decodes the kv batch route's {"operations":[…]}: ops is nil
+// when the body has no operations array (absent or null), as
+// encoding/json leaves the pointer field; ok=false means "use
+// encoding/json". Every string and raw value is a copy.
+func scanKVBody(b []byte) (ops *[]kvOpWire, ok bool) {
+	r := newReader(b)
+	if r.Peek() != '{' {
+		return nil, false
+	}
+	seen := false
+	err := r.Object(func(k []byte) error {
+		if string(k) != "operations" {
+			return r.skipUnknown(k, "operations")
+		}
+		if err := once(&seen); err != nil {
+			return err
+		}
+		var list []kvOpWire
+		isArr, err := r.kvOps(&list, kvSizeHint(b))
+		switch {
+		case err != nil:
+			return err
+		case !isArr:
+			ops = nil
+		default:
+			ops = &list
+		}
+		return nil
+	})
+	if err != nil || r.End() != nil {
+		return nil, false
+	}
+	return ops, true
+}

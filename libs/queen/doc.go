@@ -67,4 +67,9 @@
 //     it); a broker route never redirects, so a 3xx is an answer. The hot
 //     routes' URLs are parsed once, and PreparePop builds a pop's route,
 //     query and URL once for a caller that pops the same request in a loop.
+//   - SyncTransport (what gate-relay's stages use; the default is
+//     NewTransport) writes each plain-HTTP/1.1 call whole and reads its
+//     answer on the calling goroutine, with no reader and writer goroutine
+//     per connection; it resends a request only when it cannot have reached
+//     the broker (a pooled connection is peeked at before it is used).
 package queen
