@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/queen-mq/gate/gate-relay/config"
@@ -29,6 +30,9 @@ func main() {
 	level, _ := knob.ParseLogLevel(cfg.LogLevel) // Load has checked it
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
+	if cfg.MemoryLimit > 0 {
+		debug.SetMemoryLimit(cfg.MemoryLimit)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := relay.Run(ctx, cfg, relay.WithLogger(log)); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,6 +70,15 @@ type Config struct {
 	// ReplicasPerGraph is how many live replicas run each graph
 	// (GATE_RELAY_REPLICAS_PER_GRAPH, 2, 0..1000; 0 = every replica).
 	ReplicasPerGraph int
+	// StandbyCheck is how often a dozing standby's ingress stage checks
+	// its source (GATE_STANDBY_CHECK_SECONDS, 120, 1..3600).
+	StandbyCheck time.Duration
+	// MemoryLimit is the soft memory limit in bytes the relay gives the Go
+	// runtime (GATE_RELAY_MEMORY_LIMIT_MB, 400, 0..1048576; 0 sets none):
+	// past it the garbage collector runs sooner and returns freed pages to
+	// the OS. Zero as well when GOMEMLIMIT is set: the runtime reads that
+	// itself, and it wins.
+	MemoryLimit int64
 	// Profiles serves /debug/pprof/ on Bind (GATE_RELAY_PPROF=1; default
 	// 0, none).
 	Profiles bool
@@ -98,8 +108,47 @@ func Default() Config {
 		Admission:           knob.Admission.Default,
 		Linger:              millis(knob.StageLingerMs.Default),
 		ReplicasPerGraph:    knob.ReplicasPerGraph.Default,
+		StandbyCheck:        seconds(knob.StandbyCheckSeconds.Default),
+		MemoryLimit:         DefaultMemoryLimitMB << 20,
 		ShadowKeysPerSecond: knob.ShadowKeysPerSecond.Default,
 	}
+}
+
+// DefaultMemoryLimitMB is GATE_RELAY_MEMORY_LIMIT_MB's default: above a
+// replica's working set at about 7,000 two-node graphs (what each of three
+// replicas runs at 10,000 graphs, two replicas per graph), so an idle
+// relay's heap goes back to the OS instead of waiting at twice its live
+// size, and well under the 512 MB a small container gives.
+const DefaultMemoryLimitMB = 400
+
+// maxMemoryLimitMB bounds GATE_RELAY_MEMORY_LIMIT_MB (1 TiB).
+const maxMemoryLimitMB = 1 << 20
+
+// memoryLimit reads GATE_RELAY_MEMORY_LIMIT_MB in bytes: its default when
+// unset, zero when GOMEMLIMIT is set (the Go runtime honours that one),
+// and an error naming the knob and the fix for a value that is not a whole
+// number of megabytes in 0..maxMemoryLimitMB. It refuses rather than
+// clamps: a limit the relay cannot honour as written would make its
+// garbage collector run far more, or far less, than the operator meant.
+func memoryLimit(getenv func(string) string) (int64, error) {
+	const name = "GATE_RELAY_MEMORY_LIMIT_MB"
+	v := strings.TrimSpace(getenv(name))
+	if strings.TrimSpace(getenv("GOMEMLIMIT")) != "" {
+		return 0, nil
+	}
+	if v == "" {
+		return DefaultMemoryLimitMB << 20, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("%s=%q is not a whole number of megabytes; set it to 0 (no limit) up to %d, or unset it for the default %d", name, v, maxMemoryLimitMB, DefaultMemoryLimitMB)
+	case n < 0 || strings.HasPrefix(v, "-"):
+		return 0, fmt.Errorf("%s=%q is negative; set it to 0 (no limit) up to %d megabytes, or unset it for the default %d", name, v, maxMemoryLimitMB, DefaultMemoryLimitMB)
+	case err != nil || n > maxMemoryLimitMB:
+		return 0, fmt.Errorf("%s=%q is more than %d megabytes (1 TiB); set it in megabytes, not bytes, at most %d, or 0 for no limit", name, v, maxMemoryLimitMB, maxMemoryLimitMB)
+	}
+	return n << 20, nil
 }
 
 func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
@@ -138,12 +187,15 @@ func Load(getenv func(string) string) (Config, error) {
 	c.Admission, err = knob.Admission.Read(getenv)
 	errs = append(errs, err)
 	durKnob(knob.StageLingerMs, &c.Linger, time.Millisecond)
+	durKnob(knob.StandbyCheckSeconds, &c.StandbyCheck, time.Second)
 	c.ReplicasPerGraph, err = knob.ReplicasPerGraph.Read(getenv)
 	errs = append(errs, err)
 	profiles, err := knob.RelayProfiles.Read(getenv)
 	c.Profiles = profiles == 1
 	errs = append(errs, err)
 	c.ShadowKeysPerSecond, err = knob.ShadowKeysPerSecond.Read(getenv)
+	errs = append(errs, err)
+	c.MemoryLimit, err = memoryLimit(getenv)
 	errs = append(errs, err)
 	str("GATE_RELAY_BIND", &c.Bind)
 	str("GATE_NATS_URL", &c.NATSURL)

@@ -52,3 +52,59 @@ func TestDefaultsClampsAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// GATE_RELAY_MEMORY_LIMIT_MB is the soft memory limit the relay gives the
+// Go runtime: 400 MB unset, 0 for none, and a value that is not a whole
+// number of megabytes in 0..1048576 is refused with a sentence that names
+// the knob and the fix (never clamped: a limit read as something else
+// would make the collector run far more or far less than meant). When
+// GOMEMLIMIT is set the relay sets none: the runtime honours that one.
+func TestMemoryLimit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		want int64
+		fix  string
+	}{
+		{env: nil, want: 400 << 20},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": " 256 "}, want: 256 << 20},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "0"}, want: 0},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "1048576"}, want: 1 << 40},
+		{env: map[string]string{"GOMEMLIMIT": "1GiB"}, want: 0},
+		{env: map[string]string{"GOMEMLIMIT": "1GiB", "GATE_RELAY_MEMORY_LIMIT_MB": "300"}, want: 0},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "400MB"}, fix: "is not a whole number of megabytes; set it to 0 (no limit) up to 1048576"},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "1.5"}, fix: "is not a whole number of megabytes"},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "-1"}, fix: "is negative; set it to 0 (no limit)"},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "-99999999999999999999"}, fix: "is negative"},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "1048577"}, fix: "set it in megabytes, not bytes"},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "419430400"}, fix: "set it in megabytes, not bytes"},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "99999999999999999999"}, fix: "more than 1048576 megabytes"},
+	} {
+		c, err := Load(env(tc.env))
+		if tc.fix != "" {
+			if err == nil || !strings.Contains(err.Error(), "GATE_RELAY_MEMORY_LIMIT_MB") || !strings.Contains(err.Error(), tc.fix) {
+				t.Errorf("%v: error %v, want one naming GATE_RELAY_MEMORY_LIMIT_MB and saying %q", tc.env, err, tc.fix)
+			}
+			continue
+		}
+		if err != nil || c.MemoryLimit != tc.want {
+			t.Errorf("%v: limit %d, error %v; want %d", tc.env, c.MemoryLimit, err, tc.want)
+		}
+	}
+}
+
+// GATE_STANDBY_CHECK_SECONDS is how often a dozing standby's ingress stage
+// checks its source: 120 s unset, clamped to 1..3600, refused with its
+// name when it is not a number.
+func TestStandbyCheck(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]time.Duration{"": 120 * time.Second, "30": 30 * time.Second, "0": time.Second, "99999": time.Hour} {
+		c, err := Load(env(map[string]string{"GATE_STANDBY_CHECK_SECONDS": v}))
+		if err != nil || c.StandbyCheck != want {
+			t.Errorf("GATE_STANDBY_CHECK_SECONDS=%q: %s, %v; want %s", v, c.StandbyCheck, err, want)
+		}
+	}
+	if _, err := Load(env(map[string]string{"GATE_STANDBY_CHECK_SECONDS": "2m"})); err == nil || !strings.Contains(err.Error(), "GATE_STANDBY_CHECK_SECONDS") {
+		t.Fatalf("GATE_STANDBY_CHECK_SECONDS=2m: error %v must name the knob", err)
+	}
+}

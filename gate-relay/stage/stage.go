@@ -138,6 +138,14 @@ type Config struct {
 	// long-polls again until quiet for DozeAfter. False is the primary:
 	// its ingress stages park their long-polls always.
 	Standby bool
+	// StandbyCheck is how often a dozing standby's ingress stage checks
+	// its source (GATE_STANDBY_CHECK_SECONDS; zero or negative: every
+	// PollTimeout, as a Fed stage's doze checks). Its primary's parked
+	// poll claims what is pushed there, and a dead primary's graphs are
+	// taken over when its status header expires (the promotion wakes the
+	// stage at once), so the check only bounds the wait of what a live
+	// primary does not claim.
+	StandbyCheck time.Duration
 }
 
 // DozeAfter is how long a Fed or standby stage must have claimed nothing, and been
@@ -155,6 +163,7 @@ func (c Config) WithDefaults() Config {
 	c.Lease = cmp.Or(max(c.Lease, 0), time.Duration(knob.LeaseSeconds.Default)*time.Second)
 	c.PollTimeout = cmp.Or(max(c.PollTimeout, 0), time.Duration(knob.PollTimeoutSeconds.Default)*time.Second)
 	c.MaxPark = max(c.MaxPark, 0)
+	c.StandbyCheck = cmp.Or(max(c.StandbyCheck, 0), c.PollTimeout)
 	c.Clock = clock.Or(c.Clock)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
@@ -581,26 +590,31 @@ func (s *Stage) pop(ctx context.Context, pops *[2]*queen.PreparedPop, req queen.
 // pops in bursts every 30 s. Spread once, they stay spread (each worker
 // parks again as soon as its poll ends).
 func (s *Stage) firstPoll(rnd *rand.Rand) time.Duration {
-	t := s.cfg.PollTimeout
+	return spreadIn(s.cfg.PollTimeout, rnd)
+}
+
+// spreadIn is a random time in [t/2, t].
+func spreadIn(t time.Duration, rnd *rand.Rand) time.Duration {
 	if t < 2 {
 		return t
 	}
 	return t/2 + time.Duration(rnd.Int64N(int64(t/2)+1))
 }
 
-// checkIn is how long a doze waits before its check: a whole PollTimeout
-// between two checks of one doze, and a random time in the second half of
-// PollTimeout before the first. The stages of a fleet's graphs start
+// checkIn is how long a doze waits before its check, every period (the
+// poll timeout, or StandbyCheck for a standby's ingress stage): a whole
+// period between two checks of one doze, and a random time in the second
+// half of the period before the first. The stages of a fleet's graphs start
 // together (a cold start, a hand-over), so without it their checks came in
 // bursts of thousands at once, each needing a connection of its own: at
 // 10,000 graphs a third of an idle relay's CPU went to dialling and
 // closing those connections every PollTimeout. A check is never later than
-// PollTimeout after the doze began.
-func (s *Stage) checkIn(checked bool, rnd *rand.Rand) time.Duration {
+// period after the doze began.
+func checkIn(period time.Duration, checked bool, rnd *rand.Rand) time.Duration {
 	if checked {
-		return s.cfg.PollTimeout
+		return period
 	}
-	return s.firstPoll(rnd)
+	return spreadIn(period, rnd)
 }
 
 // doze is a Fed or standby stage's worker between pops when the stage is
@@ -628,7 +642,11 @@ func (s *Stage) doze(w *worker) (wait, left bool) {
 	if w.i == 0 && !(d.standby && s.cfg.Fed) {
 		d.stopCheckLocked()
 		gen := d.gen
-		d.check = s.cfg.Clock.AfterFunc(s.checkIn(w.checked, w.rnd), func() { s.checkDue(gen) })
+		period := s.cfg.PollTimeout
+		if d.standby {
+			period = s.cfg.StandbyCheck
+		}
+		d.check = s.cfg.Clock.AfterFunc(checkIn(period, w.checked, w.rnd), func() { s.checkDue(gen) })
 	}
 	return false, true
 }
