@@ -119,9 +119,9 @@ type Config struct {
 	// copy of the stage after it settles (Feeds): a replica that runs the
 	// graph runs every stage of it, so whatever its upstream forwards, its
 	// own copy of this stage is woken for. Once quiet for DozeAfter, such a
-	// stage stops parking long-polls and dozes: its workers wait for a
-	// Wake, and one of them checks the source with one pop without wait
-	// every PollTimeout (what a replica that stopped or died left there,
+	// stage stops parking long-polls and dozes: its workers return and are
+	// started again by a Wake, and worker 0 is started again to check the
+	// source with one pop without wait every PollTimeout (what a replica that stopped or died left there,
 	// and claims whose lease lapsed). A stage not Fed parks its long-polls
 	// always, unless it is Standby.
 	Fed bool
@@ -130,7 +130,7 @@ type Config struct {
 	// owners after the first (relay placement). A standby stage starts
 	// quiet like a Fed one and, once quiet for DozeAfter, dozes: an
 	// ingress stage's worker 0 checks the source with one pop without wait
-	// every PollTimeout, and a Fed stage waits for its upstream's Wake
+	// every StandbyCheck, and a Fed stage waits for its upstream's Wake
 	// with no check at all (its upstream runs here and wakes it, lapsed
 	// leases are its own recent claims, taken while it is still awake,
 	// and what a dead primary left is taken when this replica is promoted
