@@ -74,10 +74,11 @@ type Config struct {
 	// its source (GATE_STANDBY_CHECK_SECONDS, 120, 1..3600).
 	StandbyCheck time.Duration
 	// MemoryLimit is the soft memory limit in bytes the relay gives the Go
-	// runtime (GATE_RELAY_MEMORY_LIMIT_MB, 400, 0..1048576; 0 sets none):
-	// past it the garbage collector runs sooner and returns freed pages to
-	// the OS. Zero as well when GOMEMLIMIT is set: the runtime reads that
-	// itself, and it wins.
+	// runtime (GATE_RELAY_MEMORY_LIMIT_MB in megabytes, 0..1048576; 0 sets
+	// none): near it the garbage collector runs sooner and returns freed
+	// pages to the OS. Unset, it is MemoryLimitAuto: ContainerShare of the
+	// container's limit. Zero when GOMEMLIMIT is set: the runtime reads
+	// that itself, and it wins.
 	MemoryLimit int64
 	// Profiles serves /debug/pprof/ on Bind (GATE_RELAY_PPROF=1; default
 	// 0, none).
@@ -109,25 +110,23 @@ func Default() Config {
 		Linger:              millis(knob.StageLingerMs.Default),
 		ReplicasPerGraph:    knob.ReplicasPerGraph.Default,
 		StandbyCheck:        seconds(knob.StandbyCheckSeconds.Default),
-		MemoryLimit:         DefaultMemoryLimitMB << 20,
+		MemoryLimit:         MemoryLimitAuto,
 		ShadowKeysPerSecond: knob.ShadowKeysPerSecond.Default,
 	}
 }
 
-// DefaultMemoryLimitMB is GATE_RELAY_MEMORY_LIMIT_MB's default: above a
-// replica's working set at about 7,000 two-node graphs (what each of three
-// replicas runs at 10,000 graphs, two replicas per graph), so an idle
-// relay's heap goes back to the OS instead of waiting at twice its live
-// size, and well under the 512 MB a small container gives.
-const DefaultMemoryLimitMB = 400
-
 // maxMemoryLimitMB bounds GATE_RELAY_MEMORY_LIMIT_MB (1 TiB).
 const maxMemoryLimitMB = 1 << 20
 
-// memoryLimit reads GATE_RELAY_MEMORY_LIMIT_MB in bytes: its default when
-// unset, zero when GOMEMLIMIT is set (the Go runtime honours that one),
-// and an error naming the knob and the fix for a value that is not a whole
-// number of megabytes in 0..maxMemoryLimitMB. It refuses rather than
+// MemoryLimitAuto is Config.MemoryLimit when GATE_RELAY_MEMORY_LIMIT_MB is
+// unset (and GOMEMLIMIT too): the relay takes ContainerShare of its
+// container's memory limit, and sets none when it has none.
+const MemoryLimitAuto = -1
+
+// memoryLimit reads GATE_RELAY_MEMORY_LIMIT_MB in bytes: MemoryLimitAuto
+// when unset, zero when GOMEMLIMIT is set (the Go runtime honours that
+// one), and an error naming the knob and the fix for a value that is not a
+// whole number of megabytes in 0..maxMemoryLimitMB. It refuses rather than
 // clamps: a limit the relay cannot honour as written would make its
 // garbage collector run far more, or far less, than the operator meant.
 func memoryLimit(getenv func(string) string) (int64, error) {
@@ -137,18 +136,51 @@ func memoryLimit(getenv func(string) string) (int64, error) {
 		return 0, nil
 	}
 	if v == "" {
-		return DefaultMemoryLimitMB << 20, nil
+		return MemoryLimitAuto, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	switch {
 	case err != nil && !errors.Is(err, strconv.ErrRange):
-		return 0, fmt.Errorf("%s=%q is not a whole number of megabytes; set it to 0 (no limit) up to %d, or unset it for the default %d", name, v, maxMemoryLimitMB, DefaultMemoryLimitMB)
+		return 0, fmt.Errorf("%s=%q is not a whole number of megabytes; set it to 0 (no limit) up to %d, or unset it for %d%% of the container's memory limit", name, v, maxMemoryLimitMB, containerPercent)
 	case n < 0 || strings.HasPrefix(v, "-"):
-		return 0, fmt.Errorf("%s=%q is negative; set it to 0 (no limit) up to %d megabytes, or unset it for the default %d", name, v, maxMemoryLimitMB, DefaultMemoryLimitMB)
+		return 0, fmt.Errorf("%s=%q is negative; set it to 0 (no limit) up to %d megabytes, or unset it for %d%% of the container's memory limit", name, v, maxMemoryLimitMB, containerPercent)
 	case err != nil || n > maxMemoryLimitMB:
 		return 0, fmt.Errorf("%s=%q is more than %d megabytes (1 TiB); set it in megabytes, not bytes, at most %d, or 0 for no limit", name, v, maxMemoryLimitMB, maxMemoryLimitMB)
 	}
 	return n << 20, nil
+}
+
+// containerPercent is the share of the container's memory limit the relay
+// takes as its soft limit by default: the rest is what the runtime does
+// not count (the binary, thread stacks of cgo, the kernel's page cache of
+// the process) and headroom for a burst the collector has not caught up
+// with.
+const containerPercent = 80
+
+// ContainerShare is the default soft memory limit: containerPercent of the
+// memory limit of the process's cgroup (v2 memory.max, else v1
+// memory.limit_in_bytes), read with read (os.ReadFile in main); 0 when the
+// cgroup sets none or cannot be read. A fixed default would be wrong one
+// way or the other: below a replica's working set after it takes over a
+// dead peer's graphs, the collector runs all the time at the worst moment
+// (a fixed 400 MB, measured at 10,000 graphs, left the two survivors of
+// three replicas under their working set while they took over the third's
+// graphs), and above its container's limit it does nothing.
+func ContainerShare(read func(string) ([]byte, error)) int64 {
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := read(f)
+		if err != nil {
+			continue
+		}
+		v := strings.TrimSpace(string(b))
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 || n >= 1<<60 {
+			// "max" (v2) or the page-rounded maximum (v1): no limit.
+			return 0
+		}
+		return n / 100 * containerPercent
+	}
+	return 0
 }
 
 func seconds(n int) time.Duration { return time.Duration(n) * time.Second }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,8 @@ func TestDefaultsClampsAndErrors(t *testing.T) {
 }
 
 // GATE_RELAY_MEMORY_LIMIT_MB is the soft memory limit the relay gives the
-// Go runtime: 400 MB unset, 0 for none, and a value that is not a whole
+// Go runtime: unset, a share of the container's (MemoryLimitAuto); 0 for
+// none; and a value that is not a whole
 // number of megabytes in 0..1048576 is refused with a sentence that names
 // the knob and the fix (never clamped: a limit read as something else
 // would make the collector run far more or far less than meant). When
@@ -66,7 +68,7 @@ func TestMemoryLimit(t *testing.T) {
 		want int64
 		fix  string
 	}{
-		{env: nil, want: 400 << 20},
+		{env: nil, want: MemoryLimitAuto},
 		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": " 256 "}, want: 256 << 20},
 		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "0"}, want: 0},
 		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "1048576"}, want: 1 << 40},
@@ -106,5 +108,37 @@ func TestStandbyCheck(t *testing.T) {
 	}
 	if _, err := Load(env(map[string]string{"GATE_STANDBY_CHECK_SECONDS": "2m"})); err == nil || !strings.Contains(err.Error(), "GATE_STANDBY_CHECK_SECONDS") {
 		t.Fatalf("GATE_STANDBY_CHECK_SECONDS=2m: error %v must name the knob", err)
+	}
+}
+
+// Unset, the soft memory limit is 80% of the cgroup's memory limit (v2,
+// else v1), and none when the cgroup sets none ("max", v1's page-rounded
+// maximum) or cannot be read.
+func TestContainerShare(t *testing.T) {
+	t.Parallel()
+	files := func(m map[string]string) func(string) ([]byte, error) {
+		return func(name string) ([]byte, error) {
+			if v, ok := m[name]; ok {
+				return []byte(v), nil
+			}
+			return nil, fs.ErrNotExist
+		}
+	}
+	const v2, v1 = "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  int64
+	}{
+		{"v2 limit", map[string]string{v2: "1073741824\n"}, 1073741824 / 100 * 80},
+		{"v2 none", map[string]string{v2: "max\n", v1: "536870912"}, 0},
+		{"v1 limit", map[string]string{v1: "536870912\n"}, 536870912 / 100 * 80},
+		{"v1 none", map[string]string{v1: "9223372036854771712"}, 0},
+		{"no cgroup", nil, 0},
+		{"unreadable value", map[string]string{v2: "lots"}, 0},
+	} {
+		if got := ContainerShare(files(tc.files)); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }
