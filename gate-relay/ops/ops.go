@@ -103,7 +103,7 @@ func newCollector(src Source) *collector {
 	c.denials = prometheus.NewDesc("gate_relay_denials_total", "Windows a budget refused at the stage, by budget and reason: ceiling (the sub-window is full), share (the path's share of it is spent), backoff (a backoff spent the counter until its Retry-After).", append(labels, "budget", "reason"), nil)
 	c.swFail = prometheus.NewDesc("gate_relay_status_write_failures_total", "Status writes to kv that failed (the broker refused or did not answer); while they fail gate-api cannot see what this replica runs.", nil, nil)
 	c.swOK = prometheus.NewDesc("gate_relay_status_write_ok", "1 when the last status write stored every row, 0 when it failed.", nil, nil)
-	c.standby = prometheus.NewDesc("gate_relay_graphs_standby", "Graphs this replica runs as a standby: another owner is their primary, and their ingress stages doze once quiet, checking their source every GATE_POLL_TIMEOUT_SECONDS.", nil, nil)
+	c.standby = prometheus.NewDesc("gate_relay_graphs_standby", "Graphs this replica runs as a standby: another owner is their primary, and their ingress stages doze once quiet, checking their source every GATE_STANDBY_CHECK_SECONDS.", nil, nil)
 	c.dozing = prometheus.NewDesc("gate_relay_stages_dozing", "Stages dozing now on this replica (quiet interior stages, and a standby's quiet stages): they hold no parked long-poll on the broker.", nil, nil)
 	return c
 }
