@@ -121,8 +121,8 @@ type Config struct {
 	// own copy of this stage is woken for. Once quiet for DozeAfter, such a
 	// stage stops parking long-polls and dozes: its workers return and are
 	// started again by a Wake, and worker 0 is started again to check the
-	// source with one pop without wait every PollTimeout (what a replica that stopped or died left there,
-	// and claims whose lease lapsed). A stage not Fed parks its long-polls
+	// source with one pop without wait every PollTimeout (what a replica
+	// that stopped or died left there, and claims whose lease lapsed). A stage not Fed parks its long-polls
 	// always, unless it is Standby.
 	Fed bool
 	// Standby is the stage's role when it starts (SetStandby changes it):
@@ -288,7 +288,7 @@ type worker struct {
 	spread bool
 	// checked is true while the worker's last pop was a doze's check that
 	// found nothing: the doze goes on, and its next check is a whole
-	// PollTimeout away.
+	// check period away (checkIn).
 	checked bool
 	// first: a Fed or standby stage's first pop does not wait (see Start);
 	// check: the worker was started again by its check timer, and its next
