@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/queen-mq/gate/gate-relay/config"
@@ -29,6 +30,14 @@ func main() {
 	level, _ := knob.ParseLogLevel(cfg.LogLevel) // Load has checked it
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
+	limit, from := cfg.MemoryLimit, "GATE_RELAY_MEMORY_LIMIT_MB"
+	if limit == config.MemoryLimitAuto {
+		limit, from = config.ContainerShare(os.ReadFile), "container"
+	}
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+		log.Info("soft memory limit set", "memoryLimitMB", limit>>20, "memoryLimitFrom", from)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := relay.Run(ctx, cfg, relay.WithLogger(log)); err != nil {

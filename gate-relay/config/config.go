@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,6 +70,16 @@ type Config struct {
 	// ReplicasPerGraph is how many live replicas run each graph
 	// (GATE_RELAY_REPLICAS_PER_GRAPH, 2, 0..1000; 0 = every replica).
 	ReplicasPerGraph int
+	// StandbyCheck is how often a dozing standby's ingress stage checks
+	// its source (GATE_STANDBY_CHECK_SECONDS, 120, 1..3600).
+	StandbyCheck time.Duration
+	// MemoryLimit is the soft memory limit in bytes the relay gives the Go
+	// runtime (GATE_RELAY_MEMORY_LIMIT_MB in megabytes, 0..1048576; 0 sets
+	// none): near it the garbage collector runs sooner and returns freed
+	// pages to the OS. Unset, it is MemoryLimitAuto: ContainerShare of the
+	// container's limit. Zero when GOMEMLIMIT is set: the runtime reads
+	// that itself, and it wins.
+	MemoryLimit int64
 	// Profiles serves /debug/pprof/ on Bind (GATE_RELAY_PPROF=1; default
 	// 0, none).
 	Profiles bool
@@ -98,8 +109,78 @@ func Default() Config {
 		Admission:           knob.Admission.Default,
 		Linger:              millis(knob.StageLingerMs.Default),
 		ReplicasPerGraph:    knob.ReplicasPerGraph.Default,
+		StandbyCheck:        seconds(knob.StandbyCheckSeconds.Default),
+		MemoryLimit:         MemoryLimitAuto,
 		ShadowKeysPerSecond: knob.ShadowKeysPerSecond.Default,
 	}
+}
+
+// maxMemoryLimitMB bounds GATE_RELAY_MEMORY_LIMIT_MB (1 TiB).
+const maxMemoryLimitMB = 1 << 20
+
+// MemoryLimitAuto is Config.MemoryLimit when GATE_RELAY_MEMORY_LIMIT_MB is
+// unset (and GOMEMLIMIT too): the relay takes ContainerShare of its
+// container's memory limit, and sets none when it has none.
+const MemoryLimitAuto = -1
+
+// memoryLimit reads GATE_RELAY_MEMORY_LIMIT_MB in bytes: MemoryLimitAuto
+// when unset, zero when GOMEMLIMIT is set (the Go runtime honours that
+// one), and an error naming the knob and the fix for a value that is not a
+// whole number of megabytes in 0..maxMemoryLimitMB. It refuses rather than
+// clamps: a limit the relay cannot honour as written would make its
+// garbage collector run far more, or far less, than the operator meant.
+func memoryLimit(getenv func(string) string) (int64, error) {
+	const name = "GATE_RELAY_MEMORY_LIMIT_MB"
+	v := strings.TrimSpace(getenv(name))
+	if strings.TrimSpace(getenv("GOMEMLIMIT")) != "" {
+		return 0, nil
+	}
+	if v == "" {
+		return MemoryLimitAuto, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("%s=%q is not a whole number of megabytes; set it to 0 (no limit) up to %d, or unset it for %d%% of the container's memory limit", name, v, maxMemoryLimitMB, containerPercent)
+	case n < 0 || strings.HasPrefix(v, "-"):
+		return 0, fmt.Errorf("%s=%q is negative; set it to 0 (no limit) up to %d megabytes, or unset it for %d%% of the container's memory limit", name, v, maxMemoryLimitMB, containerPercent)
+	case err != nil || n > maxMemoryLimitMB:
+		return 0, fmt.Errorf("%s=%q is more than %d megabytes (1 TiB); set it in megabytes, not bytes, at most %d, or 0 for no limit", name, v, maxMemoryLimitMB, maxMemoryLimitMB)
+	}
+	return n << 20, nil
+}
+
+// containerPercent is the share of the container's memory limit the relay
+// takes as its soft limit by default: the rest is what the runtime does
+// not count (the binary, thread stacks of cgo, the kernel's page cache of
+// the process) and headroom for a burst the collector has not caught up
+// with.
+const containerPercent = 80
+
+// ContainerShare is the default soft memory limit: containerPercent of the
+// memory limit of the process's cgroup (v2 memory.max, else v1
+// memory.limit_in_bytes), read with read (os.ReadFile in main); 0 when the
+// cgroup sets none or cannot be read. A fixed default would be wrong one
+// way or the other: below a replica's working set after it takes over a
+// dead peer's graphs, the collector runs all the time at the worst moment
+// (a fixed 400 MB, measured at 10,000 graphs, left the two survivors of
+// three replicas under their working set while they took over the third's
+// graphs), and above its container's limit it does nothing.
+func ContainerShare(read func(string) ([]byte, error)) int64 {
+	for _, f := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := read(f)
+		if err != nil {
+			continue
+		}
+		v := strings.TrimSpace(string(b))
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 || n >= 1<<60 {
+			// "max" (v2) or the page-rounded maximum (v1): no limit.
+			return 0
+		}
+		return n / 100 * containerPercent
+	}
+	return 0
 }
 
 func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
@@ -138,12 +219,15 @@ func Load(getenv func(string) string) (Config, error) {
 	c.Admission, err = knob.Admission.Read(getenv)
 	errs = append(errs, err)
 	durKnob(knob.StageLingerMs, &c.Linger, time.Millisecond)
+	durKnob(knob.StandbyCheckSeconds, &c.StandbyCheck, time.Second)
 	c.ReplicasPerGraph, err = knob.ReplicasPerGraph.Read(getenv)
 	errs = append(errs, err)
 	profiles, err := knob.RelayProfiles.Read(getenv)
 	c.Profiles = profiles == 1
 	errs = append(errs, err)
 	c.ShadowKeysPerSecond, err = knob.ShadowKeysPerSecond.Read(getenv)
+	errs = append(errs, err)
+	c.MemoryLimit, err = memoryLimit(getenv)
 	errs = append(errs, err)
 	str("GATE_RELAY_BIND", &c.Bind)
 	str("GATE_NATS_URL", &c.NATSURL)

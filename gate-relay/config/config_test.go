@@ -1,6 +1,7 @@
 package config
 
 import (
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,95 @@ func TestDefaultsClampsAndErrors(t *testing.T) {
 	for _, knob := range []string{"GATE_LEASE_SECONDS", "QUEEN_URL", "GATE_RELAY_BIND"} {
 		if err == nil || !strings.Contains(err.Error(), knob) {
 			t.Fatalf("error %v must name %s", err, knob)
+		}
+	}
+}
+
+// GATE_RELAY_MEMORY_LIMIT_MB is the soft memory limit the relay gives the
+// Go runtime: unset, a share of the container's (MemoryLimitAuto); 0 for
+// none; and a value that is not a whole
+// number of megabytes in 0..1048576 is refused with a sentence that names
+// the knob and the fix (never clamped: a limit read as something else
+// would make the collector run far more or far less than meant). When
+// GOMEMLIMIT is set the relay sets none: the runtime honours that one.
+func TestMemoryLimit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env  map[string]string
+		want int64
+		fix  string
+	}{
+		{env: nil, want: MemoryLimitAuto},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": " 256 "}, want: 256 << 20},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "0"}, want: 0},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "1048576"}, want: 1 << 40},
+		{env: map[string]string{"GOMEMLIMIT": "1GiB"}, want: 0},
+		{env: map[string]string{"GOMEMLIMIT": "1GiB", "GATE_RELAY_MEMORY_LIMIT_MB": "300"}, want: 0},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "400MB"}, fix: "is not a whole number of megabytes; set it to 0 (no limit) up to 1048576"},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "1.5"}, fix: "is not a whole number of megabytes"},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "-1"}, fix: "is negative; set it to 0 (no limit)"},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "-99999999999999999999"}, fix: "is negative"},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "1048577"}, fix: "set it in megabytes, not bytes"},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "419430400"}, fix: "set it in megabytes, not bytes"},
+		{env: map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "99999999999999999999"}, fix: "more than 1048576 megabytes"},
+	} {
+		c, err := Load(env(tc.env))
+		if tc.fix != "" {
+			if err == nil || !strings.Contains(err.Error(), "GATE_RELAY_MEMORY_LIMIT_MB") || !strings.Contains(err.Error(), tc.fix) {
+				t.Errorf("%v: error %v, want one naming GATE_RELAY_MEMORY_LIMIT_MB and saying %q", tc.env, err, tc.fix)
+			}
+			continue
+		}
+		if err != nil || c.MemoryLimit != tc.want {
+			t.Errorf("%v: limit %d, error %v; want %d", tc.env, c.MemoryLimit, err, tc.want)
+		}
+	}
+}
+
+// GATE_STANDBY_CHECK_SECONDS is how often a dozing standby's ingress stage
+// checks its source: 120 s unset, clamped to 1..3600, refused with its
+// name when it is not a number.
+func TestStandbyCheck(t *testing.T) {
+	t.Parallel()
+	for v, want := range map[string]time.Duration{"": 120 * time.Second, "30": 30 * time.Second, "0": time.Second, "99999": time.Hour} {
+		c, err := Load(env(map[string]string{"GATE_STANDBY_CHECK_SECONDS": v}))
+		if err != nil || c.StandbyCheck != want {
+			t.Errorf("GATE_STANDBY_CHECK_SECONDS=%q: %s, %v; want %s", v, c.StandbyCheck, err, want)
+		}
+	}
+	if _, err := Load(env(map[string]string{"GATE_STANDBY_CHECK_SECONDS": "2m"})); err == nil || !strings.Contains(err.Error(), "GATE_STANDBY_CHECK_SECONDS") {
+		t.Fatalf("GATE_STANDBY_CHECK_SECONDS=2m: error %v must name the knob", err)
+	}
+}
+
+// Unset, the soft memory limit is 80% of the cgroup's memory limit (v2,
+// else v1), and none when the cgroup sets none ("max", v1's page-rounded
+// maximum) or cannot be read.
+func TestContainerShare(t *testing.T) {
+	t.Parallel()
+	files := func(m map[string]string) func(string) ([]byte, error) {
+		return func(name string) ([]byte, error) {
+			if v, ok := m[name]; ok {
+				return []byte(v), nil
+			}
+			return nil, fs.ErrNotExist
+		}
+	}
+	const v2, v1 = "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  int64
+	}{
+		{"v2 limit", map[string]string{v2: "1073741824\n"}, 1073741824 / 100 * 80},
+		{"v2 none", map[string]string{v2: "max\n", v1: "536870912"}, 0},
+		{"v1 limit", map[string]string{v1: "536870912\n"}, 536870912 / 100 * 80},
+		{"v1 none", map[string]string{v1: "9223372036854771712"}, 0},
+		{"no cgroup", nil, 0},
+		{"unreadable value", map[string]string{v2: "lots"}, 0},
+	} {
+		if got := ContainerShare(files(tc.files)); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }

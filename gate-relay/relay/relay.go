@@ -40,6 +40,10 @@ type Config struct {
 	// Lease, PollTimeout and MaxPark are the stage knobs (package stage
 	// says what zero means for each).
 	Lease, PollTimeout, MaxPark time.Duration
+	// StandbyCheck is how often a dozing standby's ingress stage checks
+	// its source (GATE_STANDBY_CHECK_SECONDS; stage.Config.StandbyCheck:
+	// zero is every PollTimeout).
+	StandbyCheck time.Duration
 	// InteriorSeedSkew seeds new interior groups at start − skew.
 	InteriorSeedSkew time.Duration
 	// RetryLimit is configured on Gate-owned queues (0 is none; negative

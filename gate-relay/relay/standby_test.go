@@ -72,7 +72,8 @@ func (s *settledBy) reported(t *testing.T, want map[string]map[string]int) {
 // primary's ingress stage; the standby's stages and the interior stages
 // doze), and a push goes through at once on the primary. When the primary
 // dies, an item pushed before the standby is promoted goes through by the
-// standby's check, no later than one poll timeout; once the dead
+// standby's check, no later than one StandbyCheck (five poll timeouts
+// here, as the default 120 s is four of the default 30 s); once the dead
 // primary's header expires the standby is promoted, and a new item goes
 // through at once. Every item leaves exactly once. With k = 0 (every
 // replica runs every graph) the same order makes one primary per graph.
@@ -104,12 +105,12 @@ func standbyTakesOver(t *testing.T, k int) {
 		}
 	}
 	v := clock.NewVirtual(time.Now().Truncate(time.Second))
-	const poll, signal = 2 * time.Second, 500 * time.Millisecond
+	const poll, signal, check = 2 * time.Second, 500 * time.Millisecond, 10 * time.Second
 	by := &settledBy{}
 	relays, stops := map[string]*relay.Relay{}, map[string]func(){}
 	for _, id := range ids {
 		r, err := relay.New(relay.Config{
-			Client: e.client, Store: e.store, Replica: id, Lease: 2 * time.Second, PollTimeout: poll,
+			Client: e.client, Store: e.store, Replica: id, Lease: 2 * time.Second, PollTimeout: poll, StandbyCheck: check,
 			Reconcile: time.Hour, SignalPoll: signal, Clock: v, Logger: testLogger(t),
 			ReplicasPerGraph: k, Observer: by.observer(id),
 		})
@@ -206,7 +207,7 @@ func standbyTakesOver(t *testing.T, k int) {
 	if n := e.egressCount(e.egressQueue()); n != graphs {
 		t.Fatalf("%d items left before the standby's check, want %d", n, graphs)
 	}
-	v.Advance(poll)
+	v.Advance(check)
 	gatetest.EventuallyErr(t, 10*time.Second, func() error {
 		if n := e.egressCount(e.egressQueue()); n != graphs+len(orphans) {
 			return fmt.Errorf("%d items on the egress, want %d; %s's snapshot %+v", n, graphs+len(orphans), alive, relays[alive].Snapshot())

@@ -132,11 +132,10 @@ func TestAnIngressStageNeverDozes(t *testing.T) {
 // PollTimeout later. No check is ever later than PollTimeout.
 func TestDozeChecksAreSpreadAndNeverLaterThanThePollTimeout(t *testing.T) {
 	t.Parallel()
-	s := &Stage{cfg: Config{PollTimeout: 30 * time.Second}}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	lo, hi := time.Duration(1<<62), time.Duration(0)
 	for range 2000 {
-		d := s.checkIn(false, rnd)
+		d := checkIn(30*time.Second, false, rnd)
 		if d < 15*time.Second || d > 30*time.Second {
 			t.Fatalf("a first check %s into the doze, want 15 s to 30 s", d)
 		}
@@ -145,7 +144,7 @@ func TestDozeChecksAreSpreadAndNeverLaterThanThePollTimeout(t *testing.T) {
 	if lo > 16*time.Second || hi < 29*time.Second {
 		t.Fatalf("first checks spread over %s..%s, want most of 15 s..30 s", lo, hi)
 	}
-	if d := s.checkIn(true, rnd); d != 30*time.Second {
+	if d := checkIn(30*time.Second, true, rnd); d != 30*time.Second {
 		t.Fatalf("a check after a check %s later, want the poll timeout", d)
 	}
 }

@@ -119,10 +119,10 @@ type Config struct {
 	// copy of the stage after it settles (Feeds): a replica that runs the
 	// graph runs every stage of it, so whatever its upstream forwards, its
 	// own copy of this stage is woken for. Once quiet for DozeAfter, such a
-	// stage stops parking long-polls and dozes: its workers wait for a
-	// Wake, and one of them checks the source with one pop without wait
-	// every PollTimeout (what a replica that stopped or died left there,
-	// and claims whose lease lapsed). A stage not Fed parks its long-polls
+	// stage stops parking long-polls and dozes: its workers return and are
+	// started again by a Wake, and worker 0 is started again to check the
+	// source with one pop without wait every PollTimeout (what a replica
+	// that stopped or died left there, and claims whose lease lapsed). A stage not Fed parks its long-polls
 	// always, unless it is Standby.
 	Fed bool
 	// Standby is the stage's role when it starts (SetStandby changes it):
@@ -130,7 +130,7 @@ type Config struct {
 	// owners after the first (relay placement). A standby stage starts
 	// quiet like a Fed one and, once quiet for DozeAfter, dozes: an
 	// ingress stage's worker 0 checks the source with one pop without wait
-	// every PollTimeout, and a Fed stage waits for its upstream's Wake
+	// every StandbyCheck, and a Fed stage waits for its upstream's Wake
 	// with no check at all (its upstream runs here and wakes it, lapsed
 	// leases are its own recent claims, taken while it is still awake,
 	// and what a dead primary left is taken when this replica is promoted
@@ -138,6 +138,14 @@ type Config struct {
 	// long-polls again until quiet for DozeAfter. False is the primary:
 	// its ingress stages park their long-polls always.
 	Standby bool
+	// StandbyCheck is how often a dozing standby's ingress stage checks
+	// its source (GATE_STANDBY_CHECK_SECONDS; zero or negative: every
+	// PollTimeout, as a Fed stage's doze checks). Its primary's parked
+	// poll claims what is pushed there, and a dead primary's graphs are
+	// taken over when its status header expires (the promotion wakes the
+	// stage at once), so the check only bounds the wait of what a live
+	// primary does not claim.
+	StandbyCheck time.Duration
 }
 
 // DozeAfter is how long a Fed or standby stage must have claimed nothing, and been
@@ -155,6 +163,7 @@ func (c Config) WithDefaults() Config {
 	c.Lease = cmp.Or(max(c.Lease, 0), time.Duration(knob.LeaseSeconds.Default)*time.Second)
 	c.PollTimeout = cmp.Or(max(c.PollTimeout, 0), time.Duration(knob.PollTimeoutSeconds.Default)*time.Second)
 	c.MaxPark = max(c.MaxPark, 0)
+	c.StandbyCheck = cmp.Or(max(c.StandbyCheck, 0), c.PollTimeout)
 	c.Clock = clock.Or(c.Clock)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
@@ -207,7 +216,7 @@ func (s *Stage) FeedsTo() []*Stage { return s.feeds }
 // Wake tells the stage that its source just got items: dozing workers go
 // back to parked long-polls at once, and the stage stays awake for another
 // DozeAfter.
-func (s *Stage) Wake() { s.dozer.wake(s.cfg.Clock.Now()) }
+func (s *Stage) Wake() { s.wake() }
 
 // Dozing reports whether a worker of the stage dozes now (a Fed or standby
 // stage quiet for DozeAfter: no parked long-poll).
@@ -222,16 +231,23 @@ func (s *Stage) Dozing() bool { return s.dozer.asleep.Load() > 0 }
 // claims in its hands are settled as before. Setting the role it has does
 // nothing.
 func (s *Stage) SetStandby(standby bool) {
-	if s.dozer.setStandby(standby, s.cfg.Clock.Now()) {
+	changed, woken := s.dozer.setStandby(standby, s.cfg.Clock.Now())
+	if changed {
 		s.standby.Store(standby)
 	}
+	s.resume(woken, false)
 }
 
 // Standby reports whether the stage runs as a standby now (SetStandby).
 func (s *Stage) Standby() bool { return s.standby.Load() }
 
-// dozer is a Fed or standby stage's quiet time, its role and the wake of
-// its dozing workers.
+// dozer is a Fed or standby stage's quiet time, its role and its dozing
+// workers. A dozing worker holds no goroutine: it leaves its state here
+// and returns, and a wake starts it again (resume); worker 0's check is a
+// timer on the stage's clock that starts it again for one pop without
+// wait. At 10,000 graphs a relay's dozing stages were about half of its
+// 20,000 goroutines, each a stack of several kilobytes that never did
+// anything between two checks.
 type dozer struct {
 	mu sync.Mutex
 	// last is the stage's last claim or Wake, or its start (every stage
@@ -242,57 +258,153 @@ type dozer struct {
 	// doze under the same lock a worker enters one with, so no worker
 	// starts a doze after the promotion that woke the others.
 	standby bool
-	// ch is closed by the next wake; nil while no worker dozes.
-	ch chan struct{}
-	// asleep counts the workers dozing now.
+	// ctx is the stage's run (set by Start) that resumed workers run
+	// under; nil before the first Start.
+	ctx context.Context
+	// out are the dozing workers, waiting to be started again.
+	out []*worker
+	// check is worker 0's check timer while it dozes (nil otherwise) and
+	// gen tells its firing apart from one stopped too late: every wake,
+	// every armed check and the end of the run move it on.
+	check clock.Timer
+	gen   uint64
+	// asleep counts the workers dozing now (len(out), for Dozing).
 	asleep atomic.Int32
 }
 
-// enter returns the channel a worker dozes on and whether the stage is a
-// standby now, or false for dozing when the stage neither is Fed nor a
-// standby, or claimed or was woken within after.
-func (d *dozer) enter(now time.Time, after time.Duration, fed bool) (ch chan struct{}, dozing, standby bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if (!fed && !d.standby) || now.Sub(d.last) < after {
-		return nil, false, d.standby
-	}
-	if d.ch == nil {
-		d.ch = make(chan struct{})
-	}
-	return d.ch, true, d.standby
+// worker is the state of one worker that outlives its dozes: its claim
+// request, its random source, its prepared pops and where it stands in
+// the spread of first polls and checks.
+type worker struct {
+	i   int
+	req queen.PopRequest
+	rnd *rand.Rand
+	// pops are the worker's pops (without a long-poll, with one), each
+	// prepared once: route, query and URL are the same claim after claim.
+	pops [2]*queen.PreparedPop
+	// spread is true until the worker's first long-poll, which waits a
+	// random time in the second half of PollTimeout (firstPoll) and is
+	// sent apart.
+	spread bool
+	// checked is true while the worker's last pop was a doze's check that
+	// found nothing: the doze goes on, and its next check is a whole
+	// check period away (checkIn).
+	checked bool
+	// first: a Fed or standby stage's first pop does not wait (see Start);
+	// check: the worker was started again by its check timer, and its next
+	// pop is the check (no wait).
+	first, check bool
 }
 
-// setStandby sets the role and reports whether it changed; a promotion
-// wakes the stage as of now.
-func (d *dozer) setStandby(standby bool, now time.Time) bool {
+// setStandby sets the role and reports whether it changed, with the
+// dozing workers a promotion woke (the caller resumes them).
+func (d *dozer) setStandby(standby bool, now time.Time) (bool, []*worker) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.standby == standby {
-		return false
+		return false, nil
 	}
 	d.standby = standby
 	if !standby {
-		d.wakeLocked(now)
+		return true, d.wakeLocked(now)
 	}
-	return true
+	return true, nil
 }
 
-// wake marks now as the stage's last activity and ends every doze.
-func (d *dozer) wake(now time.Time) {
+// wake marks now as the stage's last activity and ends every doze,
+// returning the workers to resume.
+func (d *dozer) wake(now time.Time) []*worker {
 	d.mu.Lock()
-	d.wakeLocked(now)
-	d.mu.Unlock()
+	defer d.mu.Unlock()
+	return d.wakeLocked(now)
 }
 
-func (d *dozer) wakeLocked(now time.Time) {
+func (d *dozer) wakeLocked(now time.Time) []*worker {
 	if now.After(d.last) {
 		d.last = now
 	}
-	if d.ch != nil {
-		close(d.ch)
-		d.ch = nil
+	if len(d.out) == 0 {
+		return nil
 	}
+	d.stopCheckLocked()
+	out := d.out
+	d.out = nil
+	d.asleep.Store(0)
+	return out
+}
+
+// stopCheckLocked stops worker 0's check timer, if armed; a firing that
+// is already under way finds gen moved on and does nothing.
+func (d *dozer) stopCheckLocked() {
+	d.gen++
+	if d.check != nil {
+		d.check.Stop()
+		d.check = nil
+	}
+}
+
+// wake ends the stage's dozes as of now and starts the dozing workers
+// again.
+func (s *Stage) wake() {
+	s.resume(s.dozer.wake(s.cfg.Clock.Now()), false)
+}
+
+// resume starts the dozing workers ws again under the stage's run; check
+// says their next pop is a doze's check. Once the run has ended nothing
+// starts.
+func (s *Stage) resume(ws []*worker, check bool) {
+	if len(ws) == 0 {
+		return
+	}
+	s.dozer.mu.Lock()
+	ctx := s.dozer.ctx
+	s.dozer.mu.Unlock()
+	if ctx == nil || ctx.Err() != nil {
+		return
+	}
+	for _, w := range ws {
+		w.check = check
+		s.Go(func() { s.work(ctx, w) })
+	}
+}
+
+// checkDue is worker 0's check timer: unless a wake came first, the
+// worker is started again for one pop without wait.
+func (s *Stage) checkDue(gen uint64) {
+	d := &s.dozer
+	d.mu.Lock()
+	if d.gen != gen {
+		d.mu.Unlock()
+		return
+	}
+	d.check = nil
+	var w *worker
+	for i, o := range d.out {
+		if o.i == 0 {
+			w = o
+			d.out = append(d.out[:i], d.out[i+1:]...)
+			d.asleep.Add(-1)
+			break
+		}
+	}
+	d.mu.Unlock()
+	if w != nil {
+		s.resume([]*worker{w}, true)
+	}
+}
+
+// runEnded forgets the dozing workers of the run ctx once it ended: their
+// check timer stops, and nothing starts them again.
+func (s *Stage) runEnded(ctx context.Context) {
+	d := &s.dozer
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ctx != ctx {
+		return
+	}
+	d.stopCheckLocked()
+	d.out = nil
+	d.asleep.Store(0)
 }
 
 // New validates cfg and returns a stage ready to Start.
@@ -325,10 +437,21 @@ func (s *Stage) Start(ctx context.Context) error {
 	// starts quiet too, though it never dozes as one: demoted before it
 	// claims anything (a cold start that saw its fellow replicas late),
 	// it dozes as soon as its parked poll returns.
+	s.dozer.mu.Lock()
+	s.dozer.ctx = ctx
+	s.dozer.out = nil
+	s.dozer.asleep.Store(0)
+	s.dozer.stopCheckLocked()
+	s.dozer.mu.Unlock()
 	s.dozer.wake(s.cfg.Clock.Now().Add(-s.cfg.DozeAfter()))
+	context.AfterFunc(ctx, func() { s.runEnded(ctx) })
 	n := max(int(s.cfg.Stage.Concurrency), 1)
+	req := s.popRequest()
+	first := s.cfg.Fed || s.Standby()
 	for i := 0; i < n; i++ {
-		s.Go(func() { s.work(ctx, i) })
+		w := &worker{i: i, req: req, spread: true, first: first,
+			rnd: rand.New(rand.NewPCG(uint64(s.cfg.Clock.Now().UnixNano()), uint64(i)))}
+		s.Go(func() { s.work(ctx, w) })
 	}
 	s.hold.start(ctx)
 	s.Ready()
@@ -384,44 +507,34 @@ func (s *Stage) popRequest() queen.PopRequest {
 	return req
 }
 
-// work is one worker: a parked long-poll, then the claim's handler, until
+// work runs worker w: a parked long-poll, then the claim's handler, until
 // ctx ends. An idle stage is a parked poll, never a loop; an idle Fed or
-// standby stage dozes instead (doze).
-func (s *Stage) work(ctx context.Context, worker int) {
-	req := s.popRequest()
-	rnd := rand.New(rand.NewPCG(uint64(s.cfg.Clock.Now().UnixNano()), uint64(worker)))
+// standby stage dozes instead (doze): the worker returns, and a wake or
+// its check starts it again.
+func (s *Stage) work(ctx context.Context, w *worker) {
 	sc := &scratch{}
 	failing := 0
-	// The worker's pops (without a long-poll, with one), each prepared
-	// once: route, query and URL are the same claim after claim. The
-	// worker's first long-poll waits a random time in the second half of
-	// PollTimeout (firstPoll), and is sent apart.
-	var pops [2]*queen.PreparedPop
-	spread := true
-	// checked is true while the worker's last pop was a doze's check that
-	// found nothing: the doze goes on, and its next check is a whole
-	// PollTimeout away.
-	checked := false
-	// first: a Fed or standby stage's first pop does not wait (see Start).
-	first := s.cfg.Fed || s.Standby()
 	for ctx.Err() == nil {
-		wait, ok := false, true
-		if !first {
-			wait, ok = s.doze(ctx, worker, s.checkIn(checked, rnd))
+		wait := false
+		switch {
+		case w.check:
+			w.check = false
+		case !w.first:
+			var left bool
+			if wait, left = s.doze(w); left {
+				return
+			}
 		}
-		if !ok {
-			return
-		}
-		req.Wait = wait
+		w.req.Wait = wait
 		var claim queen.Claim
 		var err error
-		if wait && spread {
-			spread = false
-			first := req
-			first.Timeout = s.firstPoll(rnd)
+		if wait && w.spread {
+			w.spread = false
+			first := w.req
+			first.Timeout = s.firstPoll(w.rnd)
 			claim, err = s.cfg.Client.Pop(ctx, first)
 		} else {
-			claim, err = s.pop(ctx, &pops, req)
+			claim, err = s.pop(ctx, &w.pops, w.req)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -439,16 +552,16 @@ func (s *Stage) work(ctx context.Context, worker int) {
 		failing = 0
 		// After the first pop the doze's first check is spread like any
 		// first check (stages started together must not check together).
-		checked = !wait && claim.Empty() && !first
-		first = false
+		w.checked = !wait && claim.Empty() && !w.first
+		w.first = false
 		if claim.Empty() {
 			continue
 		}
 		// Items: every dozing worker of the stage pops again, and the stage
 		// stays awake (a standby one too) until quiet for DozeAfter.
-		s.dozer.wake(s.cfg.Clock.Now())
-		s.handleClaim(ctx, claim, rnd, sc)
-		s.linger(ctx, req.Batch, len(claim.Messages))
+		s.wake()
+		s.handleClaim(ctx, claim, w.rnd, sc)
+		s.linger(ctx, w.req.Batch, len(claim.Messages))
 	}
 }
 
@@ -477,61 +590,65 @@ func (s *Stage) pop(ctx context.Context, pops *[2]*queen.PreparedPop, req queen.
 // pops in bursts every 30 s. Spread once, they stay spread (each worker
 // parks again as soon as its poll ends).
 func (s *Stage) firstPoll(rnd *rand.Rand) time.Duration {
-	t := s.cfg.PollTimeout
+	return spreadIn(s.cfg.PollTimeout, rnd)
+}
+
+// spreadIn is a random time in [t/2, t].
+func spreadIn(t time.Duration, rnd *rand.Rand) time.Duration {
 	if t < 2 {
 		return t
 	}
 	return t/2 + time.Duration(rnd.Int64N(int64(t/2)+1))
 }
 
-// checkIn is how long a doze waits before its check: a whole PollTimeout
-// between two checks of one doze, and a random time in the second half of
-// PollTimeout before the first. The stages of a fleet's graphs start
+// checkIn is how long a doze waits before its check, every period (the
+// poll timeout, or StandbyCheck for a standby's ingress stage): a whole
+// period between two checks of one doze, and a random time in the second
+// half of the period before the first. The stages of a fleet's graphs start
 // together (a cold start, a hand-over), so without it their checks came in
 // bursts of thousands at once, each needing a connection of its own: at
 // 10,000 graphs a third of an idle relay's CPU went to dialling and
 // closing those connections every PollTimeout. A check is never later than
-// PollTimeout after the doze began.
-func (s *Stage) checkIn(checked bool, rnd *rand.Rand) time.Duration {
+// period after the doze began.
+func checkIn(period time.Duration, checked bool, rnd *rand.Rand) time.Duration {
 	if checked {
-		return s.cfg.PollTimeout
+		return period
 	}
-	return s.firstPoll(rnd)
+	return spreadIn(period, rnd)
 }
 
 // doze is a Fed or standby stage's worker between pops when the stage is
-// quiet: it waits for a wake (a Wake, a claim of another worker, a
-// promotion; then its next pop is a parked long-poll again) and, on worker
-// 0, for checkIn, after which its next pop checks the source without
-// waiting. A standby's Fed stage has no check (Config.Standby says why).
-// It reports whether the next pop long-polls, and false for ok once ctx
-// ended. A primary's ingress stage, a stage that claimed or was woken
-// within DozeAfter, or one that holds claims never dozes: its pops
-// long-poll.
-func (s *Stage) doze(ctx context.Context, worker int, checkIn time.Duration) (wait, ok bool) {
+// quiet: the worker leaves its state with the dozer and returns (left),
+// holding no goroutine, until a wake (a Wake, a claim of another worker, a
+// promotion) starts it again to long-poll; worker 0 is also started again
+// after checkIn, for one pop without wait (its check). A standby's Fed
+// stage has no check (Config.Standby says why). Otherwise doze reports
+// whether the next pop long-polls: a primary's ingress stage, a stage that
+// claimed or was woken within DozeAfter, or one that holds claims never
+// dozes. The doze is entered under the lock a wake takes, so no wake is
+// missed.
+func (s *Stage) doze(w *worker) (wait, left bool) {
 	if s.hold.len() > 0 {
-		return true, true
+		return true, false
 	}
-	woken, dozing, standby := s.dozer.enter(s.cfg.Clock.Now(), s.cfg.DozeAfter(), s.cfg.Fed)
-	if !dozing {
-		return true, true
+	d := &s.dozer
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if (!s.cfg.Fed && !d.standby) || s.cfg.Clock.Now().Sub(d.last) < s.cfg.DozeAfter() {
+		return true, false
 	}
-	s.dozer.asleep.Add(1)
-	defer s.dozer.asleep.Add(-1)
-	var check <-chan time.Time
-	if worker == 0 && !(standby && s.cfg.Fed) {
-		t := s.cfg.Clock.NewTimer(checkIn)
-		defer t.Stop()
-		check = t.C()
+	d.out = append(d.out, w)
+	d.asleep.Add(1)
+	if w.i == 0 && !(d.standby && s.cfg.Fed) {
+		d.stopCheckLocked()
+		gen := d.gen
+		period := s.cfg.PollTimeout
+		if d.standby {
+			period = s.cfg.StandbyCheck
+		}
+		d.check = s.cfg.Clock.AfterFunc(checkIn(period, w.checked, w.rnd), func() { s.checkDue(gen) })
 	}
-	select {
-	case <-ctx.Done():
-		return false, false
-	case <-woken:
-		return true, true
-	case <-check:
-		return false, true
-	}
+	return false, true
 }
 
 // handleClaim runs the per-claim pipeline with the lease renewed in the

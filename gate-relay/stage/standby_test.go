@@ -173,3 +173,54 @@ func TestADemotedIngressStageForwardsWhatItClaimsThenDozes(t *testing.T) {
 		t.Fatalf("counters %+v, want 5 popped and 5 forwarded, each once", c)
 	}
 }
+
+// A standby's ingress stage checks its source every StandbyCheck, not
+// every poll timeout: its first check comes in the second half of that
+// period, the next a whole period later, and what was pushed behind it is
+// forwarded by the check, once. A Fed stage that is no standby still
+// checks every poll timeout.
+func TestAStandbyIngressStageChecksEveryStandbyCheck(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, rigOpts{ceiling: 100, riders: true})
+	v := clock.NewVirtual(r.mini.Now())
+	cfg := r.s.cfg
+	cfg.Clock, cfg.Standby, cfg.StandbyCheck = v, true, 8*time.Second
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop() })
+	eventually(t, "the standby stage dozes", func() bool { return s.Dozing() && r.mini.Parked() == 0 })
+	in := nextCheck(t, v)
+	if in < 4*time.Second || in > 8*time.Second {
+		t.Fatalf("the standby's first check is %s away, want within StandbyCheck (8 s) and not before half of it", in)
+	}
+	v.Advance(in)
+	eventually(t, "the empty check leaves the stage dozing with its next check armed", func() bool { return s.Dozing() && v.Pending() == 1 })
+	if next := nextCheck(t, v); next != 8*time.Second {
+		t.Fatalf("the next check is %s away, want StandbyCheck (8 s)", next)
+	}
+	r.fill("q", seqs(2)...)
+	v.Advance(7 * time.Second)
+	time.Sleep(50 * time.Millisecond)
+	if got := r.forwarded("q"); len(got) != 0 {
+		t.Fatalf("forwarded %v before the check", got)
+	}
+	v.Advance(time.Second)
+	eventually(t, "the check forwards what was pushed", func() bool { return len(r.forwarded("q")) == 2 })
+	// The stage counts a settle once the broker's answer is read, a moment
+	// after the egress shows the items.
+	eventually(t, "the stage counts 2 popped and 2 forwarded", func() bool { c := s.Counters(); return c.Forwarded == 2 && c.Popped == 2 })
+	if got := r.forwarded("q"); len(got) != 2 || got[0] != 0 || got[1] != 1 {
+		t.Fatalf("partition q forwarded %v, want [0 1] once each", got)
+	}
+
+	_, fed, fv := roleRig(t, true, false)
+	eventually(t, "the Fed stage dozes", func() bool { return fed.Dozing() })
+	if in := nextCheck(t, fv); in > fed.cfg.PollTimeout {
+		t.Fatalf("a Fed stage's check is %s away, want within the poll timeout (%s)", in, fed.cfg.PollTimeout)
+	}
+}
