@@ -70,9 +70,10 @@ type Config struct {
 	// ReplicasPerGraph is how many live replicas run each graph
 	// (GATE_RELAY_REPLICAS_PER_GRAPH, 2, 0..1000; 0 = every replica).
 	ReplicasPerGraph int
-	// StandbyCheck is how often a dozing standby's ingress stage checks
-	// its source (GATE_STANDBY_CHECK_SECONDS, 120, 1..3600).
-	StandbyCheck time.Duration
+	// DozeCheck is how often a dozing stage (a standby's ingress stage, a
+	// primary's interior stage) checks its source (GATE_DOZE_CHECK_SECONDS,
+	// 120, 1..3600).
+	DozeCheck time.Duration
 	// MemoryLimit is the soft memory limit in bytes the relay gives the Go
 	// runtime (GATE_RELAY_MEMORY_LIMIT_MB in megabytes, 0..1048576; 0 sets
 	// none): near it the garbage collector runs sooner and returns freed
@@ -109,7 +110,7 @@ func Default() Config {
 		Admission:           knob.Admission.Default,
 		Linger:              millis(knob.StageLingerMs.Default),
 		ReplicasPerGraph:    knob.ReplicasPerGraph.Default,
-		StandbyCheck:        seconds(knob.StandbyCheckSeconds.Default),
+		DozeCheck:           seconds(knob.DozeCheckSeconds.Default),
 		MemoryLimit:         MemoryLimitAuto,
 		ShadowKeysPerSecond: knob.ShadowKeysPerSecond.Default,
 	}
@@ -219,7 +220,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.Admission, err = knob.Admission.Read(getenv)
 	errs = append(errs, err)
 	durKnob(knob.StageLingerMs, &c.Linger, time.Millisecond)
-	durKnob(knob.StandbyCheckSeconds, &c.StandbyCheck, time.Second)
+	durKnob(knob.DozeCheckSeconds, &c.DozeCheck, time.Second)
 	c.ReplicasPerGraph, err = knob.ReplicasPerGraph.Read(getenv)
 	errs = append(errs, err)
 	profiles, err := knob.RelayProfiles.Read(getenv)

@@ -95,19 +95,19 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
-// GATE_STANDBY_CHECK_SECONDS is how often a dozing standby's ingress stage
+// GATE_DOZE_CHECK_SECONDS is how often a dozing standby's ingress stage
 // checks its source: 120 s unset, clamped to 1..3600, refused with its
 // name when it is not a number.
-func TestStandbyCheck(t *testing.T) {
+func TestDozeCheck(t *testing.T) {
 	t.Parallel()
 	for v, want := range map[string]time.Duration{"": 120 * time.Second, "30": 30 * time.Second, "0": time.Second, "99999": time.Hour} {
-		c, err := Load(env(map[string]string{"GATE_STANDBY_CHECK_SECONDS": v}))
-		if err != nil || c.StandbyCheck != want {
-			t.Errorf("GATE_STANDBY_CHECK_SECONDS=%q: %s, %v; want %s", v, c.StandbyCheck, err, want)
+		c, err := Load(env(map[string]string{"GATE_DOZE_CHECK_SECONDS": v}))
+		if err != nil || c.DozeCheck != want {
+			t.Errorf("GATE_DOZE_CHECK_SECONDS=%q: %s, %v; want %s", v, c.DozeCheck, err, want)
 		}
 	}
-	if _, err := Load(env(map[string]string{"GATE_STANDBY_CHECK_SECONDS": "2m"})); err == nil || !strings.Contains(err.Error(), "GATE_STANDBY_CHECK_SECONDS") {
-		t.Fatalf("GATE_STANDBY_CHECK_SECONDS=2m: error %v must name the knob", err)
+	if _, err := Load(env(map[string]string{"GATE_DOZE_CHECK_SECONDS": "2m"})); err == nil || !strings.Contains(err.Error(), "GATE_DOZE_CHECK_SECONDS") {
+		t.Fatalf("GATE_DOZE_CHECK_SECONDS=2m: error %v must name the knob", err)
 	}
 }
 

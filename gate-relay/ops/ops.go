@@ -105,7 +105,7 @@ func newCollector(src Source) *collector {
 	c.calls = prometheus.NewDesc("gate_relay_broker_calls_total", "Broker calls this replica's client sent, by route (kv_incr: the kv calls that carried an incr; lease: lease renewals).", []string{"route"}, nil)
 	c.swFail = prometheus.NewDesc("gate_relay_status_write_failures_total", "Status writes to kv that failed (the broker refused or did not answer); while they fail gate-api cannot see what this replica runs.", nil, nil)
 	c.swOK = prometheus.NewDesc("gate_relay_status_write_ok", "1 when the last status write stored every row, 0 when it failed.", nil, nil)
-	c.standby = prometheus.NewDesc("gate_relay_graphs_standby", "Graphs this replica runs as a standby: another owner is their primary, and their ingress stages doze once quiet, checking their source every GATE_STANDBY_CHECK_SECONDS.", nil, nil)
+	c.standby = prometheus.NewDesc("gate_relay_graphs_standby", "Graphs this replica runs as a standby: another owner is their primary, and their ingress stages doze once quiet, checking their source every GATE_DOZE_CHECK_SECONDS.", nil, nil)
 	c.dozing = prometheus.NewDesc("gate_relay_stages_dozing", "Stages dozing now on this replica (quiet interior stages, and a standby's quiet stages): they hold no parked long-poll on the broker.", nil, nil)
 	return c
 }

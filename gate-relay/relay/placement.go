@@ -18,7 +18,7 @@ import (
 // The owners are ordered: the first is the graph's primary, the others
 // its standbys (with k ≤ 0 the same order runs over every member). On
 // the primary every stage runs as ever; on a standby the graph's ingress
-// stages doze once quiet, checking their source every StandbyCheck
+// stages doze once quiet, checking their source every DozeCheck
 // (stage.Config.Standby), so the broker holds about one parked poll per
 // graph whatever k. When the members change, each running graph takes its
 // new role without restarting a stage: a promotion wakes every stage of

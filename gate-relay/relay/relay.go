@@ -40,10 +40,10 @@ type Config struct {
 	// Lease, PollTimeout and MaxPark are the stage knobs (package stage
 	// says what zero means for each).
 	Lease, PollTimeout, MaxPark time.Duration
-	// StandbyCheck is how often a dozing standby's ingress stage checks
-	// its source (GATE_STANDBY_CHECK_SECONDS; stage.Config.StandbyCheck:
-	// zero is every PollTimeout).
-	StandbyCheck time.Duration
+	// DozeCheck is how often a dozing stage (a standby's ingress stage, a
+	// primary's interior stage) checks its source (GATE_DOZE_CHECK_SECONDS;
+	// stage.Config.DozeCheck: zero is every PollTimeout).
+	DozeCheck time.Duration
 	// InteriorSeedSkew seeds new interior groups at start − skew.
 	InteriorSeedSkew time.Duration
 	// RetryLimit is configured on Gate-owned queues (0 is none; negative

@@ -79,7 +79,7 @@ func Run(ctx context.Context, cfg config.Config, opts ...RunOption) error {
 	r, err = New(Config{
 		Client: client, Store: st, Replica: cfg.Replica,
 		StageBatch: cfg.StageBatch, StageConcurrency: cfg.StageConcurrency, LaneCapacity: cfg.LaneCapacity,
-		Lease: cfg.Lease, PollTimeout: cfg.PollTimeout, MaxPark: cfg.MaxPark, StandbyCheck: cfg.StandbyCheck,
+		Lease: cfg.Lease, PollTimeout: cfg.PollTimeout, MaxPark: cfg.MaxPark, DozeCheck: cfg.DozeCheck,
 		InteriorSeedSkew: cfg.InteriorSeedSkew, RetryLimit: cfg.RetryLimit,
 		Reconcile: cfg.Reconcile, SignalPoll: cfg.SignalPoll, Logger: log,
 		Admission: cfg.Admission, Linger: cfg.Linger, ReplicasPerGraph: cfg.ReplicasPerGraph,

@@ -148,7 +148,7 @@ func (r *Relay) launch(ctx context.Context, doc store.Document, p *plan.Plan) (*
 			Client: r.client, Limiter: r.limiter, Lease: r.cfg.Lease, PollTimeout: r.cfg.PollTimeout,
 			MaxPark: r.cfg.MaxPark, SeedFrom: seed, Clock: r.cfg.Clock, Logger: r.log,
 			Denials: r.denials, Observer: r.cfg.Observer, Admission: r.admit, Linger: r.cfg.Linger,
-			Signer: signer, Standby: standby, StandbyCheck: r.cfg.StandbyCheck,
+			Signer: signer, Standby: standby, DozeCheck: r.cfg.DozeCheck,
 		})
 		if err != nil {
 			rt.setErr(err.Error())

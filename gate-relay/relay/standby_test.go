@@ -72,7 +72,7 @@ func (s *settledBy) reported(t *testing.T, want map[string]map[string]int) {
 // primary's ingress stage; the standby's stages and the interior stages
 // doze), and a push goes through at once on the primary. When the primary
 // dies, an item pushed before the standby is promoted goes through by the
-// standby's check, no later than one StandbyCheck (five poll timeouts
+// standby's check, no later than one DozeCheck (five poll timeouts
 // here, as the default 120 s is four of the default 30 s); once the dead
 // primary's header expires the standby is promoted, and a new item goes
 // through at once. Every item leaves exactly once. With k = 0 (every
@@ -110,7 +110,7 @@ func standbyTakesOver(t *testing.T, k int) {
 	relays, stops := map[string]*relay.Relay{}, map[string]func(){}
 	for _, id := range ids {
 		r, err := relay.New(relay.Config{
-			Client: e.client, Store: e.store, Replica: id, Lease: 2 * time.Second, PollTimeout: poll, StandbyCheck: check,
+			Client: e.client, Store: e.store, Replica: id, Lease: 2 * time.Second, PollTimeout: poll, DozeCheck: check,
 			Reconcile: time.Hour, SignalPoll: signal, Clock: v, Logger: testLogger(t),
 			ReplicasPerGraph: k, Observer: by.observer(id),
 		})

@@ -126,16 +126,18 @@ func TestAnIngressStageNeverDozes(t *testing.T) {
 	eventually(t, "the parked poll forwards the new items", func() bool { return len(r.forwarded("p")) == 2 })
 }
 
-// A doze's first check comes at a random time in the second half of
-// PollTimeout, spread over it (so stages started together do not check
-// together); a check after a check that found nothing comes a whole
-// PollTimeout later. No check is ever later than PollTimeout.
-func TestDozeChecksAreSpreadAndNeverLaterThanThePollTimeout(t *testing.T) {
+// A doze's first check comes within the poll timeout, spread over its
+// second half (so stages started together do not check together, and
+// what a restarted stage's predecessor held is found soon after its
+// lease lapses); a check after a check that found nothing comes a whole
+// DozeCheck later. With a DozeCheck shorter than the poll timeout, the
+// first check spreads over that.
+func TestDozeChecksAreSpreadFirstWithinThePollTimeoutThenEveryDozeCheck(t *testing.T) {
 	t.Parallel()
 	rnd := rand.New(rand.NewPCG(1, 2))
 	lo, hi := time.Duration(1<<62), time.Duration(0)
 	for range 2000 {
-		d := checkIn(30*time.Second, false, rnd)
+		d := checkIn(30*time.Second, 120*time.Second, false, rnd)
 		if d < 15*time.Second || d > 30*time.Second {
 			t.Fatalf("a first check %s into the doze, want 15 s to 30 s", d)
 		}
@@ -144,8 +146,13 @@ func TestDozeChecksAreSpreadAndNeverLaterThanThePollTimeout(t *testing.T) {
 	if lo > 16*time.Second || hi < 29*time.Second {
 		t.Fatalf("first checks spread over %s..%s, want most of 15 s..30 s", lo, hi)
 	}
-	if d := checkIn(30*time.Second, true, rnd); d != 30*time.Second {
-		t.Fatalf("a check after a check %s later, want the poll timeout", d)
+	if d := checkIn(30*time.Second, 120*time.Second, true, rnd); d != 120*time.Second {
+		t.Fatalf("a check after a check %s later, want DozeCheck (120 s)", d)
+	}
+	for range 200 {
+		if d := checkIn(30*time.Second, 10*time.Second, false, rnd); d < 5*time.Second || d > 10*time.Second {
+			t.Fatalf("with DozeCheck 10 s a first check %s into the doze, want 5 s to 10 s", d)
+		}
 	}
 }
 

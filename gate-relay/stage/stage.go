@@ -121,16 +121,16 @@ type Config struct {
 	// own copy of this stage is woken for. Once quiet for DozeAfter, such a
 	// stage stops parking long-polls and dozes: its workers return and are
 	// started again by a Wake, and worker 0 is started again to check the
-	// source with one pop without wait every PollTimeout (what a replica
-	// that stopped or died left there, and claims whose lease lapsed). A stage not Fed parks its long-polls
-	// always, unless it is Standby.
+	// source with one pop without wait every DozeCheck (what a replica
+	// that stopped or died left there). A stage not Fed parks its
+	// long-polls always, unless it is Standby.
 	Fed bool
 	// Standby is the stage's role when it starts (SetStandby changes it):
 	// true when its graph runs here as a standby, one of the graph's
 	// owners after the first (relay placement). A standby stage starts
 	// quiet like a Fed one and, once quiet for DozeAfter, dozes: an
 	// ingress stage's worker 0 checks the source with one pop without wait
-	// every StandbyCheck, and a Fed stage waits for its upstream's Wake
+	// every DozeCheck, and a Fed stage waits for its upstream's Wake
 	// with no check at all (its upstream runs here and wakes it, lapsed
 	// leases are its own recent claims, taken while it is still awake,
 	// and what a dead primary left is taken when this replica is promoted
@@ -138,14 +138,20 @@ type Config struct {
 	// long-polls again until quiet for DozeAfter. False is the primary:
 	// its ingress stages park their long-polls always.
 	Standby bool
-	// StandbyCheck is how often a dozing standby's ingress stage checks
-	// its source (GATE_STANDBY_CHECK_SECONDS; zero or negative: every
-	// PollTimeout, as a Fed stage's doze checks). Its primary's parked
-	// poll claims what is pushed there, and a dead primary's graphs are
-	// taken over when its status header expires (the promotion wakes the
-	// stage at once), so the check only bounds the wait of what a live
-	// primary does not claim.
-	StandbyCheck time.Duration
+	// DozeCheck is how often a dozing stage with a check (a standby's
+	// ingress stage, a primary's Fed stage) checks its source
+	// (GATE_DOZE_CHECK_SECONDS; zero or negative: every PollTimeout). The
+	// check is a safety net, never the way items normally go through: a
+	// standby ingress stage's primary parks a poll that claims what is
+	// pushed, and a dead primary's graphs are taken over when its status
+	// header expires (the promotion wakes the stage at once); a Fed
+	// stage's upstream in this process wakes it after every settle, and a
+	// claim whose lease lapses comes back within DozeAfter, while the
+	// stage is still awake. So the check bounds only the wait of what a
+	// live primary does not claim, or of what a replica that died between
+	// its settle and its own interior stage's claim left in an interior
+	// queue.
+	DozeCheck time.Duration
 }
 
 // DozeAfter is how long a Fed or standby stage must have claimed nothing, and been
@@ -163,7 +169,7 @@ func (c Config) WithDefaults() Config {
 	c.Lease = cmp.Or(max(c.Lease, 0), time.Duration(knob.LeaseSeconds.Default)*time.Second)
 	c.PollTimeout = cmp.Or(max(c.PollTimeout, 0), time.Duration(knob.PollTimeoutSeconds.Default)*time.Second)
 	c.MaxPark = max(c.MaxPark, 0)
-	c.StandbyCheck = cmp.Or(max(c.StandbyCheck, 0), c.PollTimeout)
+	c.DozeCheck = cmp.Or(max(c.DozeCheck, 0), c.PollTimeout)
 	c.Clock = clock.Or(c.Clock)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
@@ -601,20 +607,23 @@ func spreadIn(t time.Duration, rnd *rand.Rand) time.Duration {
 	return t/2 + time.Duration(rnd.Int64N(int64(t/2)+1))
 }
 
-// checkIn is how long a doze waits before its check, every period (the
-// poll timeout, or StandbyCheck for a standby's ingress stage): a whole
-// period between two checks of one doze, and a random time in the second
-// half of the period before the first. The stages of a fleet's graphs start
-// together (a cold start, a hand-over), so without it their checks came in
-// bursts of thousands at once, each needing a connection of its own: at
-// 10,000 graphs a third of an idle relay's CPU went to dialling and
-// closing those connections every PollTimeout. A check is never later than
-// period after the doze began.
-func checkIn(period time.Duration, checked bool, rnd *rand.Rand) time.Duration {
+// checkIn is how long a doze waits before its check: the first check of
+// a doze comes a random time in the second half of the poll timeout (of
+// period, when that is shorter), every later one a whole period
+// (DozeCheck) after the last. The first comes soon because a doze often
+// begins where something may be waiting unannounced: a stage that just
+// started (a restart: what its dead predecessor held comes back when the
+// lease lapses) or just went quiet. The spread is because the stages of a
+// fleet's graphs start together (a cold start, a hand-over): without it
+// their checks came in bursts of thousands at once, each needing a
+// connection of its own (at 10,000 graphs a third of an idle relay's CPU
+// went to dialling and closing those connections). Later checks are the
+// long safety net.
+func checkIn(first, period time.Duration, checked bool, rnd *rand.Rand) time.Duration {
 	if checked {
 		return period
 	}
-	return spreadIn(period, rnd)
+	return spreadIn(min(first, period), rnd)
 }
 
 // doze is a Fed or standby stage's worker between pops when the stage is
@@ -642,11 +651,7 @@ func (s *Stage) doze(w *worker) (wait, left bool) {
 	if w.i == 0 && !(d.standby && s.cfg.Fed) {
 		d.stopCheckLocked()
 		gen := d.gen
-		period := s.cfg.PollTimeout
-		if d.standby {
-			period = s.cfg.StandbyCheck
-		}
-		d.check = s.cfg.Clock.AfterFunc(checkIn(period, w.checked, w.rnd), func() { s.checkDue(gen) })
+		d.check = s.cfg.Clock.AfterFunc(checkIn(s.cfg.PollTimeout, s.cfg.DozeCheck, w.checked, w.rnd), func() { s.checkDue(gen) })
 	}
 	return false, true
 }

@@ -174,17 +174,17 @@ func TestADemotedIngressStageForwardsWhatItClaimsThenDozes(t *testing.T) {
 	}
 }
 
-// A standby's ingress stage checks its source every StandbyCheck, not
-// every poll timeout: its first check comes in the second half of that
-// period, the next a whole period later, and what was pushed behind it is
-// forwarded by the check, once. A Fed stage that is no standby still
-// checks every poll timeout.
-func TestAStandbyIngressStageChecksEveryStandbyCheck(t *testing.T) {
+// A standby's ingress stage checks its source every DozeCheck, not
+// every poll timeout: its first check of a doze comes in the second half
+// of the poll timeout, the next a whole DozeCheck later, and what was
+// pushed behind it is forwarded by the check, once. A primary's Fed stage
+// checks the same way.
+func TestADozingStageChecksEveryDozeCheck(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, rigOpts{ceiling: 100, riders: true})
 	v := clock.NewVirtual(r.mini.Now())
 	cfg := r.s.cfg
-	cfg.Clock, cfg.Standby, cfg.StandbyCheck = v, true, 8*time.Second
+	cfg.Clock, cfg.Standby, cfg.DozeCheck = v, true, 8*time.Second
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -195,13 +195,13 @@ func TestAStandbyIngressStageChecksEveryStandbyCheck(t *testing.T) {
 	t.Cleanup(func() { s.Stop() })
 	eventually(t, "the standby stage dozes", func() bool { return s.Dozing() && r.mini.Parked() == 0 })
 	in := nextCheck(t, v)
-	if in < 4*time.Second || in > 8*time.Second {
-		t.Fatalf("the standby's first check is %s away, want within StandbyCheck (8 s) and not before half of it", in)
+	if in < cfg.PollTimeout/2 || in > cfg.PollTimeout {
+		t.Fatalf("the standby's first check is %s away, want within the poll timeout (%s) and not before half of it", in, cfg.PollTimeout)
 	}
 	v.Advance(in)
 	eventually(t, "the empty check leaves the stage dozing with its next check armed", func() bool { return s.Dozing() && v.Pending() == 1 })
 	if next := nextCheck(t, v); next != 8*time.Second {
-		t.Fatalf("the next check is %s away, want StandbyCheck (8 s)", next)
+		t.Fatalf("the next check is %s away, want DozeCheck (8 s)", next)
 	}
 	r.fill("q", seqs(2)...)
 	v.Advance(7 * time.Second)
@@ -218,9 +218,26 @@ func TestAStandbyIngressStageChecksEveryStandbyCheck(t *testing.T) {
 		t.Fatalf("partition q forwarded %v, want [0 1] once each", got)
 	}
 
-	_, fed, fv := roleRig(t, true, false)
-	eventually(t, "the Fed stage dozes", func() bool { return fed.Dozing() })
-	if in := nextCheck(t, fv); in > fed.cfg.PollTimeout {
-		t.Fatalf("a Fed stage's check is %s away, want within the poll timeout (%s)", in, fed.cfg.PollTimeout)
+	fr := newRig(t, rigOpts{ceiling: 100, riders: true})
+	fv := clock.NewVirtual(fr.mini.Now())
+	fcfg := fr.s.cfg
+	fcfg.Clock, fcfg.Fed, fcfg.DozeCheck = fv, true, 8*fcfg.PollTimeout
+	fed, err := New(fcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fed.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fed.Stop() })
+	eventually(t, "the Fed stage dozes", func() bool { return fed.Dozing() && fr.mini.Parked() == 0 })
+	in = nextCheck(t, fv)
+	if in < fcfg.PollTimeout/2 || in > fcfg.PollTimeout {
+		t.Fatalf("a primary's Fed stage's first check is %s away, want within the poll timeout (%s) and not before half of it", in, fcfg.PollTimeout)
+	}
+	fv.Advance(in)
+	eventually(t, "the Fed stage's empty check leaves it dozing with its next check armed", func() bool { return fed.Dozing() && fv.Pending() == 1 })
+	if next := nextCheck(t, fv); next != fcfg.DozeCheck {
+		t.Fatalf("the Fed stage's next check is %s away, want DozeCheck (%s), not the poll timeout (%s)", next, fcfg.DozeCheck, fcfg.PollTimeout)
 	}
 }

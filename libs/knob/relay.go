@@ -47,14 +47,15 @@ var (
 	// every replica runs every graph). 2 keeps every graph running through
 	// the loss of one replica.
 	ReplicasPerGraph = Int{Name: "GATE_RELAY_REPLICAS_PER_GRAPH", Default: 2, Min: 0, Max: 1000}
-	// StandbyCheckSeconds is how often a dozing standby's ingress stage
-	// checks its source with one pop without wait. Its primary's parked
-	// poll claims what is pushed, and a dead primary's graphs are taken
-	// over when its status header expires (three GATE_STATUS_SECONDS), so
-	// the check only bounds the wait of items a live primary leaves
-	// unclaimed; at 10,000 graphs a check every 30 s was 333 pops a second
-	// on the broker.
-	StandbyCheckSeconds = Int{Name: "GATE_STANDBY_CHECK_SECONDS", Default: 120, Min: 1, Max: 3600}
+	// DozeCheckSeconds is how often a dozing stage checks its source with
+	// one pop without wait: a standby's ingress stage (its primary's
+	// parked poll claims what is pushed, and a dead primary's graphs are
+	// taken over when its status header expires, three
+	// GATE_STATUS_SECONDS) and a primary's interior stage (its upstream in
+	// the same process wakes it after every settle). The check only bounds
+	// the wait of items no wake announced; at 10,000 graphs each kind
+	// checking every 30 s was 333 pops a second on the broker.
+	DozeCheckSeconds = Int{Name: "GATE_DOZE_CHECK_SECONDS", Default: 120, Min: 1, Max: 3600}
 	// RelayProfiles, set to 1, serves Go's runtime profiles under
 	// /debug/pprof/ on the relay's ops listener (GATE_RELAY_BIND), so an
 	// operator can see where an idle or busy relay spends CPU and memory.
