@@ -40,6 +40,13 @@ type Config struct {
 	// measure; the relays' default (5 s) rewrites a fifth as many status
 	// rows, which is what an idle fleet at thousands of graphs pays.
 	StatusPeriod time.Duration
+	// IdleSettle is BENCH_IDLE_SETTLE_SECONDS (5): how long the idle
+	// measurements (the idle scenario, scale-fleet's idle row) wait before
+	// their window opens. A relay spreads each stage's first long-poll and
+	// first doze check over the second half of the poll timeout (30 s), so
+	// a fleet that just started is not yet at its steady idle: 30 measures
+	// that steady state.
+	IdleSettle time.Duration
 	// ReconcilePeriod is BENCH_RECONCILE_SECONDS (2): GATE_RECONCILE_SECONDS
 	// of the embedded stack's processes. 2 (the embedded stack's own
 	// default) makes a change made behind the change log quick to see; 15
@@ -89,7 +96,7 @@ scenarios: health, push, drain, throughput, contention, throttled, idle, overhea
 env: GATE_URL (http://127.0.0.1:8788)  GATE_APP (bench)  QUEEN_URL (http://127.0.0.1:6632)
      GATE_KV_NAMESPACE (gate)  BENCH_REDIS (127.0.0.1:6379)  BENCH_THREADS (4)
      BENCH_SECONDS (10)  BENCH_WARMUP (3)  BENCH_BACKLOG (30000)  BENCH_IDLE_SECONDS (60)  BENCH_STATUS_SECONDS (1)
-     BENCH_RECONCILE_SECONDS (2)
+     BENCH_RECONCILE_SECONDS (2)  BENCH_IDLE_SETTLE_SECONDS (5)
      BENCH_CONC (1,8,32,128)  BENCH_BATCHES (1,25,200,500)  BENCH_PEER_RATE (2000)
      BENCH_ROUNDS (3)  BENCH_PAYLOAD_BYTES (0: the overhead job's minimal {"i":N}; up to 65536)
      BENCH_SCALE_GRAPHS (100,1000: the scale scenario's cumulative graph counts, each > 20)
@@ -177,6 +184,7 @@ func Parse(args []string, getenv func(string) string) (Config, error) {
 	}{
 		{"BENCH_SECONDS", 10, &cfg.Seconds}, {"BENCH_WARMUP", 3, &cfg.Warmup}, {"BENCH_IDLE_SECONDS", 60, &cfg.IdleSeconds},
 		{"BENCH_STATUS_SECONDS", 1, &cfg.StatusPeriod}, {"BENCH_RECONCILE_SECONDS", stack.DefaultReconcileSeconds, &cfg.ReconcilePeriod},
+		{"BENCH_IDLE_SETTLE_SECONDS", 5, &cfg.IdleSettle},
 	}
 	for _, e := range secs {
 		n, err := positive(e.k, getenv(e.k), e.def)

@@ -10,7 +10,7 @@ import (
 
 func TestParseReadsScenariosAndKnobs(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"BENCH_SECONDS": "4", "BENCH_CONC": "2, 16", "GATE_APP": "x", "BENCH_RECONCILE_SECONDS": "15"}
+	env := map[string]string{"BENCH_SECONDS": "4", "BENCH_CONC": "2, 16", "GATE_APP": "x", "BENCH_RECONCILE_SECONDS": "15", "BENCH_IDLE_SETTLE_SECONDS": "30"}
 	cfg, err := Parse([]string{"--json", "out.json", "push,idle"}, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -18,11 +18,11 @@ func TestParseReadsScenariosAndKnobs(t *testing.T) {
 	if !slices.Equal(cfg.Scenarios, []string{"push", "idle"}) || cfg.JSONFile != "out.json" || cfg.App != "x" ||
 		cfg.Seconds != 4*time.Second || !slices.Equal(cfg.Conc, []int{2, 16}) || cfg.Backlog != 30000 ||
 		!slices.Equal(cfg.Batches, []int{1, 25, 200, 500}) || cfg.IdleSeconds != 60*time.Second ||
-		cfg.ReconcilePeriod != 15*time.Second {
+		cfg.ReconcilePeriod != 15*time.Second || cfg.IdleSettle != 30*time.Second {
 		t.Fatalf("Parse = %+v", cfg)
 	}
 	all, err := Parse([]string{"all", "--embedded"}, func(string) string { return "" })
-	if err != nil || !slices.Equal(all.Scenarios, Names) || !all.Embedded || all.ReconcilePeriod != 2*time.Second {
+	if err != nil || !slices.Equal(all.Scenarios, Names) || !all.Embedded || all.ReconcilePeriod != 2*time.Second || all.IdleSettle != 5*time.Second {
 		t.Fatalf("all = %+v, %v", all, err)
 	}
 }
@@ -40,6 +40,7 @@ func TestParseRefusesBadInput(t *testing.T) {
 		{[]string{"--fast", "all"}, nil},
 		{[]string{"all"}, map[string]string{"BENCH_BACKLOG": "0"}},
 		{[]string{"all"}, map[string]string{"BENCH_RECONCILE_SECONDS": "0"}},
+		{[]string{"all"}, map[string]string{"BENCH_IDLE_SETTLE_SECONDS": "-3"}},
 		{[]string{"all"}, map[string]string{"BENCH_CONC": "1,x"}},
 		{[]string{"all"}, map[string]string{"BENCH_PAYLOAD_BYTES": "-1"}},
 		{[]string{"all"}, map[string]string{"BENCH_PAYLOAD_BYTES": "65537"}},

@@ -135,7 +135,7 @@ func (b *Bench) fleet(ctx context.Context) ([]stats.Table, error) {
 	}
 	t.Note("PUT p50/p99: the step's PUTs with no relay running (GATE_DECLARE_WAIT_MS=0), and gate-api's CPU over them ÷ their number; PUT → running: %d new graphs PUT one at a time with the fleet up, each until a push answers running (gate-api's view of the relays' status)", scaleSample)
 	t.Note("cold start: from starting the first relay process to every declared graph running on a live replica (the relays' status rows, as gate-api reads them); each graph runs on min(GATE_RELAY_REPLICAS_PER_GRAPH=%s, R) replicas", perGraphText)
-	t.Note("idle: over BENCH_IDLE_SECONDS after a 5 s settle; goroutines/stage = the replicas' go_goroutines summed ÷ the stages they run (2 per graph per replica running it)")
+	t.Note("idle: over BENCH_IDLE_SECONDS after a settle of BENCH_IDLE_SETTLE_SECONDS (%s here; the relays spread each stage's first long-poll and doze check over the second half of the poll timeout, so 30 s measures the steady idle); goroutines/stage = the replicas' go_goroutines summed ÷ the stages they run (2 per graph per replica running it)", b.cfg.IdleSettle)
 	t.Note("push: open loop at %d req/s over BENCH_SECONDS through the door, round-robin over the first %d graphs; relay CPU per item: the replicas' CPU over that window ÷ the stage forwards it made (two per item, summed over stages), and in brackets the same rate into one graph with budgets that never refuse", fleetPushRate, fleetPushGraphs)
 	t.Note("list: GET /api/graphs?limit=50 and /api/targets?limit=50; overview: GET /api/overview; 20 requests each, one at a time")
 	t.Note("kill -9 (R ≥ 3): one replica killed with SIGKILL; the time until every graph it ran is run by min(GATE_RELAY_REPLICAS_PER_GRAPH=%s, live replicas) replicas again. Bound: its header expires after 3 × GATE_STATUS_SECONDS (%s here, 15 s by default), then each replica re-places within one GATE_SIGNAL_POLL_MS (500 ms) and starts the graphs it gained; a graph on more than one replica keeps running on the others meanwhile", perGraphText, 3*b.cfg.StatusPeriod)
@@ -235,7 +235,7 @@ func (b *Bench) fleetStep(ctx context.Context, st *store.Store, declared []strin
 		toRunP99 = "not in 30 s"
 	}
 	b.logf("scale-fleet: idle…")
-	time.Sleep(5 * time.Second)
+	time.Sleep(b.cfg.IdleSettle)
 	relayCPU := startCPU(f.pids()...)
 	brokerCPU := startCPU(b.queenPid())
 	wall := time.Now()

@@ -235,7 +235,7 @@ func (b *Bench) idle(ctx context.Context) ([]stats.Table, error) {
 	for _, s := range d.Resolved.Stages {
 		workers += int(s.Concurrency)
 	}
-	time.Sleep(5 * time.Second)
+	time.Sleep(b.cfg.IdleSettle)
 	before, ok := b.snap(ctx)
 	if !ok {
 		return []stats.Table{t}, fmt.Errorf("idle: the relay's /metrics did not answer")
