@@ -48,20 +48,7 @@ func checkPops(r *rig) uint64 {
 // with the given Fed flag and role.
 func dozeRig(t *testing.T, fed, standby bool) (*rig, *Stage, *clock.Virtual) {
 	t.Helper()
-	r := newRig(t, rigOpts{ceiling: 100, riders: true})
-	v := clock.NewVirtual(r.mini.Now())
-	cfg := r.s.cfg
-	cfg.Clock, cfg.Fed, cfg.Standby = v, fed, standby
-	cfg.Stage.Concurrency = 4
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Stop() })
-	return r, s, v
+	return virtualRig(t, func(c *Config) { c.Fed, c.Standby, c.Stage.Concurrency = fed, standby, 4 })
 }
 
 // A dozing stage holds no goroutine: its four workers leave when it dozes

@@ -9,14 +9,15 @@ import (
 	"github.com/queen-mq/gate/libs/clock"
 )
 
-// idleRig is a rig whose stage runs on a virtual clock, Fed (an interior
-// source woken by its upstream) or not.
-func idleRig(t *testing.T, fed bool) (*rig, *Stage, *clock.Virtual) {
+// virtualRig is a rig whose stage runs on a virtual clock (the broker's
+// time at the start), its config as the rig's with set applied.
+func virtualRig(t *testing.T, set func(*Config)) (*rig, *Stage, *clock.Virtual) {
 	t.Helper()
 	r := newRig(t, rigOpts{ceiling: 100, riders: true})
 	v := clock.NewVirtual(r.mini.Now())
 	cfg := r.s.cfg
-	cfg.Clock, cfg.Fed = v, fed
+	cfg.Clock = v
+	set(&cfg)
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // PollTimeout into the doze, not before: that is the bound.
 func TestAQuietFedStageDozesAndAWakeForwardsANewItemAtOnce(t *testing.T) {
 	t.Parallel()
-	r, s, v := idleRig(t, true)
+	r, s, v := roleRig(t, true, false)
 	after := s.cfg.DozeAfter()
 	if after != 20*time.Second {
 		t.Fatalf("DozeAfter is %s with a 1 s poll and a 10 s lease, want 20 s (twice the lease)", after)
@@ -116,7 +117,7 @@ func TestAQuietFedStageDozesAndAWakeForwardsANewItemAtOnce(t *testing.T) {
 // quiet its long-poll is parked and a new item goes through at once.
 func TestAnIngressStageNeverDozes(t *testing.T) {
 	t.Parallel()
-	r, s, v := idleRig(t, false)
+	r, s, v := roleRig(t, false, false)
 	v.Advance(time.Hour)
 	eventually(t, "the stage's long-poll parks", func() bool { return r.mini.Parked() == 1 })
 	if s.Dozing() {

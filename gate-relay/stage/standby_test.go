@@ -13,19 +13,7 @@ import (
 // or not.
 func roleRig(t *testing.T, fed, standby bool) (*rig, *Stage, *clock.Virtual) {
 	t.Helper()
-	r := newRig(t, rigOpts{ceiling: 100, riders: true})
-	v := clock.NewVirtual(r.mini.Now())
-	cfg := r.s.cfg
-	cfg.Clock, cfg.Fed, cfg.Standby = v, fed, standby
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Stop() })
-	return r, s, v
+	return virtualRig(t, func(c *Config) { c.Fed, c.Standby = fed, standby })
 }
 
 // nextCheck waits for the doze's check on the stage's clock and returns
@@ -181,18 +169,8 @@ func TestADemotedIngressStageForwardsWhatItClaimsThenDozes(t *testing.T) {
 // checks the same way.
 func TestADozingStageChecksEveryDozeCheck(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, rigOpts{ceiling: 100, riders: true})
-	v := clock.NewVirtual(r.mini.Now())
-	cfg := r.s.cfg
-	cfg.Clock, cfg.Standby, cfg.DozeCheck = v, true, 8*time.Second
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Stop() })
+	r, s, v := virtualRig(t, func(c *Config) { c.Standby, c.DozeCheck = true, 8*time.Second })
+	cfg := s.cfg
 	eventually(t, "the standby stage dozes", func() bool { return s.Dozing() && r.mini.Parked() == 0 })
 	in := nextCheck(t, v)
 	if in < cfg.PollTimeout/2 || in > cfg.PollTimeout {
@@ -218,18 +196,8 @@ func TestADozingStageChecksEveryDozeCheck(t *testing.T) {
 		t.Fatalf("partition q forwarded %v, want [0 1] once each", got)
 	}
 
-	fr := newRig(t, rigOpts{ceiling: 100, riders: true})
-	fv := clock.NewVirtual(fr.mini.Now())
-	fcfg := fr.s.cfg
-	fcfg.Clock, fcfg.Fed, fcfg.DozeCheck = fv, true, 8*fcfg.PollTimeout
-	fed, err := New(fcfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fed.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fed.Stop() })
+	fr, fed, fv := virtualRig(t, func(c *Config) { c.Fed, c.DozeCheck = true, 8*c.PollTimeout })
+	fcfg := fed.cfg
 	eventually(t, "the Fed stage dozes", func() bool { return fed.Dozing() && fr.mini.Parked() == 0 })
 	in = nextCheck(t, fv)
 	if in < fcfg.PollTimeout/2 || in > fcfg.PollTimeout {
