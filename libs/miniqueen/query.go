@@ -16,33 +16,9 @@ type rawQuery string
 // url.ParseQuery(q).Get(key) answers (a pair holding ';' or a malformed
 // escape is skipped, as ParseQuery skips it).
 func (q rawQuery) Get(key string) string {
-	s := string(q)
-	for s != "" {
-		var pair string
-		pair, s, _ = strings.Cut(s, "&")
-		if pair == "" || strings.Contains(pair, ";") {
-			continue
-		}
-		k, v, _ := strings.Cut(pair, "=")
-		if strings.ContainsAny(k, "%+") {
-			var err error
-			if k, err = url.QueryUnescape(k); err != nil {
-				continue
-			}
-		} else if k != key {
-			continue
-		}
-		if strings.ContainsAny(v, "%+") {
-			var err error
-			if v, err = url.QueryUnescape(v); err != nil {
-				continue
-			}
-		}
-		if k == key {
-			return v
-		}
-	}
-	return ""
+	var v [1]string
+	q.GetEach([]string{key}, v[:])
+	return v[0]
 }
 
 // GetEach answers into vals[i] what Get(keys[i]) answers, in one pass over
