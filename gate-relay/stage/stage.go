@@ -332,11 +332,17 @@ func (d *dozer) wakeLocked(now time.Time) []*worker {
 	if len(d.out) == 0 {
 		return nil
 	}
-	d.stopCheckLocked()
 	out := d.out
+	d.releaseLocked()
+	return out
+}
+
+// releaseLocked lets every dozing worker go (whoever took them starts
+// them again, or nobody) and stops the check.
+func (d *dozer) releaseLocked() {
+	d.stopCheckLocked()
 	d.out = nil
 	d.asleep.Store(0)
-	return out
 }
 
 // stopCheckLocked stops worker 0's check timer, if armed; a firing that
@@ -408,9 +414,7 @@ func (s *Stage) runEnded(ctx context.Context) {
 	if d.ctx != ctx {
 		return
 	}
-	d.stopCheckLocked()
-	d.out = nil
-	d.asleep.Store(0)
+	d.releaseLocked()
 }
 
 // New validates cfg and returns a stage ready to Start.
@@ -445,9 +449,7 @@ func (s *Stage) Start(ctx context.Context) error {
 	// it dozes as soon as its parked poll returns.
 	s.dozer.mu.Lock()
 	s.dozer.ctx = ctx
-	s.dozer.out = nil
-	s.dozer.asleep.Store(0)
-	s.dozer.stopCheckLocked()
+	s.dozer.releaseLocked()
 	s.dozer.mu.Unlock()
 	s.dozer.wake(s.cfg.Clock.Now().Add(-s.cfg.DozeAfter()))
 	context.AfterFunc(ctx, func() { s.runEnded(ctx) })
