@@ -30,11 +30,7 @@ func main() {
 	level, _ := knob.ParseLogLevel(cfg.LogLevel) // Load has checked it
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
-	limit, from := cfg.MemoryLimit, "GATE_RELAY_MEMORY_LIMIT_MB"
-	if limit == config.MemoryLimitAuto {
-		limit, from = config.ContainerShare(os.ReadFile), "container"
-	}
-	if limit > 0 {
+	if limit, from := cfg.SoftMemoryLimit(os.ReadFile); limit > 0 {
 		debug.SetMemoryLimit(limit)
 		log.Info("soft memory limit set", "memoryLimitMB", limit>>20, "memoryLimitFrom", from)
 	}

@@ -184,6 +184,22 @@ func ContainerShare(read func(string) ([]byte, error)) int64 {
 	return 0
 }
 
+// SoftMemoryLimit is the soft memory limit in bytes the relay gives the Go
+// runtime, and where it came from: MemoryLimit as GATE_RELAY_MEMORY_LIMIT_MB
+// set it, or, when that is MemoryLimitAuto, ContainerShare of the
+// container's limit read with read (os.ReadFile in main), from
+// "container". A limit of 0 sets none, and its from is empty.
+func (c Config) SoftMemoryLimit(read func(string) ([]byte, error)) (limit int64, from string) {
+	limit, from = c.MemoryLimit, "GATE_RELAY_MEMORY_LIMIT_MB"
+	if limit == MemoryLimitAuto {
+		limit, from = ContainerShare(read), "container"
+	}
+	if limit <= 0 {
+		return 0, ""
+	}
+	return limit, from
+}
+
 func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
 
 func millis(n int) time.Duration { return time.Duration(n) * time.Millisecond }

@@ -142,3 +142,43 @@ func TestContainerShare(t *testing.T) {
 		}
 	}
 }
+
+// The soft memory limit the relay sets is GATE_RELAY_MEMORY_LIMIT_MB's
+// when it is set (0: none), else the container's share (v2, else v1), and
+// none when the cgroup sets none or cannot be read; it says which.
+func TestSoftMemoryLimit(t *testing.T) {
+	t.Parallel()
+	const v2, v1 = "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"
+	files := func(m map[string]string) func(string) ([]byte, error) {
+		return func(name string) ([]byte, error) {
+			if v, ok := m[name]; ok {
+				return []byte(v), nil
+			}
+			return nil, fs.ErrPermission
+		}
+	}
+	cgroup := map[string]string{v2: "1073741824\n"}
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string
+		files map[string]string
+		limit int64
+		from  string
+	}{
+		{"knob set", map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "256"}, cgroup, 256 << 20, "GATE_RELAY_MEMORY_LIMIT_MB"},
+		{"knob 0", map[string]string{"GATE_RELAY_MEMORY_LIMIT_MB": "0"}, cgroup, 0, ""},
+		{"GOMEMLIMIT", map[string]string{"GOMEMLIMIT": "1GiB"}, cgroup, 0, ""},
+		{"auto, cgroup v2", nil, cgroup, 1073741824 / 100 * 80, "container"},
+		{"auto, cgroup v1", nil, map[string]string{v1: "536870912\n"}, 536870912 / 100 * 80, "container"},
+		{"auto, max", nil, map[string]string{v2: "max\n"}, 0, ""},
+		{"auto, unreadable files", nil, nil, 0, ""},
+	} {
+		c, err := Load(env(tc.env))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if limit, from := c.SoftMemoryLimit(files(tc.files)); limit != tc.limit || from != tc.from {
+			t.Errorf("%s: %d from %q, want %d from %q", tc.name, limit, from, tc.limit, tc.from)
+		}
+	}
+}

@@ -538,7 +538,7 @@ func (r *Relay) noteRow(app, graph string, doc store.Document, found bool) {
 		delete(r.rows, plan.LegacyTargetKey(app, graph))
 		return
 	}
-	r.rows[doc.Key] = store.Row{App: app, Graph: graph, Key: doc.Key, Legacy: doc.Legacy, Version: doc.Row}
+	r.rows[doc.Key] = doc.KeysRow()
 }
 
 // probe proves (again) that the broker applies transaction riders: at
@@ -681,7 +681,7 @@ func (r *Relay) reconcile(ctx context.Context) (ok bool) {
 	}
 	rows := make(map[string]store.Row, len(listing.Documents))
 	for _, d := range listing.Documents {
-		rows[d.Key] = store.Row{App: d.App, Graph: d.Graph, Key: d.Key, Legacy: d.Legacy, Version: d.Row}
+		rows[d.Key] = d.KeysRow()
 	}
 	r.rows = rows
 	stored := map[string]store.Document{}

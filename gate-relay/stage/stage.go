@@ -204,8 +204,6 @@ type Stage struct {
 	// dozer is when the stage last claimed or was woken, its role, and
 	// its dozing workers' wake (a Fed or standby stage).
 	dozer dozer
-	// standby mirrors dozer.standby for readers that take no lock.
-	standby atomic.Bool
 	// feeds are the stages whose source this stage's settles push into
 	// (Feeds), woken after every settle that forwarded items.
 	feeds []*Stage
@@ -237,15 +235,11 @@ func (s *Stage) Dozing() bool { return s.dozer.asleep.Load() > 0 }
 // claims in its hands are settled as before. Setting the role it has does
 // nothing.
 func (s *Stage) SetStandby(standby bool) {
-	changed, woken := s.dozer.setStandby(standby, s.cfg.Clock.Now())
-	if changed {
-		s.standby.Store(standby)
-	}
-	s.resume(woken, false)
+	s.resume(s.dozer.setStandby(standby, s.cfg.Clock.Now()), false)
 }
 
 // Standby reports whether the stage runs as a standby now (SetStandby).
-func (s *Stage) Standby() bool { return s.standby.Load() }
+func (s *Stage) Standby() bool { return s.dozer.standby.Load() }
 
 // dozer is a Fed or standby stage's quiet time, its role and its dozing
 // workers. A dozing worker holds no goroutine: it leaves its state here
@@ -260,10 +254,11 @@ type dozer struct {
 	// starts DozeAfter before it: quiet from the first pop on, so a stage
 	// demoted before it claimed anything dozes at once).
 	last time.Time
-	// standby is the stage's role (SetStandby); a promotion ends every
-	// doze under the same lock a worker enters one with, so no worker
-	// starts a doze after the promotion that woke the others.
-	standby bool
+	// standby is the stage's role (SetStandby), written only under mu: a
+	// promotion ends every doze under the same lock a worker enters one
+	// with, so no worker starts a doze after the promotion that woke the
+	// others. Standby reads it without the lock.
+	standby atomic.Bool
 	// ctx is the stage's run (set by Start) that resumed workers run
 	// under; nil before the first Start.
 	ctx context.Context
@@ -302,19 +297,15 @@ type worker struct {
 	first, check bool
 }
 
-// setStandby sets the role and reports whether it changed, with the
-// dozing workers a promotion woke (the caller resumes them).
-func (d *dozer) setStandby(standby bool, now time.Time) (bool, []*worker) {
+// setStandby sets the role and returns the dozing workers a promotion
+// woke (the caller resumes them).
+func (d *dozer) setStandby(standby bool, now time.Time) []*worker {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.standby == standby {
-		return false, nil
+	if was := d.standby.Swap(standby); was == standby || standby {
+		return nil // the role it had, or a demotion: nobody to wake
 	}
-	d.standby = standby
-	if !standby {
-		return true, d.wakeLocked(now)
-	}
-	return true, nil
+	return d.wakeLocked(now)
 }
 
 // wake marks now as the stage's last activity and ends every doze,
@@ -426,8 +417,7 @@ func New(cfg Config) (*Stage, error) {
 	log := cfg.Logger.With("app", cfg.App, "graph", cfg.Graph, "path", cfg.Stage.Path, "node", cfg.Stage.Node, "queue", cfg.Stage.Source, "group", cfg.Stage.Group)
 	s := &Stage{cfg: cfg, log: log}
 	s.hold = newHold(s)
-	s.dozer.standby = cfg.Standby
-	s.standby.Store(cfg.Standby)
+	s.dozer.standby.Store(cfg.Standby)
 	return s, nil
 }
 
@@ -645,12 +635,13 @@ func (s *Stage) doze(w *worker) (wait, left bool) {
 	d := &s.dozer
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if (!s.cfg.Fed && !d.standby) || s.cfg.Clock.Now().Sub(d.last) < s.cfg.DozeAfter() {
+	standby := d.standby.Load()
+	if (!s.cfg.Fed && !standby) || s.cfg.Clock.Now().Sub(d.last) < s.cfg.DozeAfter() {
 		return true, false
 	}
 	d.out = append(d.out, w)
 	d.asleep.Add(1)
-	if w.i == 0 && !(d.standby && s.cfg.Fed) {
+	if w.i == 0 && !(standby && s.cfg.Fed) {
 		d.stopCheckLocked()
 		gen := d.gen
 		d.check = s.cfg.Clock.AfterFunc(checkIn(s.cfg.PollTimeout, s.cfg.DozeCheck, w.checked, w.rnd), func() { s.checkDue(gen) })

@@ -114,6 +114,12 @@ type Document struct {
 	Row int64 `json:"row,omitempty"`
 }
 
+// KeysRow is the document's row as a keys-only listing (Rows) names it:
+// its key, name, kind and the row's version, without the body.
+func (d Document) KeysRow() Row {
+	return Row{App: d.App, Graph: d.Graph, Key: d.Key, Legacy: d.Legacy, Version: d.Row}
+}
+
 // ETag is the document's entity tag (see ETag).
 func (d Document) ETag() string { return ETag(d.Body) }
 

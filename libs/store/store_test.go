@@ -397,6 +397,9 @@ func TestRowsNameEveryDocumentWithTheVersionAListingReads(t *testing.T) {
 		if row.Key != d.Key || row.App != d.App || row.Graph != d.Graph || row.Legacy != d.Legacy || row.Version != d.Row || row.Version == 0 {
 			t.Fatalf("row %d is %+v, the listing's document %+v: want the same key, name, kind and non-zero version", i, row, d)
 		}
+		if row != d.KeysRow() {
+			t.Fatalf("row %d is %+v, the listing's document names %+v as its row: a relay compares the two", i, row, d.KeysRow())
+		}
 	}
 	if err := s.Put(ctx, "shop", "g0000", json.RawMessage(`{"version":2}`)); err != nil {
 		t.Fatal(err)
