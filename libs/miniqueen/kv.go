@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -374,6 +375,14 @@ func (s *Server) kvSet(ns, key string, e *kvEntry, j *journal) {
 // its first key and dropping it with its last.
 func (s *Server) kvPut(ns, key string, e *kvEntry) {
 	m := s.kv[ns]
+	if e != nil && (m == nil || m.entries[key] == nil) {
+		// A new key is kept by the space and the expiry index: its own
+		// bytes, not a slice of the request that brought it (keepArena).
+		key = strings.Clone(key)
+		if m == nil {
+			ns = strings.Clone(ns)
+		}
+	}
 	if e != nil {
 		var old *kvEntry
 		if m != nil {
@@ -455,7 +464,7 @@ func (s *Server) execKV(cmds []kvCmd, res []kvRes, now time.Time, j *journal) *k
 			case c.hasExpect && c.expect > 0 && cur.version != c.expect:
 				r.reason = "version"
 			default:
-				e := s.newEntry(c.value, c, now)
+				e := s.newEntry(bytes.Clone(c.value), c, now) // its own bytes (keepArena)
 				s.kvSet(c.ns, c.key, e, j)
 				r.applied, r.value, r.version = true, e.raw, e.version
 			}

@@ -2,6 +2,7 @@ package miniqueen
 
 import (
 	"container/heap"
+	"strings"
 	"time"
 )
 
@@ -44,7 +45,8 @@ func (h *kvExpiry) note(ns, key string, old, e *kvEntry) {
 	if e == nil || e.exp.IsZero() || old != nil && old.exp.Equal(e.exp) {
 		return
 	}
-	heap.Push(h, kvExpiryItem{at: e.exp, ns: ns, key: key})
+	// Its own copies: ns and key may be slices of the request (keepArena).
+	heap.Push(h, kvExpiryItem{at: e.exp, ns: strings.Clone(ns), key: strings.Clone(key)})
 }
 
 // due pops every item whose expiry is not after now, calling fn with it.
