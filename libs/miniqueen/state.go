@@ -587,12 +587,9 @@ func (s *Server) push(items []pushItem, out []pushOutcome, j *journal) {
 // stored message's transaction id, trace id and payload). The request
 // decoder reads a whole body into one arena (newReader), so a message
 // holding slices of it held the whole body: a relay's settle — an ack, a
-// push, two kv riders and a read — is about ten times the one item it
-// stores, and at 2,000 items a second over 1,000 graphs the broker's live
-// heap grew by 1.3 KB per item, its collector's marking (of a 500 MB heap
-// at 10,000 graphs) stalling every call for up to a second every few
-// seconds. A message now keeps only its own bytes, still one allocation
-// per call.
+// push, two kv riders and a read — is many times the one item it stores,
+// and the broker kept every such body as long as the message. A message
+// now keeps only its own bytes, still one allocation per call.
 func keepArena(items []pushItem) *arena {
 	n := 0
 	for i := range items {
