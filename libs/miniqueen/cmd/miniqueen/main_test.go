@@ -96,3 +96,39 @@ func TestProfilesOnTheirOwnListener(t *testing.T) {
 		t.Fatalf("the profile listener still answers after its context ended")
 	}
 }
+
+func TestCollectorPercent(t *testing.T) {
+	env := func(gogc string) func(string) string {
+		return func(k string) string {
+			if k == "GOGC" {
+				return gogc
+			}
+			return ""
+		}
+	}
+	for _, tc := range []struct {
+		flag, gogc string
+		want       int
+		bad        bool
+	}{
+		{flag: "", want: defaultGCPercent},
+		{flag: " 250 ", want: 250},
+		{flag: "25", want: 25},
+		{flag: "10000", want: 10000},
+		{flag: "", gogc: "200", want: 0},    // GOGC wins: the runtime read it
+		{flag: "900", gogc: "off", want: 0}, // whatever it says
+		{flag: "24", bad: true},
+		{flag: "10001", bad: true},
+		{flag: "-1", bad: true},
+		{flag: "400%", bad: true},
+		{flag: "off", bad: true},
+	} {
+		got, err := collectorPercent(tc.flag, env(tc.gogc))
+		switch {
+		case tc.bad && (err == nil || !strings.Contains(err.Error(), "--gc-percent") || !strings.Contains(err.Error(), "GOGC")):
+			t.Errorf("collectorPercent(%q) = %d, %v; want an error naming --gc-percent and GOGC", tc.flag, got, err)
+		case !tc.bad && (err != nil || got != tc.want):
+			t.Errorf("collectorPercent(%q) with GOGC=%q = %d, %v; want %d", tc.flag, tc.gogc, got, err, tc.want)
+		}
+	}
+}
