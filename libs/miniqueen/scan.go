@@ -126,15 +126,8 @@ func (a *arena) keep(raw []byte) []byte {
 
 // keepString returns a copy of s stored in the arena.
 func (a *arena) keepString(s string) string {
-	if len(s) == 0 {
-		return ""
-	}
-	if cap(a.b)-len(a.b) < len(s) {
-		a.b = make([]byte, 0, max(len(s), 4<<10))
-	}
-	start := len(a.b)
-	a.b = append(a.b, s...)
-	return unsafe.String(&a.b[start], len(s))
+	// str copies the bytes it is given; the view of s is only read.
+	return a.str(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
 // str returns a string with the bytes of raw, stored in the arena.
