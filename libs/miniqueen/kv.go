@@ -372,24 +372,12 @@ func (s *Server) kvSet(ns, key string, e *kvEntry, j *journal) {
 }
 
 // kvPut stores e under ns/key (nil deletes it), creating the namespace on
-// its first key and dropping it with its last.
+// its first key and dropping it with its last. What the store keeps of ns
+// and key is its own bytes, not a slice of the request that brought them
+// (keepArena): a new namespace's name, and a key the space or the expiry
+// index keeps.
 func (s *Server) kvPut(ns, key string, e *kvEntry) {
 	m := s.kv[ns]
-	if e != nil && (m == nil || m.entries[key] == nil) {
-		// A new key is kept by the space and the expiry index: its own
-		// bytes, not a slice of the request that brought it (keepArena).
-		key = strings.Clone(key)
-		if m == nil {
-			ns = strings.Clone(ns)
-		}
-	}
-	if e != nil {
-		var old *kvEntry
-		if m != nil {
-			old = m.entries[key]
-		}
-		s.kvExp.note(ns, key, old, e)
-	}
 	if e == nil {
 		if m != nil {
 			m.set(key, nil)
@@ -400,9 +388,14 @@ func (s *Server) kvPut(ns, key string, e *kvEntry) {
 		return
 	}
 	if m == nil {
-		m = newKVSpace()
-		s.kv[ns] = m
+		m = newKVSpace(strings.Clone(ns))
+		s.kv[m.ns] = m
 	}
+	old := m.entries[key]
+	if old == nil || expiryChanged(old, e) {
+		key = strings.Clone(key)
+	}
+	s.kvExp.note(m.ns, key, old, e)
 	m.set(key, e)
 }
 

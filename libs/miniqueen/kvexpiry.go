@@ -2,7 +2,6 @@ package miniqueen
 
 import (
 	"container/heap"
-	"strings"
 	"time"
 )
 
@@ -41,12 +40,17 @@ func (h *kvExpiry) Pop() any {
 }
 
 // note records that ns/key now holds e (replacing old, nil when none).
+// The index keeps ns and key: they must be the store's own (kvPut).
 func (h *kvExpiry) note(ns, key string, old, e *kvEntry) {
-	if e == nil || e.exp.IsZero() || old != nil && old.exp.Equal(e.exp) {
-		return
+	if expiryChanged(old, e) {
+		heap.Push(h, kvExpiryItem{at: e.exp, ns: ns, key: key})
 	}
-	// Its own copies: ns and key may be slices of the request (keepArena).
-	heap.Push(h, kvExpiryItem{at: e.exp, ns: strings.Clone(ns), key: strings.Clone(key)})
+}
+
+// expiryChanged reports whether e (replacing old, nil when new) has an
+// expiry old did not: one note keeps an item for.
+func expiryChanged(old, e *kvEntry) bool {
+	return e != nil && !e.exp.IsZero() && (old == nil || !old.exp.Equal(e.exp))
 }
 
 // due pops every item whose expiry is not after now, calling fn with it.

@@ -16,6 +16,8 @@ import (
 // keys, nothing when none came); a key that goes stays in sorted until
 // that merge, and a listing skips it because entries no longer holds it.
 type kvSpace struct {
+	// ns is the namespace's name (the store's own copy).
+	ns      string
 	entries map[string]*kvEntry
 	// sorted holds every key of entries in byte order, and possibly keys
 	// deleted since the last merge; added holds the keys set since then
@@ -24,7 +26,7 @@ type kvSpace struct {
 	added  []string
 }
 
-func newKVSpace() *kvSpace { return &kvSpace{entries: map[string]*kvEntry{}} }
+func newKVSpace(ns string) *kvSpace { return &kvSpace{ns: ns, entries: map[string]*kvEntry{}} }
 
 // set stores e under key (nil deletes it).
 func (k *kvSpace) set(key string, e *kvEntry) {
